@@ -1,0 +1,50 @@
+//! Snowflake-style 64-bit IDs that are never issued twice, whatever the clock does.
+//!
+//! * **Unique and strictly increasing** across threads: one `AtomicU64` advanced by
+//!   compare-exchange, lock-free, no syscall and no allocation per ID.
+//! * **Immune to clock steps**: time is locked at start and advanced by a monotonic counter
+//!   ([`LockedClock`]); the wall clock only ever moves it forward.
+//! * **No millisecond stalls**: a full sequence borrows future ticks, bounded by `max_lead`;
+//!   past it [`Generator::try_next_id`] says [`Error::WouldBlock`] instead of spinning.
+//! * **Layouts** for Twitter, Discord, Sonyflake, Baidu, JavaScript-safe and game-server IDs,
+//!   or your own, checked when built; every ID decodes back into its parts.
+//!
+//! # Example
+//!
+//! ```
+//! use monoflake::{Generator, Id, Layout};
+//!
+//! let generator = Generator::new(Layout::twitter(), 42)?;
+//! let id: Id = generator.next_id()?;
+//! let parts = id.parts(&Layout::twitter())?;
+//! assert_eq!(parts.node(), 42);
+//! assert_eq!(id.to_string().parse::<Id>()?, id);
+//! # Ok::<(), monoflake::Error>(())
+//! ```
+#![deny(missing_docs, missing_debug_implementations)]
+#![doc(test(attr(deny(warnings))))]
+
+mod clock;
+mod error;
+mod generator;
+mod id;
+mod layout;
+mod state;
+mod sync;
+
+pub use crate::clock::{
+    CoarseClock, DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE, DEFAULT_TICKER_INTERVAL,
+    LockedClock, ManualClock, Ticker, TimeSource,
+};
+pub use crate::error::Error;
+pub use crate::generator::{DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, Ids};
+pub use crate::id::{Id, Parts, rfc3339};
+pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;
+
+#[doc = include_str!("../docs/layouts.md")]
+#[cfg(doctest)]
+struct LayoutsDoctests;
