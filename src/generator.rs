@@ -1,0 +1,616 @@
+//! The lock-free generator: one `AtomicU64` advanced by compare-exchange around the pure step.
+
+use std::fmt;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::clock::{LockedClock, TimeSource};
+use crate::layout::mask;
+use crate::state::{Step, StepParams, next_state};
+use crate::sync::{self, AtomicU64, Ordering};
+use crate::{Error, Id, Layout};
+
+/// How far the time field may run ahead of the clock by default when the sequence is full.
+pub const DEFAULT_MAX_LEAD: Duration = Duration::from_millis(100);
+/// How long [`Generator::next_id`] waits at most by default before it gives up.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
+
+/// Issues unique, strictly increasing IDs for one node under one layout.
+///
+/// * **Lock-free, no syscall, no allocation per ID.** The state (`tick << sequence_bits |
+///   sequence`) is one `AtomicU64` on its own cache line; an ID is a clock read, a load, the
+///   pure step and one `compare_exchange_weak`.
+/// * **Unique and strictly increasing.** Every value comes from the atomic's modification
+///   order, and the step only moves it up: IDs from one generator, across all threads, are
+///   distinct and each is greater than every ID issued before it.
+/// * **The clock cannot move IDs back.** A clock read that goes back continues the sequence
+///   of the tick already held.
+/// * **A full sequence borrows future ticks** instead of stalling, at most `max_lead` ahead of
+///   the clock ([`GeneratorBuilder::max_lead`]). Beyond that [`Generator::try_next_id`]
+///   returns [`Error::WouldBlock`] and [`Generator::next_id`] waits (spin, yield, then sleep),
+///   at most `max_wait`.
+/// * **Fails loudly.** Past the end of the time field every call returns
+///   [`Error::Exhausted`]; the field never wraps.
+///
+/// # Memory ordering
+///
+/// All operations on the state are `Relaxed`. The state publishes no other memory: an ID is
+/// computed from the state value alone, so there is nothing for Acquire/Release to order.
+/// Uniqueness and increase follow from the single atomic's modification order, which every
+/// read-modify-write observes in full (a successful compare-exchange replaces exactly the value
+/// it read). The loom models in `loom-tests/` check this.
+///
+/// # Example
+///
+/// ```
+/// use monoflake::{Generator, Layout};
+///
+/// let generator = Generator::new(Layout::twitter(), 7)?;
+/// let a = generator.next_id()?;
+/// let b = generator.next_id()?;
+/// assert!(b > a);
+/// assert_eq!(b.parts(generator.layout())?.node(), 7);
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+pub struct Generator<C: TimeSource = LockedClock> {
+    // Ordering: Relaxed for every access; see the type docs.
+    state: CachePadded<AtomicU64>,
+    params: StepParams,
+    out: Output,
+    epoch_ms: u64,
+    tick_ms: u64,
+    max_wait: Duration,
+    expires_at_ms: u64,
+    clock: C,
+    layout: Layout,
+    node: u64,
+}
+
+/// How a state value becomes an ID.
+#[derive(Clone, Copy, Debug)]
+struct Output {
+    node_low: bool,
+    node_bits: u32,
+    sequence_bits: u32,
+    time_shift: u32,
+    /// The node value, already shifted into place.
+    node_part: u64,
+}
+
+impl Output {
+    #[inline]
+    const fn id(&self, state: u64) -> Id {
+        if self.node_low {
+            Id::from_u64(state << self.node_bits | self.node_part)
+        } else {
+            let tick = state >> self.sequence_bits;
+            Id::from_u64(
+                tick << self.time_shift | self.node_part | state & mask(self.sequence_bits),
+            )
+        }
+    }
+}
+
+impl<C: TimeSource + fmt::Debug> fmt::Debug for Generator<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Generator")
+            .field("layout", &self.layout.name())
+            .field("node", &self.node)
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .field("max_lead_ticks", &self.params.max_lead)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Generator<LockedClock> {
+    /// A generator for `node` under `layout` on a new [`LockedClock`], with the defaults.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfRange`] when `node` does not fit the layout.
+    ///
+    /// ```
+    /// use monoflake::{Error, Generator, Layout};
+    /// assert!(Generator::new(Layout::twitter(), 1023).is_ok());
+    /// assert!(matches!(
+    ///     Generator::new(Layout::twitter(), 1024),
+    ///     Err(Error::OutOfRange { value: 1024, max: 1023, .. })
+    /// ));
+    /// ```
+    pub fn new(layout: Layout, node: u64) -> Result<Self, Error> {
+        Self::builder(layout).node(node).build()
+    }
+
+    /// Starts configuring a generator for `layout` (node 0, [`LockedClock`], the defaults).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let generator = monoflake::Generator::builder(monoflake::Layout::discord())
+    ///     .node(5)
+    ///     .max_lead(Duration::from_millis(10))
+    ///     .build()?;
+    /// assert_eq!(generator.node(), 5);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn builder(layout: Layout) -> GeneratorBuilder<LockedClock> {
+        GeneratorBuilder {
+            layout,
+            node: 0,
+            clock: LockedClock::new(),
+            max_lead: DEFAULT_MAX_LEAD,
+            max_wait: DEFAULT_MAX_WAIT,
+            offset_bits: 0,
+            after_tick: None,
+        }
+    }
+}
+
+impl<C: TimeSource> Generator<C> {
+    /// The layout IDs are issued under.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::new(monoflake::Layout::sonyflake(), 1)?;
+    /// assert_eq!(g.layout().name(), "sonyflake");
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The node value every ID carries.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::new(monoflake::Layout::sonyflake(), 9)?;
+    /// assert_eq!(g.node(), 9);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub const fn node(&self) -> u64 {
+        self.node
+    }
+
+    /// The time source.
+    ///
+    /// ```
+    /// use monoflake::TimeSource;
+    /// let g = monoflake::Generator::new(monoflake::Layout::twitter(), 0)?;
+    /// assert!(g.clock().now_ms() > 0);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The time-field value of the last ID issued (or of the start point), for monitoring
+    /// how far the generator runs ahead of its clock.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::new(monoflake::Layout::twitter(), 0)?;
+    /// let id = g.next_id()?;
+    /// assert_eq!(g.last_tick(), id.parts(g.layout())?.tick());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn last_tick(&self) -> u64 {
+        self.state.load(Ordering::Relaxed) >> self.params.sequence_bits
+    }
+
+    #[inline]
+    fn tick_of(&self, unix_ms: u64) -> u64 {
+        let since = unix_ms.saturating_sub(self.epoch_ms);
+        // Most layouts tick in milliseconds: skip the division.
+        if self.tick_ms == 1 {
+            since
+        } else {
+            since / self.tick_ms
+        }
+    }
+
+    /// Reserves `n >= 1` consecutive state values with one compare-exchange and returns the
+    /// first and the last.
+    #[inline]
+    fn reserve(&self, n: u64) -> Result<(u64, u64), Error> {
+        let mut now = self.tick_of(self.clock.now_ms());
+        let mut precise = !self.clock.is_coarse();
+        // Ordering: Relaxed; a stale value only makes the first compare-exchange fail.
+        #[cfg_attr(monoflake_broken_cas, allow(unused_mut))]
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            match next_state(cur, now, n, &self.params) {
+                Step::Issue { first, last } => {
+                    // A coarse reading may lag: before borrowing a tick, look at the real time.
+                    if !precise && last >> self.params.sequence_bits > now {
+                        now = self.tick_of(self.clock.precise_now_ms());
+                        precise = true;
+                        continue;
+                    }
+                    // A deliberately broken variant (a load then a plain store instead of a
+                    // compare-exchange), compiled only to check that the loom models catch it.
+                    #[cfg(monoflake_broken_cas)]
+                    {
+                        self.state.store(last, Ordering::Relaxed);
+                        return Ok((first, last));
+                    }
+                    // Ordering: Relaxed on success and failure; the value is all there is to
+                    // agree on, and the modification order of this one atomic decides it.
+                    #[cfg_attr(monoflake_broken_cas, allow(unreachable_code))]
+                    match self.state.compare_exchange_weak(
+                        cur,
+                        last,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Ok((first, last)),
+                        Err(actual) => cur = actual,
+                    }
+                }
+                Step::Lead { ticks } => {
+                    if !precise {
+                        now = self.tick_of(self.clock.precise_now_ms());
+                        precise = true;
+                        continue;
+                    }
+                    return Err(Error::WouldBlock {
+                        retry_after: Duration::from_millis(ticks.saturating_mul(self.tick_ms)),
+                    });
+                }
+                Step::Exhausted { for_good } => {
+                    if !precise {
+                        now = self.tick_of(self.clock.precise_now_ms());
+                        precise = true;
+                        continue;
+                    }
+                    if for_good {
+                        // Pin the state at its largest value so every later call fails too,
+                        // whatever a clock does afterwards.
+                        let end = self.params.max_tick << self.params.sequence_bits
+                            | mask(self.params.sequence_bits);
+                        // Ordering: Relaxed; fetch_max only ever raises the state.
+                        self.state.fetch_max(end, Ordering::Relaxed);
+                    }
+                    return Err(Error::Exhausted {
+                        expired_at_ms: self.expires_at_ms,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Issues one ID without waiting.
+    ///
+    /// # Errors
+    ///
+    /// * [`Error::WouldBlock`]: the sequence is full and borrowing another tick would exceed
+    ///   `max_lead`; nothing was issued. `retry_after` says when the clock will have caught up.
+    /// * [`Error::Exhausted`]: the layout's time field has run out.
+    ///
+    /// ```
+    /// use monoflake::{Error, Generator, Layout};
+    ///
+    /// let generator = Generator::new(Layout::twitter(), 1)?;
+    /// let id = generator.try_next_id()?;
+    /// assert_eq!(id.parts(generator.layout())?.node(), 1);
+    /// // Baidu's default layout ran out in November 2024.
+    /// let baidu = Generator::new(Layout::baidu(), 1)?;
+    /// assert!(matches!(baidu.try_next_id(), Err(Error::Exhausted { .. })));
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[inline]
+    pub fn try_next_id(&self) -> Result<Id, Error> {
+        self.reserve(1).map(|(first, _)| self.out.id(first))
+    }
+
+    /// Issues one ID, waiting when the generator is at its lead limit: a few spins, then
+    /// yields, then sleeps until the clock has caught up, for at most `max_wait`
+    /// ([`GeneratorBuilder::max_wait`]).
+    ///
+    /// # Errors
+    ///
+    /// * [`Error::WouldBlock`]: still at the lead limit after `max_wait` (a clock that stands
+    ///   still).
+    /// * [`Error::Exhausted`]: the layout's time field has run out.
+    ///
+    /// ```
+    /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
+    /// let ids: Vec<_> = (0..10_000).map(|_| generator.next_id()).collect::<Result<_, _>>()?;
+    /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn next_id(&self) -> Result<Id, Error> {
+        self.waiting(|| self.try_next_id())
+    }
+
+    /// Reserves `n` consecutive IDs with one compare-exchange, without waiting. The IDs are
+    /// strictly increasing and may run into later ticks (within `max_lead`). `n = 0` gives an
+    /// empty run.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::try_next_id`]; a batch larger than the sequence space within
+    /// `max_lead` can never succeed and reports [`Error::WouldBlock`].
+    ///
+    /// ```
+    /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
+    /// let ids: Vec<_> = generator.try_next_ids(64)?.collect();
+    /// assert_eq!(ids.len(), 64);
+    /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn try_next_ids(&self, n: u64) -> Result<Ids, Error> {
+        if n == 0 {
+            return Ok(Ids {
+                next: 1,
+                last: 0,
+                out: self.out,
+            });
+        }
+        self.reserve(n).map(|(first, last)| Ids {
+            next: first,
+            last,
+            out: self.out,
+        })
+    }
+
+    /// [`Generator::try_next_ids`], waiting like [`Generator::next_id`] when at the lead limit.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::next_id`].
+    ///
+    /// ```
+    /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
+    /// let first_run: Vec<_> = generator.next_ids(4096)?.collect();
+    /// let next = generator.next_id()?;
+    /// assert!(next > *first_run.last().unwrap());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
+        self.waiting(|| self.try_next_ids(n))
+    }
+
+    fn waiting<T>(&self, mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
+        let mut step = 0;
+        let mut slept = Duration::ZERO;
+        loop {
+            match attempt() {
+                Err(Error::WouldBlock { retry_after }) => {
+                    if !sync::backoff(step) {
+                        if slept >= self.max_wait {
+                            return Err(Error::WouldBlock { retry_after });
+                        }
+                        let nap = retry_after
+                            .min(self.max_wait - slept)
+                            .max(Duration::from_micros(50));
+                        sync::sleep(nap);
+                        slept += nap;
+                    }
+                    step = step.saturating_add(1);
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// A run of consecutive IDs reserved by [`Generator::next_ids`]; iterating allocates nothing.
+///
+/// ```
+/// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
+/// let run = generator.next_ids(3)?;
+/// assert_eq!(run.len(), 3);
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Ids {
+    next: u64,
+    last: u64,
+    out: Output,
+}
+
+impl Iterator for Ids {
+    type Item = Id;
+
+    #[inline]
+    fn next(&mut self) -> Option<Id> {
+        if self.next > self.last {
+            return None;
+        }
+        let id = self.out.id(self.next);
+        // At the very end of the state space `last` is u64::MAX: stop by making the run empty.
+        match self.next.checked_add(1) {
+            Some(n) => self.next = n,
+            None => self.last = 0,
+        }
+        Some(id)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::try_from((self.last + 1).saturating_sub(self.next)).unwrap_or(usize::MAX);
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for Ids {}
+
+/// Configures a [`Generator`]; see [`Generator::builder`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use monoflake::{Generator, Layout, ManualClock};
+///
+/// let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+/// let generator = Generator::builder(Layout::twitter())
+///     .node(3)
+///     .clock(clock)
+///     .max_lead(Duration::ZERO)
+///     .start_offset_bits(3)
+///     .build()?;
+/// assert!(generator.try_next_id().is_ok());
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct GeneratorBuilder<C> {
+    layout: Layout,
+    node: u64,
+    clock: C,
+    max_lead: Duration,
+    max_wait: Duration,
+    offset_bits: u32,
+    after_tick: Option<u64>,
+}
+
+impl<C: TimeSource> GeneratorBuilder<C> {
+    /// The node value every ID carries (default 0). Checked against the layout by
+    /// [`GeneratorBuilder::build`].
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).node(12).build()?;
+    /// assert_eq!(g.node(), 12);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn node(mut self, node: u64) -> Self {
+        self.node = node;
+        self
+    }
+
+    /// The time source (default a new [`LockedClock`]).
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .clock(monoflake::ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// assert_eq!(g.next_id()?.parts(g.layout())?.unix_ms(), 1_700_000_000_000);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn clock<D: TimeSource>(self, clock: D) -> GeneratorBuilder<D> {
+        GeneratorBuilder {
+            layout: self.layout,
+            node: self.node,
+            clock,
+            max_lead: self.max_lead,
+            max_wait: self.max_wait,
+            offset_bits: self.offset_bits,
+            after_tick: self.after_tick,
+        }
+    }
+
+    /// How far the time field may run ahead of the clock when the sequence is full (default
+    /// [`DEFAULT_MAX_LEAD`], rounded down to whole ticks). Zero forbids borrowing.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .max_lead(std::time::Duration::from_millis(5))
+    ///     .build()?;
+    /// assert!(g.next_id().is_ok());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn max_lead(mut self, lead: Duration) -> Self {
+        self.max_lead = lead;
+        self
+    }
+
+    /// How long [`Generator::next_id`] waits at most (default [`DEFAULT_MAX_WAIT`]).
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .max_wait(std::time::Duration::from_millis(50))
+    ///     .build()?;
+    /// assert!(g.next_id().is_ok());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn max_wait(mut self, wait: Duration) -> Self {
+        self.max_wait = wait;
+        self
+    }
+
+    /// Starts each new tick's sequence at a value in `0..2^bits` derived from the tick, so low
+    /// traffic does not always give even IDs (default 0: start at 0). At most
+    /// `sequence_bits - 1`; larger values are capped.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .start_offset_bits(4)
+    ///     .build()?;
+    /// assert!(g.next_id()?.parts(g.layout())?.sequence() < 16);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn start_offset_bits(mut self, bits: u32) -> Self {
+        self.offset_bits = bits;
+        self
+    }
+
+    /// Never issues a time-field value at or below `tick`: the generator reads its clock as
+    /// at least `tick + 1`. This is how a time reservation survives a restart: a node that
+    /// restarts before its clock has passed the reservation issues from `tick + 1` on (ahead of
+    /// its clock by at most the reservation window, plus `max_lead`), never below it.
+    ///
+    /// ```
+    /// let layout = monoflake::Layout::twitter();
+    /// let far = layout.tick_at(1_900_000_000_000); // a reservation years ahead
+    /// let g = monoflake::Generator::builder(layout).resume_after(far).build()?;
+    /// assert_eq!(g.try_next_id()?.parts(g.layout())?.tick(), far + 1);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn resume_after(mut self, tick: u64) -> Self {
+        self.after_tick = Some(tick);
+        self
+    }
+
+    /// Checks the node and builds the generator.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfRange`] when the node does not fit the layout.
+    ///
+    /// ```
+    /// use monoflake::{Generator, Layout};
+    /// let err = Generator::builder(Layout::sonyflake()).node(70_000).build().unwrap_err();
+    /// assert_eq!(err.to_string(), "node 70000 is out of range: the field holds 0..=65535");
+    /// ```
+    pub fn build(self) -> Result<Generator<C>, Error> {
+        let layout = self.layout;
+        let node = layout.check_node(self.node)?;
+        let sequence_bits = layout.sequence_bits();
+        let offset_bits = self.offset_bits.min(sequence_bits - 1);
+        let max_lead = u64::try_from(self.max_lead.as_millis() / u128::from(layout.tick_ms()))
+            .unwrap_or(u64::MAX);
+        // After a reservation R the clock reads as at least R + 1, and the state starts as the
+        // last value of tick R. Past the end of the time field the first call is Exhausted.
+        let (start, floor_tick) = match self.after_tick {
+            Some(tick) => match tick.checked_add(1) {
+                Some(next) if next <= layout.max_tick() => ((next << sequence_bits) - 1, next),
+                _ => (
+                    layout.max_tick() << sequence_bits | layout.max_sequence(),
+                    u64::MAX,
+                ),
+            },
+            None => (0, 0),
+        };
+        let out = Output {
+            node_low: layout.node_below_sequence(),
+            node_bits: layout.node_bits(),
+            sequence_bits,
+            time_shift: layout.time_shift(),
+            node_part: node << layout.node_shift(),
+        };
+        Ok(Generator {
+            state: CachePadded::new(AtomicU64::new(start)),
+            params: StepParams {
+                sequence_bits,
+                max_tick: layout.max_tick(),
+                max_lead,
+                offset_mask: mask(offset_bits),
+                floor_tick,
+            },
+            out,
+            epoch_ms: layout.epoch_ms(),
+            tick_ms: layout.tick_ms(),
+            max_wait: self.max_wait,
+            expires_at_ms: layout.expires_at_ms(),
+            clock: self.clock,
+            layout,
+            node,
+        })
+    }
+}

@@ -1,0 +1,328 @@
+//! The generator's invariants: unique, increasing, honest time, fail loud.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use monoflake::{CoarseClock, Error, Generator, Id, Layout, ManualClock, TimeSource};
+
+const T0: u64 = 1_700_000_000_000;
+
+/// Runs `threads` threads taking `per_thread` IDs each from one generator; checks each
+/// thread's IDs increase strictly and all are distinct. Returns every ID.
+fn hammer<C: TimeSource>(generator: &Generator<C>, threads: usize, per_thread: usize) -> Vec<Id> {
+    let runs: Vec<Vec<Id>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    (0..per_thread)
+                        .map(|_| generator.next_id().unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for run in &runs {
+        assert!(
+            run.windows(2).all(|w| w[0] < w[1]),
+            "a thread's IDs went back or repeated"
+        );
+    }
+    let mut all: Vec<Id> = runs.into_iter().flatten().collect();
+    all.sort_unstable();
+    let before = all.len();
+    all.dedup();
+    assert_eq!(all.len(), before, "duplicate IDs across threads");
+    all
+}
+
+#[test]
+fn ten_million_ids_from_two_threads_are_distinct_and_increasing_per_thread() {
+    let generator = Generator::new(Layout::twitter(), 1).unwrap();
+    let all = hammer(&generator, 2, 5_000_000);
+    assert_eq!(all.len(), 10_000_000);
+    let layout = Layout::twitter();
+    assert!(all.iter().all(|id| id.parts(&layout).unwrap().node() == 1));
+}
+
+#[test]
+fn four_threads_on_a_wide_layout() {
+    let layout = Layout::builder()
+        .node_field("n", 1)
+        .sequence_bits(21)
+        .build()
+        .unwrap();
+    let generator = Generator::new(layout, 1).unwrap();
+    assert_eq!(hammer(&generator, 4, 500_000).len(), 2_000_000);
+}
+
+#[test]
+fn clock_set_back_an_hour_mid_stream() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let layout = Layout::twitter();
+    let g = Generator::builder(layout.clone())
+        .node(3)
+        .clock(Arc::clone(&clock))
+        .build()
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..3000 {
+        if i % 100 == 0 {
+            clock.advance_ms(1);
+        }
+        if i == 1500 {
+            clock.rewind_ms(3_600_000);
+        }
+        ids.push(g.try_next_id().unwrap());
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let times: Vec<u64> = ids
+        .iter()
+        .map(|id| id.parts(&layout).unwrap().unix_ms())
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "an ID's time went back"
+    );
+    // While the clock is an hour behind, IDs stay in the last tick issued.
+    assert_eq!(times[1499], T0 + 15);
+    assert_eq!(times[2999], T0 + 15);
+    // When the clock passes that tick again, the time follows it.
+    clock.set_ms(T0 + 20);
+    assert_eq!(
+        g.try_next_id().unwrap().parts(&layout).unwrap().unix_ms(),
+        T0 + 20
+    );
+}
+
+#[test]
+fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
+    let clock = Arc::new(ManualClock::new(T0));
+    // 2 sequence bits: 4 IDs per tick; lead of 3 ticks: 4 ticks usable in all at a frozen clock.
+    let layout = Layout::builder()
+        .sequence_bits(2)
+        .node_field("n", 4)
+        .build()
+        .unwrap();
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .max_lead(Duration::from_millis(3))
+        .build()
+        .unwrap();
+    let ticks: Vec<u64> = (0..16)
+        .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().unix_ms() - T0)
+        .collect();
+    assert_eq!(ticks, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+    assert!(matches!(
+        g.try_next_id(),
+        Err(Error::WouldBlock { retry_after }) if retry_after == Duration::from_millis(1)
+    ));
+    assert!(matches!(g.try_next_ids(5), Err(Error::WouldBlock { .. })));
+    // The clock moves one tick: exactly one more tick of IDs, in the next tick.
+    clock.advance_ms(1);
+    let more: Vec<u64> = (0..4)
+        .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().unix_ms() - T0)
+        .collect();
+    assert_eq!(more, [4, 4, 4, 4]);
+    assert!(g.try_next_id().is_err());
+    // The waiting call gives up after max_wait on a clock that stands still.
+    let g2 = Generator::builder(layout)
+        .clock(ManualClock::new(T0))
+        .max_lead(Duration::ZERO)
+        .max_wait(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    for _ in 0..4 {
+        g2.next_id().unwrap();
+    }
+    assert!(matches!(g2.next_id(), Err(Error::WouldBlock { .. })));
+}
+
+#[test]
+fn exhausted_at_the_end_of_the_time_field_and_forever_after() {
+    let layout = Layout::builder()
+        .time_bits(4)
+        .sequence_bits(1)
+        .epoch_ms(T0)
+        .build()
+        .unwrap();
+    let clock = Arc::new(ManualClock::new(T0 + 15)); // the last tick
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .max_lead(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    assert_eq!(g.try_next_id().unwrap().as_u64(), 15 << 1);
+    assert_eq!(g.try_next_id().unwrap().as_u64(), 15 << 1 | 1);
+    // The sequence is full in the last tick: no borrowing past the end.
+    let end = layout.expires_at_ms();
+    assert!(
+        matches!(g.try_next_id(), Err(Error::Exhausted { expired_at_ms }) if expired_at_ms == end)
+    );
+    clock.advance_ms(1);
+    assert!(matches!(g.try_next_id(), Err(Error::Exhausted { .. })));
+    assert!(matches!(g.next_id(), Err(Error::Exhausted { .. })));
+    // A clock that comes back does not revive it.
+    clock.set_ms(T0);
+    assert!(matches!(g.try_next_id(), Err(Error::Exhausted { .. })));
+
+    // Past the end the first call fails, and never wraps to small IDs.
+    let g = Generator::builder(layout)
+        .clock(ManualClock::new(T0 + 1000))
+        .build()
+        .unwrap();
+    assert!(matches!(g.try_next_id(), Err(Error::Exhausted { .. })));
+    // Baidu's default layout ran out in November 2024.
+    let baidu = Generator::new(Layout::baidu(), 0).unwrap();
+    assert!(matches!(
+        baidu.next_id(),
+        Err(Error::Exhausted {
+            expired_at_ms: 1_732_109_056_000
+        })
+    ));
+}
+
+#[test]
+fn batches_race_single_ids_without_overlap() {
+    let layout = Layout::builder()
+        .node_field("n", 2)
+        .sequence_bits(16)
+        .build()
+        .unwrap();
+    let g = Generator::new(layout, 2).unwrap();
+    let ids: Vec<Vec<Id>> = std::thread::scope(|s| {
+        let batcher = s.spawn(|| {
+            let mut v = Vec::new();
+            for _ in 0..2000 {
+                v.extend(g.next_ids(64).unwrap());
+            }
+            v
+        });
+        let single = s.spawn(|| {
+            (0..128_000)
+                .map(|_| g.next_id().unwrap())
+                .collect::<Vec<_>>()
+        });
+        vec![batcher.join().unwrap(), single.join().unwrap()]
+    });
+    for run in &ids {
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+    }
+    let all: HashSet<Id> = ids.iter().flatten().copied().collect();
+    assert_eq!(all.len(), 256_000);
+}
+
+#[test]
+fn a_batch_spans_ticks_and_an_empty_batch_is_empty() {
+    let layout = Layout::builder().sequence_bits(3).build().unwrap();
+    let g = Generator::builder(layout.clone())
+        .clock(ManualClock::new(T0))
+        .build()
+        .unwrap();
+    let run: Vec<Id> = g.try_next_ids(20).unwrap().collect();
+    assert_eq!(run.len(), 20);
+    let parts: Vec<(u64, u64)> = run
+        .iter()
+        .map(|id| {
+            id.parts(&layout)
+                .map(|p| (p.unix_ms() - T0, p.sequence()))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(parts[0], (0, 0));
+    assert_eq!(parts[8], (1, 0));
+    assert_eq!(parts[19], (2, 3));
+    assert_eq!(g.try_next_ids(0).unwrap().len(), 0);
+    assert_eq!(
+        g.try_next_id().unwrap().parts(&layout).unwrap().sequence(),
+        4
+    );
+}
+
+#[test]
+fn sonyflake_generator_keeps_the_machine_in_the_low_bits() {
+    let layout = Layout::sonyflake();
+    let g = Generator::builder(layout.clone())
+        .node(0xBEEF)
+        .clock(ManualClock::new(T0))
+        .build()
+        .unwrap();
+    let ids: Vec<Id> = (0..300).map(|_| g.try_next_id().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    for (i, id) in ids.iter().enumerate() {
+        let p = id.parts(&layout).unwrap();
+        assert_eq!(p.node(), 0xBEEF);
+        assert_eq!(p.sequence(), i as u64 % 256);
+        assert_eq!(id.as_u64() & 0xFFFF, 0xBEEF);
+    }
+}
+
+#[test]
+fn resume_after_never_reissues_a_reserved_tick() {
+    let layout = Layout::twitter();
+    let clock = Arc::new(ManualClock::new(T0));
+    let reserved = layout.tick_at(T0) + 500; // a reservation 500 ms ahead of the clock
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .resume_after(reserved)
+        .build()
+        .unwrap();
+    let first = g.try_next_id().unwrap().parts(&layout).unwrap();
+    assert_eq!((first.tick(), first.sequence()), (reserved + 1, 0));
+}
+
+#[test]
+fn start_offset_spreads_low_bits() {
+    let layout = Layout::twitter();
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .start_offset_bits(3)
+        .build()
+        .unwrap();
+    let mut odd = 0;
+    for _ in 0..1000 {
+        clock.advance_ms(1);
+        let s = g.try_next_id().unwrap().parts(&layout).unwrap().sequence();
+        assert!(s < 8);
+        odd += s % 2;
+    }
+    assert!(
+        (300..700).contains(&odd),
+        "{odd} of 1000 one-per-tick IDs are odd"
+    );
+}
+
+#[test]
+fn a_stopped_ticker_neither_freezes_nor_blocks_the_generator() {
+    let (clock, ticker) = CoarseClock::start(Duration::from_millis(1)).unwrap();
+    drop(ticker); // the coarse reading now stands still, as after fork() or on a stalled host
+    let frozen = clock.now_ms();
+    let layout = Layout::builder().sequence_bits(1).build().unwrap(); // 2 IDs per ms
+    let g = Generator::builder(layout.clone())
+        .clock(clock.clone())
+        .max_lead(Duration::ZERO)
+        .build()
+        .unwrap();
+    let ids: Vec<Id> = (0..40).map(|_| g.next_id().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let last = ids[39].parts(&layout).unwrap().unix_ms();
+    assert!(
+        last >= frozen + 19,
+        "time must follow the precise clock: {last} vs {frozen}"
+    );
+    // The precise reads pushed the coarse value forward too.
+    assert!(clock.now_ms() > frozen);
+}
+
+#[test]
+fn coarse_clock_generator_is_unique_across_threads() {
+    let (clock, _ticker) = CoarseClock::start(monoflake::DEFAULT_TICKER_INTERVAL).unwrap();
+    let g = Generator::builder(Layout::twitter())
+        .clock(clock)
+        .node(9)
+        .build()
+        .unwrap();
+    assert_eq!(hammer(&g, 2, 1_000_000).len(), 2_000_000);
+}
