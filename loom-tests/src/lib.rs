@@ -1,0 +1,1 @@
+//! Holds no code: the models live in `tests/`, compiled only with `--cfg loom`.

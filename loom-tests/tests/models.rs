@@ -1,0 +1,173 @@
+//! loom models of the generator: every interleaving (up to `LOOM_MAX_PREEMPTIONS`) of the same
+//! code that ships, with the atomics swapped for loom's by `--cfg loom`.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p monoflake-loom-tests --release`
+//!
+//! Each model asserts uniqueness and per-thread strict increase. `.ci/run` also builds the
+//! generator with `--cfg monoflake_broken_cas` (the compare-exchange replaced by a plain store)
+//! and checks that these models then fail.
+#![cfg(loom)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use loom::thread;
+use monoflake::{Error, Generator, Id, Layout, ManualClock};
+
+const T0: u64 = 1_700_000_000_000;
+
+/// One sequence bit: two IDs per tick, so two threads taking two IDs each force the carry.
+fn one_bit_layout() -> Layout {
+    Layout::builder()
+        .sequence_bits(1)
+        .node_field("n", 2)
+        .build()
+        .unwrap()
+}
+
+fn assert_unique_and_increasing(runs: &[Vec<Id>]) {
+    for run in runs {
+        assert!(
+            run.windows(2).all(|w| w[0] < w[1]),
+            "a thread's IDs did not increase: {run:?}"
+        );
+    }
+    let mut all: Vec<Id> = runs.iter().flatten().copied().collect();
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), n, "duplicate IDs: {runs:?}");
+}
+
+#[test]
+fn two_threads_force_the_sequence_carry() {
+    loom::model(|| {
+        let g = Arc::new(
+            Generator::builder(one_bit_layout())
+                .node(1)
+                .clock(ManualClock::new(T0))
+                .max_lead(Duration::from_millis(10))
+                .build()
+                .unwrap(),
+        );
+        let spawn = |g: Arc<Generator<ManualClock>>| {
+            thread::spawn(move || (0..2).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
+        };
+        let a = spawn(Arc::clone(&g));
+        let b = spawn(Arc::clone(&g));
+        let runs = [a.join().unwrap(), b.join().unwrap()];
+        assert_unique_and_increasing(&runs);
+        // Four IDs at a frozen clock fill tick 0 and carry into tick 1.
+        let layout = one_bit_layout();
+        let ticks: Vec<u64> = runs
+            .iter()
+            .flatten()
+            .map(|id| id.parts(&layout).unwrap().unix_ms() - T0)
+            .collect();
+        assert_eq!(ticks.iter().filter(|&&t| t == 1).count(), 2);
+    });
+}
+
+#[test]
+fn clock_jumps_forward_then_back_while_two_threads_generate() {
+    loom::model(|| {
+        let clock = Arc::new(ManualClock::new(T0));
+        let g = Arc::new(
+            Generator::builder(one_bit_layout())
+                .clock(Arc::clone(&clock))
+                .max_lead(Duration::from_millis(10))
+                .build()
+                .unwrap(),
+        );
+        let mover = thread::spawn(move || {
+            clock.advance_ms(5);
+            clock.rewind_ms(50);
+        });
+        // Behind the state by more than the lead, a full sequence must report WouldBlock
+        // rather than borrow further; every other outcome is an ID.
+        let spawn = |g: Arc<Generator<Arc<ManualClock>>>| {
+            thread::spawn(move || {
+                (0..2)
+                    .filter_map(|_| match g.try_next_id() {
+                        Ok(id) => Some(id),
+                        Err(Error::WouldBlock { .. }) => None,
+                        Err(e) => panic!("unexpected {e}"),
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        let a = spawn(Arc::clone(&g));
+        let b = spawn(Arc::clone(&g));
+        mover.join().unwrap();
+        let runs = [a.join().unwrap(), b.join().unwrap()];
+        assert_unique_and_increasing(&runs);
+        let layout = one_bit_layout();
+        for run in &runs {
+            let t: Vec<u64> = run
+                .iter()
+                .map(|id| id.parts(&layout).unwrap().unix_ms())
+                .collect();
+            assert!(t.windows(2).all(|w| w[0] <= w[1]), "time went back: {t:?}");
+        }
+    });
+}
+
+#[test]
+fn three_threads_against_zero_lead() {
+    loom::model(|| {
+        let g = Arc::new(
+            Generator::builder(one_bit_layout())
+                .clock(ManualClock::new(T0))
+                .max_lead(Duration::ZERO)
+                .build()
+                .unwrap(),
+        );
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let g = Arc::clone(&g);
+                thread::spawn(move || g.try_next_id())
+            })
+            .collect();
+        let results: Vec<Result<Id, Error>> =
+            handles.into_iter().map(|h| h.join().unwrap()).collect();
+        // A frozen clock and no lead: exactly the two values of the current tick are issued.
+        let ok: Vec<Id> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().copied())
+            .collect();
+        assert_eq!(ok.len(), 2, "{results:?}");
+        assert_ne!(ok[0], ok[1]);
+        let blocked = results
+            .iter()
+            .filter(|r| matches!(r, Err(Error::WouldBlock { .. })))
+            .count();
+        assert_eq!(blocked, 1, "{results:?}");
+    });
+}
+
+#[test]
+fn a_batch_races_single_ids() {
+    loom::model(|| {
+        let layout = Layout::builder().sequence_bits(2).build().unwrap();
+        let g = Arc::new(
+            Generator::builder(layout)
+                .clock(ManualClock::new(T0))
+                .max_lead(Duration::from_millis(10))
+                .build()
+                .unwrap(),
+        );
+        let batch = {
+            let g = Arc::clone(&g);
+            thread::spawn(move || g.try_next_ids(3).unwrap().collect::<Vec<_>>())
+        };
+        let single = {
+            let g = Arc::clone(&g);
+            thread::spawn(move || (0..2).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
+        };
+        let runs = [batch.join().unwrap(), single.join().unwrap()];
+        assert_unique_and_increasing(&runs);
+        // The batch is one contiguous run.
+        let b = &runs[0];
+        assert_eq!(b[2].as_u64() - b[0].as_u64(), 2, "{b:?}");
+    });
+}
