@@ -1,0 +1,28 @@
+//! `monoflake`: a thin command line over the library's public API.
+//!
+//! Exit codes: 0 success, 1 a runtime failure (e.g. the layout's time ran out), 2 bad usage or
+//! input (an unparsable ID, an unknown preset, a node out of range).
+
+mod args;
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match commands::run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("monoflake: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}

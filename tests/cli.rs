@@ -1,0 +1,156 @@
+//! The `monoflake` command line: its contract, exit codes and messages.
+
+use std::process::{Command, Output};
+
+fn monoflake(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_monoflake"))
+        .args(args)
+        .output()
+        .expect("run monoflake")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+#[test]
+fn gen_ten_million_on_two_threads_all_distinct() {
+    let out = monoflake(&["gen", "-n", "10000000", "--node", "1", "--threads", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut ids: Vec<u64> = stdout(&out).lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(ids.len(), 10_000_000);
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 10_000_000, "duplicates in the CLI's output");
+    // Every ID carries node 1 in the twitter layout.
+    assert!(ids.iter().all(|id| (id >> 12) & 0x3FF == 1));
+}
+
+#[test]
+fn gen_prints_increasing_ids_then_decode_reads_them_back() {
+    let out = monoflake(&["gen", "-n", "5", "--node", "1", "--layout", "discord"]);
+    assert!(out.status.success());
+    let ids: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    assert_eq!(ids.len(), 5);
+    let nums: Vec<u64> = ids.iter().map(|s| s.parse().unwrap()).collect();
+    assert!(nums.windows(2).all(|w| w[0] < w[1]));
+    let mut args = vec!["decode", "--layout", "discord", "--json"];
+    args.extend(ids.iter().map(String::as_str));
+    let out = monoflake(&args);
+    assert!(out.status.success());
+    for (line, id) in stdout(&out).lines().zip(&ids) {
+        assert!(line.starts_with(&format!("{{\"id\":\"{id}\",")), "{line}");
+        assert!(
+            line.contains("\"node\":1,") && line.contains("\"process\":1}"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn gen_hex_round_trips_through_decode() {
+    let out = monoflake(&["gen", "-n", "2", "--format", "hex", "--node", "7"]);
+    let hex: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    assert!(
+        hex.iter().all(|h| h.len() == 18 && h.starts_with("0x")),
+        "{hex:?}"
+    );
+    let out = monoflake(&["decode", "--json", &hex[0]]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dec = u64::from_str_radix(&hex[0][2..], 16).unwrap();
+    assert!(stdout(&out).starts_with(&format!("{{\"id\":\"{dec}\"")));
+}
+
+#[test]
+fn decode_json_matches_discords_documentation_exactly() {
+    let out = monoflake(&[
+        "decode",
+        "--layout",
+        "discord",
+        "--json",
+        "175928847299117063",
+        "90339695967350784",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out),
+        "{\"id\":\"175928847299117063\",\"unix_ms\":1462015105796,\"time\":\"2016-04-30T11:18:25.796Z\",\
+         \"node\":32,\"sequence\":7,\"worker\":1,\"process\":0}\n\
+         {\"id\":\"90339695967350784\",\"unix_ms\":1441609061949,\"time\":\"2015-09-07T06:57:41.949Z\",\
+         \"node\":3,\"sequence\":0,\"worker\":0,\"process\":3}\n"
+    );
+    let out = monoflake(&["decode", "1541815603606036480"]);
+    assert_eq!(
+        stdout(&out),
+        "1541815603606036480 2022-06-28T16:07:40.105Z datacenter=11 worker=26 sequence=0\n"
+    );
+}
+
+#[test]
+fn layouts_lists_every_preset_with_its_lifetime() {
+    let out = monoflake(&["layouts"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    for (name, end) in [
+        ("twitter", "2080-07-10"),
+        ("baidu", "2024-11-20"),
+        ("js-safe", "2089-10-26"),
+    ] {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+        assert!(line.contains(end), "{line}");
+    }
+    assert_eq!(text.lines().count(), 7);
+}
+
+#[test]
+fn bad_input_exits_2_with_a_message_and_runtime_failure_exits_1() {
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["decode", "12x4"],
+            2,
+            "invalid ID \"12x4\": not a decimal digit at position 2",
+        ),
+        (
+            &["decode", "99999999999999999999"],
+            2,
+            "larger than 18446744073709551615",
+        ),
+        (
+            &["decode", "--layout", "js-safe", "9007199254740992"],
+            2,
+            "uses 54 bits but the layout has only 53",
+        ),
+        (&["decode", "0xZZ"], 2, "not a hex number"),
+        (
+            &["gen", "--layout", "flickr"],
+            2,
+            "unknown layout preset \"flickr\"; known presets: twitter",
+        ),
+        (
+            &["gen", "--node", "1024"],
+            2,
+            "node 1024 is out of range: the field holds 0..=1023",
+        ),
+        (&["gen", "-n", "x"], 2, "invalid value 'x'"),
+        (&["gen", "--threads", "0"], 2, "invalid value '0'"),
+        (&["gen", "--format", "octal"], 2, "invalid value 'octal'"),
+        (&["decode"], 2, "required"),
+        (&["frobnicate"], 2, "unrecognized subcommand"),
+        (
+            &["gen", "--layout", "baidu"],
+            1,
+            "time field ran out at unix ms 1732109056000 (2024-11-20T13:24:16.000Z)",
+        ),
+    ];
+    for (args, code, message) in cases {
+        let out = monoflake(args);
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}");
+    }
+    assert_eq!(monoflake(&["--help"]).status.code(), Some(0));
+}
