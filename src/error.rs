@@ -129,6 +129,18 @@ pub enum Error {
         /// Why it was lost.
         reason: String,
     },
+    /// The process was forked after the generator was built: the child shares the parent's
+    /// state and node, so it refuses to issue. Build a new generator in the child.
+    Forked {
+        /// The node ID the parent holds.
+        node: u64,
+    },
+    /// Fork detection (`pthread_atfork`) could not be set up, so a generator cannot be built
+    /// safely.
+    ForkDetection {
+        /// What the system said.
+        reason: String,
+    },
     /// Every node ID of the layout is held by a live claimant.
     AllNodesHeld {
         /// How many node IDs the layout has.
@@ -252,6 +264,14 @@ impl fmt::Display for Error {
                     f,
                     "node {node}: the lease was lost ({reason}); issuing stopped"
                 )
+            }
+            Error::Forked { node } => write!(
+                f,
+                "node {node}: this process was forked after the generator was built; the child \
+                 must not issue under the parent's node (build a new generator in the child)"
+            ),
+            Error::ForkDetection { reason } => {
+                write!(f, "cannot set up fork detection: {reason}")
             }
             Error::AllNodesHeld { count } => {
                 write!(

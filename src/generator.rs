@@ -1,12 +1,14 @@
 //! The lock-free generator: one `AtomicU64` advanced by compare-exchange around the pure step.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{LockedClock, TimeSource};
 use crate::layout::mask;
+use crate::lease::LeaseStatus;
 use crate::state::{Step, StepParams, next_state};
 use crate::sync::{self, AtomicU64, Ordering};
 use crate::{Error, Id, Layout};
@@ -54,8 +56,9 @@ pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 /// # Ok::<(), monoflake::Error>(())
 /// ```
 pub struct Generator<C: TimeSource = LockedClock> {
-    // Ordering: Relaxed for every access; see the type docs.
-    state: CachePadded<AtomicU64>,
+    core: CachePadded<Core>,
+    fork: forkguard::Guard,
+    lease: Option<Arc<LeaseStatus>>,
     params: StepParams,
     out: Output,
     epoch_ms: u64,
@@ -65,6 +68,23 @@ pub struct Generator<C: TimeSource = LockedClock> {
     clock: C,
     layout: Layout,
     node: u64,
+}
+
+/// The words the hot path touches, on one cache line of their own.
+#[derive(Debug)]
+pub(crate) struct Core {
+    /// The last value issued: `tick << sequence_bits | sequence`.
+    // Ordering: Relaxed for every access; see the type docs.
+    pub(crate) state: AtomicU64,
+    /// The highest tick that may be issued: the reservation acknowledged by the node store;
+    /// `u64::MAX` without a lease, 0 once released.
+    // Ordering: Relaxed, as `deadline`: lone values written by the lease keeper. A stale read
+    // is an older, lower bound (a needless refusal) or, right after a release, a higher one —
+    // which the release's swap of `state` makes harmless.
+    pub(crate) limit: AtomicU64,
+    /// The first clock tick at which nothing may be issued: the lease deadline; `u64::MAX`
+    /// without one, 0 once released.
+    pub(crate) deadline: AtomicU64,
 }
 
 /// How a state value becomes an ID.
@@ -97,7 +117,9 @@ impl<C: TimeSource + fmt::Debug> fmt::Debug for Generator<C> {
         f.debug_struct("Generator")
             .field("layout", &self.layout.name())
             .field("node", &self.node)
-            .field("state", &self.state.load(Ordering::Relaxed))
+            .field("state", &self.core.state.load(Ordering::Relaxed))
+            .field("limit", &self.core.limit.load(Ordering::Relaxed))
+            .field("deadline", &self.core.deadline.load(Ordering::Relaxed))
             .field("max_lead_ticks", &self.params.max_lead)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
@@ -143,6 +165,7 @@ impl Generator<LockedClock> {
             max_wait: DEFAULT_MAX_WAIT,
             offset_bits: 0,
             after_tick: None,
+            window: crate::lease::DEFAULT_RESERVATION_WINDOW,
         }
     }
 }
@@ -192,7 +215,27 @@ impl<C: TimeSource> Generator<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn last_tick(&self) -> u64 {
-        self.state.load(Ordering::Relaxed) >> self.params.sequence_bits
+        self.core.state.load(Ordering::Relaxed) >> self.params.sequence_bits
+    }
+
+    /// The hot-path words, for the lease keeper.
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// Why issuing stopped: the fork, the lease deadline or the reservation.
+    #[cold]
+    fn fenced(&self, forked: bool, deadline_passed: bool) -> Error {
+        if forked {
+            return Error::Forked { node: self.node };
+        }
+        match &self.lease {
+            Some(status) => status.error(deadline_passed),
+            None => Error::LeaseLost {
+                node: self.node,
+                reason: "no lease".into(),
+            },
+        }
     }
 
     #[inline]
@@ -214,7 +257,7 @@ impl<C: TimeSource> Generator<C> {
         let mut precise = !self.clock.is_coarse();
         // Ordering: Relaxed; a stale value only makes the first compare-exchange fail.
         #[cfg_attr(monoflake_broken_cas, allow(unused_mut))]
-        let mut cur = self.state.load(Ordering::Relaxed);
+        let mut cur = self.core.state.load(Ordering::Relaxed);
         loop {
             match next_state(cur, now, n, &self.params) {
                 Step::Issue { first, last } => {
@@ -224,17 +267,27 @@ impl<C: TimeSource> Generator<C> {
                         precise = true;
                         continue;
                     }
+                    // The lease fence: never a tick the store has not acknowledged, never after
+                    // the lease deadline, never in a forked child.
+                    let forked = self.fork.clone().detected_fork();
+                    let late = now >= self.core.deadline.load(Ordering::Relaxed);
+                    if last >> self.params.sequence_bits > self.core.limit.load(Ordering::Relaxed)
+                        || late
+                        || forked
+                    {
+                        return Err(self.fenced(forked, late));
+                    }
                     // A deliberately broken variant (a load then a plain store instead of a
                     // compare-exchange), compiled only to check that the loom models catch it.
                     #[cfg(monoflake_broken_cas)]
                     {
-                        self.state.store(last, Ordering::Relaxed);
+                        self.core.state.store(last, Ordering::Relaxed);
                         return Ok((first, last));
                     }
                     // Ordering: Relaxed on success and failure; the value is all there is to
                     // agree on, and the modification order of this one atomic decides it.
                     #[cfg_attr(monoflake_broken_cas, allow(unreachable_code))]
-                    match self.state.compare_exchange_weak(
+                    match self.core.state.compare_exchange_weak(
                         cur,
                         last,
                         Ordering::Relaxed,
@@ -255,6 +308,9 @@ impl<C: TimeSource> Generator<C> {
                     });
                 }
                 Step::Exhausted { for_good } => {
+                    if self.core.limit.load(Ordering::Relaxed) == 0 {
+                        return Err(self.fenced(false, true)); // released: the state is sealed
+                    }
                     if !precise {
                         now = self.tick_of(self.clock.precise_now_ms());
                         precise = true;
@@ -266,7 +322,7 @@ impl<C: TimeSource> Generator<C> {
                         let end = self.params.max_tick << self.params.sequence_bits
                             | mask(self.params.sequence_bits);
                         // Ordering: Relaxed; fetch_max only ever raises the state.
-                        self.state.fetch_max(end, Ordering::Relaxed);
+                        self.core.state.fetch_max(end, Ordering::Relaxed);
                     }
                     return Err(Error::Exhausted {
                         expired_at_ms: self.expires_at_ms,
@@ -458,6 +514,7 @@ pub struct GeneratorBuilder<C> {
     max_wait: Duration,
     offset_bits: u32,
     after_tick: Option<u64>,
+    window: Duration,
 }
 
 impl<C: TimeSource> GeneratorBuilder<C> {
@@ -492,6 +549,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             max_wait: self.max_wait,
             offset_bits: self.offset_bits,
             after_tick: self.after_tick,
+            window: self.window,
         }
     }
 
@@ -557,11 +615,32 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         self
     }
 
+    pub(crate) fn layout_ref(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub(crate) fn clock_ref(&self) -> &C {
+        &self.clock
+    }
+
+    pub(crate) fn window(&self) -> Duration {
+        self.window
+    }
+
+    pub(crate) fn set_window(&mut self, window: Duration) {
+        self.window = window;
+    }
+
+    pub(crate) fn raise_max_wait(&mut self, at_least: Duration) {
+        self.max_wait = self.max_wait.max(at_least);
+    }
+
     /// Checks the node and builds the generator.
     ///
     /// # Errors
     ///
-    /// [`Error::OutOfRange`] when the node does not fit the layout.
+    /// [`Error::OutOfRange`] when the node does not fit the layout; [`Error::ForkDetection`]
+    /// when `pthread_atfork` fails (out of memory).
     ///
     /// ```
     /// use monoflake::{Generator, Layout};
@@ -569,6 +648,16 @@ impl<C: TimeSource> GeneratorBuilder<C> {
     /// assert_eq!(err.to_string(), "node 70000 is out of range: the field holds 0..=65535");
     /// ```
     pub fn build(self) -> Result<Generator<C>, Error> {
+        self.build_with(None, u64::MAX, u64::MAX)
+    }
+
+    /// Builds the generator, with a lease status and a first limit when it is leased.
+    pub(crate) fn build_with(
+        self,
+        lease: Option<Arc<LeaseStatus>>,
+        limit: u64,
+        deadline: u64,
+    ) -> Result<Generator<C>, Error> {
         let layout = self.layout;
         let node = layout.check_node(self.node)?;
         let sequence_bits = layout.sequence_bits();
@@ -595,7 +684,15 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             node_part: node << layout.node_shift(),
         };
         Ok(Generator {
-            state: CachePadded::new(AtomicU64::new(start)),
+            core: CachePadded::new(Core {
+                state: AtomicU64::new(start),
+                limit: AtomicU64::new(limit),
+                deadline: AtomicU64::new(deadline),
+            }),
+            fork: forkguard::Guard::try_new().map_err(|e| Error::ForkDetection {
+                reason: e.to_string(),
+            })?,
+            lease,
             params: StepParams {
                 sequence_bits,
                 max_tick: layout.max_tick(),

@@ -26,10 +26,15 @@
 
 mod clock;
 mod error;
+#[cfg(feature = "etcd")]
+mod etcd_store;
+mod file_store;
 mod generator;
 mod id;
 mod layout;
+mod lease;
 mod state;
+mod store;
 mod sync;
 
 pub use crate::clock::{
@@ -37,9 +42,14 @@ pub use crate::clock::{
     LockedClock, ManualClock, Ticker, TimeSource,
 };
 pub use crate::error::Error;
+#[cfg(feature = "etcd")]
+pub use crate::etcd_store::{DEFAULT_LEASE_TTL, EtcdStore};
+pub use crate::file_store::FileStore;
 pub use crate::generator::{DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, Ids};
 pub use crate::id::{Id, Parts, rfc3339};
 pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
+pub use crate::lease::{DEFAULT_RESERVATION_WINDOW, Leased};
+pub use crate::store::{Claim, NodeRequest, NodeStore};
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

@@ -1,0 +1,166 @@
+//! The node-store abstraction: claim a node ID with its time reservation, extend the
+//! reservation, renew the claim, release it.
+
+use std::any::Any;
+use std::fmt;
+use std::time::Duration;
+
+use crate::{Error, Layout};
+
+/// Which node ID to claim.
+///
+/// ```
+/// use monoflake::NodeRequest;
+/// assert_ne!(NodeRequest::Any, NodeRequest::Exact(3));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeRequest {
+    /// The lowest node ID nobody holds.
+    Any,
+    /// Exactly this node ID (operators who assign IDs by hand, StatefulSet ordinals); an error
+    /// if another live claimant holds it.
+    Exact(u64),
+}
+
+/// A held node ID, as returned by [`NodeStore::claim`].
+///
+/// It carries the reservation the previous holder left: the first Unix millisecond that holder
+/// was *not* allowed to issue. A new holder starts at or after it, so a restart — even with the
+/// clock set back — never reissues a time its node already used.
+///
+/// ```
+/// use monoflake::Claim;
+/// let claim = Claim::new(7, Some(1_700_000_005_000), ());
+/// assert_eq!(claim.node(), 7);
+/// assert_eq!(claim.reserved_until_ms(), Some(1_700_000_005_000));
+/// assert!(claim.token::<()>().is_some());
+/// ```
+pub struct Claim {
+    node: u64,
+    reserved_until_ms: Option<u64>,
+    token: Box<dyn Any + Send + Sync>,
+}
+
+impl fmt::Debug for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Claim")
+            .field("node", &self.node)
+            .field("reserved_until_ms", &self.reserved_until_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Claim {
+    /// A claim on `node`, with the stored reservation (`None` when the node was never
+    /// reserved) and the backend's own token (a lock file, a lease ID).
+    ///
+    /// ```
+    /// let claim = monoflake::Claim::new(1, None, 42u64);
+    /// assert_eq!(claim.token::<u64>(), Some(&42));
+    /// ```
+    pub fn new(node: u64, reserved_until_ms: Option<u64>, token: impl Any + Send + Sync) -> Self {
+        Claim {
+            node,
+            reserved_until_ms,
+            token: Box::new(token),
+        }
+    }
+
+    /// The node ID held.
+    ///
+    /// ```
+    /// assert_eq!(monoflake::Claim::new(3, None, ()).node(), 3);
+    /// ```
+    pub const fn node(&self) -> u64 {
+        self.node
+    }
+
+    /// The reservation read when the node was claimed: no tick starting before this Unix
+    /// millisecond may be issued.
+    ///
+    /// ```
+    /// assert_eq!(monoflake::Claim::new(3, None, ()).reserved_until_ms(), None);
+    /// ```
+    pub const fn reserved_until_ms(&self) -> Option<u64> {
+        self.reserved_until_ms
+    }
+
+    /// The backend's token, if it is a `T`.
+    ///
+    /// ```
+    /// assert!(monoflake::Claim::new(3, None, ()).token::<String>().is_none());
+    /// ```
+    pub fn token<T: Any>(&self) -> Option<&T> {
+        self.token.downcast_ref()
+    }
+}
+
+/// Where node IDs are claimed and time reservations kept.
+///
+/// A store guarantees that:
+///
+/// * a node ID is held by at most one live claimant at a time ([`NodeStore::claim`] is atomic
+///   and reads the node's reservation in the same step);
+/// * [`NodeStore::extend`] returns only once the new reservation is durable, and fails — rather
+///   than succeeding — for a claimant that has lost its claim;
+/// * a claim dies with its holder: the process (file locks) or the lease (etcd).
+///
+/// Implementations: [`FileStore`](crate::FileStore) (one host, no server, the default) and
+/// `EtcdStore` (feature `etcd`, clusters). The same conformance suite
+/// (`tests/store_conformance.rs`) runs against each.
+///
+/// # Example
+///
+/// ```
+/// use monoflake::{FileStore, Layout, NodeRequest, NodeStore};
+///
+/// let dir = std::env::temp_dir().join(format!("monoflake-doc-store-{}", std::process::id()));
+/// let store = FileStore::open(&dir)?;
+/// let claim = store.claim(&Layout::twitter(), NodeRequest::Any)?;
+/// store.extend(&claim, 1_900_000_000_000)?;
+/// store.release(claim, 1_900_000_000_000)?;
+/// let again = store.claim(&Layout::twitter(), NodeRequest::Any)?;
+/// assert_eq!(again.reserved_until_ms(), Some(1_900_000_000_000));
+/// # drop(again); std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+pub trait NodeStore: Send + Sync + fmt::Debug {
+    /// Names the store in messages, e.g. `file /var/lib/monoflake`.
+    fn describe(&self) -> String;
+
+    /// Claims a node ID of `layout` (`0..=layout.max_node()`), reading its reservation in the
+    /// same atomic step.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NodeHeld`] for an exact request held by another claimant,
+    /// [`Error::AllNodesHeld`] when every node ID is held, [`Error::OutOfRange`] for a node the
+    /// layout does not have, [`Error::StateDir`] or [`Error::Store`] when the store fails.
+    fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error>;
+
+    /// Durably records that ticks starting before `until_ms` (Unix ms) may be used by this
+    /// claim.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] when the claim is no longer held; [`Error::StateDir`] or
+    /// [`Error::Store`] when the write fails.
+    fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error>;
+
+    /// Renews the claim. Returns how long it stays valid from the start of this call, or
+    /// `None` when it lasts as long as the process.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] when the claim is gone; [`Error::Store`] when the store cannot be
+    /// reached (the claim may still be valid until its deadline).
+    fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error>;
+
+    /// Writes the final reservation (the end of the last tick issued) and gives the node ID
+    /// up.
+    ///
+    /// # Errors
+    ///
+    /// As [`NodeStore::extend`]; the claim is given up even when the write fails.
+    fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error>;
+}

@@ -1,0 +1,145 @@
+//! Helpers shared by the integration tests: temporary directories and a private etcd.
+#![allow(dead_code, unused_imports)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "monoflake-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[cfg(feature = "etcd")]
+pub use etcd::Etcd;
+
+#[cfg(feature = "etcd")]
+mod etcd {
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::{TempDir, free_port};
+
+    /// An etcd server of Debian's `etcd-server` package on 127.0.0.1, on free ports, with its own
+    /// data directory; killed by its pid on drop (or by `stop`).
+    pub struct Etcd {
+        child: Option<Child>,
+        pub endpoint: String,
+        _data: TempDir,
+    }
+
+    impl Etcd {
+        /// The etcd the test command started (`MONOFLAKE_TEST_ETCD`, set by `.ci/run`), or a
+        /// private one when there is none. Tests that stop or pause the server use `start`.
+        pub fn shared() -> Etcd {
+            match std::env::var("MONOFLAKE_TEST_ETCD") {
+                Ok(endpoint) if !endpoint.is_empty() => Etcd {
+                    child: None,
+                    endpoint,
+                    _data: TempDir::new("etcd-shared"),
+                },
+                _ => Etcd::start(),
+            }
+        }
+
+        pub fn start() -> Etcd {
+            let data = TempDir::new("etcd");
+            let (client, peer) = (free_port(), free_port());
+            let endpoint = format!("http://127.0.0.1:{client}");
+            let peer_url = format!("http://127.0.0.1:{peer}");
+            let child = Command::new("etcd")
+                .args(["--name", "monoflake-test", "--data-dir"])
+                .arg(data.path().join("data"))
+                .args([
+                    "--listen-client-urls",
+                    &endpoint,
+                    "--advertise-client-urls",
+                    &endpoint,
+                ])
+                .args([
+                    "--listen-peer-urls",
+                    &peer_url,
+                    "--initial-advertise-peer-urls",
+                    &peer_url,
+                ])
+                .args(["--initial-cluster", &format!("monoflake-test={peer_url}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect(
+                    "etcd is not installed: apt-get install -y etcd-server (bash .ci/run does)",
+                );
+            let etcd = Etcd {
+                child: Some(child),
+                endpoint,
+                _data: data,
+            };
+            let start = Instant::now();
+            while monoflake::EtcdStore::connect(&[&etcd.endpoint], "/probe", Duration::from_secs(5))
+                .is_err()
+            {
+                assert!(
+                    start.elapsed() < Duration::from_secs(20),
+                    "etcd did not start"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            etcd
+        }
+
+        /// Kills the server by its pid and waits for it.
+        pub fn stop(&mut self) {
+            if let Some(mut child) = self.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    impl Drop for Etcd {
+        fn drop(&mut self) {
+            self.stop();
+        }
+    }
+}
+
+/// Sends a signal by name to a process with the `kill` command.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill -{sig} {pid}");
+}

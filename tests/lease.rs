@@ -1,0 +1,235 @@
+//! The reservation fence and the lease deadline, driven by a manual clock and a store that
+//! fails on demand; file-store failure modes.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use monoflake::{Claim, Error, FileStore, Generator, Layout, ManualClock, NodeRequest, NodeStore};
+
+const T0: u64 = 1_700_000_000_000;
+
+/// A file store whose extend and renew fail when told to; renew reports a finite validity.
+#[derive(Debug)]
+struct Flaky {
+    inner: FileStore,
+    fail_extend: AtomicBool,
+    fail_renew: AtomicBool,
+    valid_for: Option<Duration>,
+}
+
+impl Flaky {
+    fn new(dir: &std::path::Path, valid_for: Option<Duration>) -> Arc<Flaky> {
+        Arc::new(Flaky {
+            inner: FileStore::open(dir).unwrap(),
+            fail_extend: AtomicBool::new(false),
+            fail_renew: AtomicBool::new(false),
+            valid_for,
+        })
+    }
+}
+
+impl NodeStore for Flaky {
+    fn describe(&self) -> String {
+        "flaky".into()
+    }
+    fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
+        self.inner.claim(layout, request)
+    }
+    fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        if self.fail_extend.load(Ordering::SeqCst) {
+            return Err(Error::Store {
+                store: "flaky".into(),
+                reason: "disk full".into(),
+            });
+        }
+        self.inner.extend(claim, until_ms)
+    }
+    fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
+        if self.fail_renew.load(Ordering::SeqCst) {
+            return Err(Error::Store {
+                store: "flaky".into(),
+                reason: "unreachable".into(),
+            });
+        }
+        self.inner.renew(claim).map(|_| self.valid_for)
+    }
+    fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
+        self.inner.release(claim, until_ms)
+    }
+}
+
+#[test]
+fn a_reservation_that_cannot_be_extended_stops_issuing() {
+    let dir = common::TempDir::new("fence");
+    let store = Flaky::new(dir.path(), None);
+    let clock = Arc::new(ManualClock::new(T0));
+    let leased = Generator::builder(Layout::twitter())
+        .clock(Arc::clone(&clock))
+        .reservation_window(Duration::from_millis(200))
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    let layout = Layout::twitter();
+    let first = leased.try_next_id().unwrap();
+    store.fail_extend.store(true, Ordering::SeqCst);
+    // Still inside the reserved 200 ms: fine.
+    clock.advance_ms(150);
+    let inside = leased.try_next_id().unwrap();
+    assert!(inside > first);
+    // Past the reservation: refused, whatever the keeper manages meanwhile.
+    clock.advance_ms(100);
+    match leased.try_next_id() {
+        Err(Error::ReservationUnavailable { node: 0, reason }) => {
+            assert!(
+                reason.contains("disk full") || reason.contains("not acknowledged"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nothing issued beyond the reservation on disk.
+    let on_disk = std::fs::read_to_string(dir.path().join("twitter/node-0.reservation")).unwrap();
+    let until: u64 = on_disk
+        .lines()
+        .nth(1)
+        .unwrap()
+        .strip_prefix("until_ms=")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(inside.parts(&layout).unwrap().unix_ms() < until);
+    // The store recovers: issuing resumes once the keeper extends again.
+    store.fail_extend.store(false, Ordering::SeqCst);
+    let mut resumed = None;
+    for _ in 0..200 {
+        if let Ok(id) = leased.try_next_id() {
+            resumed = Some(id);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(resumed.expect("issuing resumed") > inside);
+}
+
+#[test]
+fn a_lease_not_renewed_by_its_deadline_is_lost() {
+    let dir = common::TempDir::new("deadline");
+    let store = Flaky::new(dir.path(), Some(Duration::from_millis(300)));
+    let clock = Arc::new(ManualClock::new(T0));
+    let leased = Generator::builder(Layout::twitter())
+        .clock(Arc::clone(&clock))
+        .reservation_window(Duration::from_secs(60))
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    let before = leased.try_next_id().unwrap();
+    store.fail_renew.store(true, Ordering::SeqCst);
+    clock.advance_ms(250);
+    assert!(leased.try_next_id().unwrap() > before);
+    clock.advance_ms(100); // past T0 + 300 ms: the deadline of the renewal at build
+    match leased.try_next_id() {
+        Err(Error::LeaseLost { node: 0, reason }) => {
+            assert!(reason.contains("deadline"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(leased.next_id(), Err(Error::LeaseLost { .. })),
+        "next_id must not wait it out"
+    );
+}
+
+#[test]
+fn a_restart_never_reissues_a_reserved_tick() {
+    let dir = common::TempDir::new("restart");
+    let layout = Layout::twitter();
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let clock = Arc::new(ManualClock::new(T0));
+    let a = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(9))
+        .unwrap();
+    let mut last = a.try_next_id().unwrap();
+    for _ in 0..1000 {
+        last = a.try_next_id().unwrap();
+    }
+    // A crash leaves the last extension on disk, ahead of what was issued.
+    let until_on_disk = {
+        let text = std::fs::read_to_string(dir.path().join("twitter/node-9.reservation")).unwrap();
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .strip_prefix("until_ms=")
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(until_on_disk >= T0 + 5000);
+    // Release (which writes the end of the last tick), then put the crash state back.
+    drop(a);
+    std::fs::write(
+        dir.path().join("twitter/node-9.reservation"),
+        format!("monoflake-reservation v1\nuntil_ms={until_on_disk}\n"),
+    )
+    .unwrap();
+    // Restart with the clock set back an hour.
+    let b = Generator::builder(layout.clone())
+        .clock(ManualClock::new(T0 - 3_600_000))
+        .build_leased(store, NodeRequest::Exact(9))
+        .unwrap();
+    let first = b.try_next_id().unwrap();
+    assert!(first > last);
+    assert_eq!(first.parts(&layout).unwrap().unix_ms(), until_on_disk);
+}
+
+#[test]
+fn a_deleted_lock_file_is_a_lost_lease() {
+    let dir = common::TempDir::new("deleted");
+    let store = FileStore::open(dir.path()).unwrap();
+    let claim = store.claim(&Layout::twitter(), NodeRequest::Any).unwrap();
+    std::fs::remove_file(dir.path().join("twitter/node-0.lock")).unwrap();
+    assert!(matches!(
+        store.renew(&claim),
+        Err(Error::LeaseLost { node: 0, .. })
+    ));
+    assert!(matches!(
+        store.extend(&claim, T0),
+        Err(Error::LeaseLost { node: 0, .. })
+    ));
+}
+
+#[test]
+fn state_directory_errors_are_typed() {
+    let dir = common::TempDir::new("baddir");
+    // A file where the directory should be.
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    match FileStore::open(&file) {
+        Err(Error::StateDir {
+            path,
+            action: "create",
+            ..
+        }) => assert_eq!(path, file),
+        other => panic!("{other:?}"),
+    }
+    // A corrupt reservation is refused, not guessed.
+    let store = FileStore::open(dir.path().join("s")).unwrap();
+    std::fs::create_dir_all(dir.path().join("s/twitter")).unwrap();
+    std::fs::write(dir.path().join("s/twitter/node-0.reservation"), "garbage").unwrap();
+    match store.claim(&Layout::twitter(), NodeRequest::Exact(0)) {
+        Err(
+            e @ Error::StateDir {
+                action: "parse", ..
+            },
+        ) => assert!(e.to_string().contains("garbage")),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        FileStore::default_dir_from(None, None, None),
+        Err(Error::StateDir {
+            action: "locate",
+            ..
+        })
+    ));
+}

@@ -1,0 +1,165 @@
+//! One suite written against the `NodeStore` trait, run for every store: the file store
+//! always, etcd with the `etcd` feature (bash .ci/run builds with all features and installs
+//! etcd-server).
+
+mod common;
+
+use std::sync::Arc;
+
+use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore};
+
+/// Four node IDs: small enough to run out of.
+fn tiny() -> Layout {
+    Layout::builder()
+        .name("tiny")
+        .node_field("n", 2)
+        .build()
+        .unwrap()
+}
+
+fn claims_are_exclusive(store: &dyn NodeStore) {
+    let layout = tiny();
+    let claims: Vec<_> = (0..4)
+        .map(|_| store.claim(&layout, NodeRequest::Any).unwrap())
+        .collect();
+    let mut nodes: Vec<u64> = claims.iter().map(|c| c.node()).collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, [0, 1, 2, 3]);
+    assert!(matches!(
+        store.claim(&layout, NodeRequest::Any),
+        Err(Error::AllNodesHeld { count: 4 })
+    ));
+    assert!(matches!(
+        store.claim(&layout, NodeRequest::Exact(2)),
+        Err(Error::NodeHeld { node: 2 })
+    ));
+    assert!(matches!(
+        store.claim(&layout, NodeRequest::Exact(4)),
+        Err(Error::OutOfRange {
+            value: 4,
+            max: 3,
+            ..
+        })
+    ));
+    // Releasing one frees exactly that one.
+    let mut claims = claims;
+    let freed = claims.remove(1);
+    let freed_node = freed.node();
+    store.release(freed, 0).unwrap();
+    assert_eq!(
+        store.claim(&layout, NodeRequest::Any).unwrap().node(),
+        freed_node
+    );
+}
+
+fn reservation_survives_release_and_is_read_at_claim(store: &dyn NodeStore) {
+    let layout = tiny();
+    let claim = store.claim(&layout, NodeRequest::Exact(3)).unwrap();
+    assert_eq!(claim.reserved_until_ms(), None);
+    store.extend(&claim, 1_800_000_000_000).unwrap();
+    store.extend(&claim, 1_800_000_005_000).unwrap();
+    assert_eq!(store.renew(&claim).map(|_| ()).unwrap(), ());
+    store.release(claim, 1_800_000_001_234).unwrap();
+    let again = store.claim(&layout, NodeRequest::Exact(3)).unwrap();
+    assert_eq!(again.reserved_until_ms(), Some(1_800_000_001_234));
+    store.release(again, 1_800_000_001_234).unwrap();
+}
+
+fn layouts_do_not_share_claims(store: &dyn NodeStore) {
+    let a = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(1))
+        .unwrap();
+    let b = store
+        .claim(&Layout::discord(), NodeRequest::Exact(1))
+        .unwrap();
+    store.release(a, 0).unwrap();
+    store.release(b, 0).unwrap();
+}
+
+fn leased_generators_never_share_a_node_or_an_id(store: Arc<dyn NodeStore>) {
+    let layout = tiny();
+    let leased: Vec<_> = (0..4)
+        .map(|_| {
+            Generator::builder(layout.clone())
+                .build_leased(Arc::clone(&store), NodeRequest::Any)
+                .unwrap()
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for g in &leased {
+        for _ in 0..10_000 {
+            ids.push(g.next_id().unwrap());
+        }
+    }
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n);
+    let last = *ids.last().unwrap();
+    drop(leased);
+    // Restarted holders start after everything issued, node by node.
+    for _ in 0..4 {
+        let g = Generator::builder(layout.clone())
+            .build_leased(Arc::clone(&store), NodeRequest::Any)
+            .unwrap();
+        let first = g.next_id().unwrap();
+        let prev_of_node = ids
+            .iter()
+            .filter(|id| id.parts(&layout).unwrap().node() == g.node())
+            .max()
+            .unwrap();
+        assert!(
+            first > *prev_of_node,
+            "node {} restarted below its last ID",
+            g.node()
+        );
+        let handle = g.generator(); // outlives the release: it must be sealed
+        g.release().unwrap();
+        assert!(matches!(handle.next_id(), Err(Error::LeaseLost { .. })));
+    }
+    assert!(last > ids[0]);
+}
+
+fn run_suite(mut make: impl FnMut() -> Arc<dyn NodeStore>) {
+    claims_are_exclusive(&*make());
+    reservation_survives_release_and_is_read_at_claim(&*make());
+    layouts_do_not_share_claims(&*make());
+    leased_generators_never_share_a_node_or_an_id(make());
+}
+
+#[test]
+fn file_store_conformance() {
+    let dir = common::TempDir::new("conformance");
+    let mut n = 0;
+    run_suite(|| {
+        n += 1;
+        Arc::new(FileStore::open(dir.path().join(format!("s{n}"))).unwrap())
+    });
+}
+
+#[cfg(feature = "etcd")]
+#[test]
+fn etcd_store_conformance() {
+    let etcd = common::Etcd::shared();
+    // A prefix of this run's own, so a shared server's earlier keys do not interfere.
+    let run = format!(
+        "/conformance-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let mut n = 0;
+    run_suite(|| {
+        n += 1;
+        Arc::new(
+            monoflake::EtcdStore::connect(
+                &[&etcd.endpoint],
+                &format!("{run}/t{n}"),
+                std::time::Duration::from_secs(5),
+            )
+            .unwrap(),
+        )
+    });
+}
