@@ -1,0 +1,371 @@
+//! The cluster node store: claims and reservations in etcd.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, LeaseKeepAliveStream, LeaseKeeper,
+    PutOptions, Txn, TxnOp, TxnOpResponse,
+};
+
+use crate::store::{Claim, NodeRequest, NodeStore};
+use crate::{Error, Layout};
+
+/// The default lease TTL of an [`EtcdStore`].
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// A node store in etcd, for clusters (feature `etcd`).
+///
+/// Keys live under a prefix (default `/monoflake`), per layout:
+/// `<prefix>/<layout>/node/<N>` marks a claim and `<prefix>/<layout>/reservation/<N>` holds the
+/// node's reservation (Unix ms, decimal).
+///
+/// * **Claim**: one transaction that creates the node key only if it is absent, attached to a
+///   fresh lease of `ttl`, and reads the reservation key in the same step.
+/// * **Reservation**: a transaction that writes the reservation only if the node key still
+///   has the claim's create revision — a stale holder (its lease expired and the node taken
+///   over) gets [`Error::LeaseLost`], never a write.
+/// * **Renewal**: a lease keep-alive; the answer's TTL tells the generator its deadline. The
+///   generator renews every TTL/3 at most.
+/// * **Release**: the final reservation and the deletion of the node key in one compare-guarded
+///   transaction, then the lease is revoked. A crash leaves the key to expire with the lease.
+/// * Every request is bounded by a timeout; an unreachable etcd is an [`Error::Store`].
+///
+/// # Example
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use monoflake::{EtcdStore, Generator, Layout, NodeRequest};
+///
+/// let store = EtcdStore::connect(&["http://127.0.0.1:2379"], "/monoflake", monoflake::DEFAULT_LEASE_TTL)?;
+/// let leased = Generator::builder(Layout::twitter()).build_leased(Arc::new(store), NodeRequest::Any)?;
+/// println!("node {} issued {}", leased.node(), leased.next_id()?);
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+pub struct EtcdStore {
+    runtime: tokio::runtime::Runtime,
+    client: Client,
+    endpoints: Vec<String>,
+    prefix: String,
+    ttl: Duration,
+    timeout: Duration,
+}
+
+impl fmt::Debug for EtcdStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdStore")
+            .field("endpoints", &self.endpoints)
+            .field("prefix", &self.prefix)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The etcd store's claim token.
+struct EtcdClaim {
+    lease: i64,
+    create_revision: i64,
+    node_key: String,
+    reservation_key: String,
+    keep_alive: Mutex<Option<(LeaseKeeper, LeaseKeepAliveStream)>>,
+}
+
+impl EtcdStore {
+    /// Connects to etcd. `ttl` is the lease TTL of every claim (whole seconds, at least 1).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when no endpoint answers within a few seconds.
+    ///
+    /// ```no_run
+    /// let store = monoflake::EtcdStore::connect(
+    ///     &["http://127.0.0.1:2379"],
+    ///     "/ids",
+    ///     std::time::Duration::from_secs(5),
+    /// )?;
+    /// println!("{store:?}");
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn connect(endpoints: &[&str], prefix: &str, ttl: Duration) -> Result<Self, Error> {
+        let endpoints: Vec<String> = endpoints.iter().map(|s| (*s).to_owned()).collect();
+        let describe = format!("etcd {}", endpoints.join(","));
+        let fail = |reason: String| Error::Store {
+            store: describe.clone(),
+            reason,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| fail(format!("cannot start the I/O runtime: {e}")))?;
+        let timeout = Duration::from_secs(2).min(ttl.max(Duration::from_secs(1)));
+        let options = ConnectOptions::new()
+            .with_connect_timeout(timeout)
+            .with_timeout(timeout);
+        let mut client = runtime
+            .block_on(bounded(
+                timeout * 2,
+                Client::connect(endpoints.clone(), Some(options)),
+            ))
+            .map_err(|e| fail(format!("cannot connect: {e}")))?;
+        // A connection is lazy: ask for something to prove an endpoint answers.
+        runtime
+            .block_on(bounded(timeout * 2, client.get("/", None)))
+            .map_err(|e| fail(format!("cannot reach: {e}")))?;
+        Ok(EtcdStore {
+            runtime,
+            client,
+            endpoints,
+            prefix: prefix.trim_end_matches('/').to_owned(),
+            ttl: ttl.max(Duration::from_secs(1)),
+            timeout,
+        })
+    }
+
+    fn fail(&self, reason: impl fmt::Display) -> Error {
+        Error::Store {
+            store: self.describe(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn run<T>(
+        &self,
+        what: &str,
+        f: impl Future<Output = Result<T, etcd_client::Error>>,
+    ) -> Result<T, Error> {
+        self.runtime
+            .block_on(bounded(self.timeout, f))
+            .map_err(|e| self.fail(format!("{what}: {e}")))
+    }
+
+    fn keys(&self, layout: &Layout, node: u64) -> (String, String) {
+        let base = format!("{}/{}", self.prefix, layout.name());
+        (
+            format!("{base}/node/{node}"),
+            format!("{base}/reservation/{node}"),
+        )
+    }
+
+    fn try_node(&self, layout: &Layout, node: u64, lease: i64) -> Result<Option<Claim>, Error> {
+        let (node_key, reservation_key) = self.keys(layout, node);
+        let holder = format!("pid {} lease {lease:x}", std::process::id());
+        let txn = Txn::new()
+            .when([Compare::version(node_key.as_str(), CompareOp::Equal, 0)])
+            .and_then([
+                TxnOp::put(
+                    node_key.as_str(),
+                    holder,
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::get(reservation_key.as_str(), None),
+            ]);
+        let mut client = self.client.clone();
+        let response = self.run("claim", client.txn(txn))?;
+        if !response.succeeded() {
+            return Ok(None);
+        }
+        // The transaction's revision is the node key's create revision.
+        let create_revision = response.header().map_or(0, |h| h.revision());
+        let mut reserved = None;
+        for op in response.op_responses() {
+            if let TxnOpResponse::Get(get) = op
+                && let Some(kv) = get.kvs().first()
+            {
+                let text = kv.value_str().unwrap_or("");
+                reserved = Some(text.trim().parse::<u64>().map_err(|_| {
+                    self.fail(format!(
+                        "{reservation_key} holds {text:?}, not a reservation"
+                    ))
+                })?);
+            }
+        }
+        Ok(Some(Claim::new(
+            node,
+            reserved,
+            EtcdClaim {
+                lease,
+                create_revision,
+                node_key,
+                reservation_key,
+                keep_alive: Mutex::new(None),
+            },
+        )))
+    }
+
+    fn token<'a>(&self, claim: &'a Claim) -> Result<&'a EtcdClaim, Error> {
+        claim.token::<EtcdClaim>().ok_or_else(|| Error::LeaseLost {
+            node: claim.node(),
+            reason: "the claim was not made by an etcd store".into(),
+        })
+    }
+}
+
+/// Runs `f` for at most `limit`.
+async fn bounded<T>(
+    limit: Duration,
+    f: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} ms", limit.as_millis())),
+    }
+}
+
+impl NodeStore for EtcdStore {
+    fn describe(&self) -> String {
+        format!("etcd {}", self.endpoints.join(","))
+    }
+
+    fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
+        let ttl = i64::try_from(self.ttl.as_secs()).unwrap_or(i64::MAX);
+        let mut client = self.client.clone();
+        let lease = self
+            .run("grant a lease", client.lease_grant(ttl, None))?
+            .id();
+        let result = match request {
+            NodeRequest::Exact(node) => layout.check_node(node).and_then(|node| {
+                self.try_node(layout, node, lease)?
+                    .ok_or(Error::NodeHeld { node })
+            }),
+            NodeRequest::Any => {
+                // One read of the held node keys, then a guarded create for each free one.
+                let (probe, _) = self.keys(layout, 0);
+                let dir = probe.trim_end_matches('0').to_owned();
+                let held: HashSet<u64> = self
+                    .run(
+                        "list claims",
+                        client.get(
+                            dir.as_str(),
+                            Some(GetOptions::new().with_prefix().with_keys_only()),
+                        ),
+                    )?
+                    .kvs()
+                    .iter()
+                    .filter_map(|kv| kv.key_str().ok()?.strip_prefix(dir.as_str())?.parse().ok())
+                    .collect();
+                let mut found = Err(Error::AllNodesHeld {
+                    count: layout.max_node().saturating_add(1),
+                });
+                for node in (0..=layout.max_node()).filter(|n| !held.contains(n)) {
+                    match self.try_node(layout, node, lease) {
+                        Ok(Some(claim)) => {
+                            found = Ok(claim);
+                            break;
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            found = Err(e);
+                            break;
+                        }
+                    }
+                }
+                found
+            }
+        };
+        if result.is_err() {
+            let _ = self.run("revoke the lease", client.lease_revoke(lease));
+        }
+        result
+    }
+
+    fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        let token = self.token(claim)?;
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                token.node_key.as_str(),
+                CompareOp::Equal,
+                token.create_revision,
+            )])
+            .and_then([TxnOp::put(
+                token.reservation_key.as_str(),
+                until_ms.to_string(),
+                None,
+            )]);
+        let mut client = self.client.clone();
+        if self
+            .run("write the reservation", client.txn(txn))?
+            .succeeded()
+        {
+            Ok(())
+        } else {
+            Err(Error::LeaseLost {
+                node: claim.node(),
+                reason: format!("{} expired or was taken over", token.node_key),
+            })
+        }
+    }
+
+    fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
+        let token = self.token(claim)?;
+        let mut slot = token
+            .keep_alive
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut client = self.client.clone();
+        if slot.is_none() {
+            *slot = Some(self.run("open keep-alive", client.lease_keep_alive(token.lease))?);
+        }
+        let Some((keeper, stream)) = slot.as_mut() else {
+            unreachable!("just filled")
+        };
+        let answer = self.runtime.block_on(async {
+            tokio::time::timeout(self.timeout, async {
+                keeper.keep_alive().await?;
+                stream.message().await
+            })
+            .await
+        });
+        match answer {
+            Ok(Ok(Some(response))) if response.ttl() > 0 => Ok(Some(Duration::from_secs(
+                u64::try_from(response.ttl()).unwrap_or(0),
+            ))),
+            Ok(Ok(Some(_))) => Err(Error::LeaseLost {
+                node: claim.node(),
+                reason: format!("lease {:x} expired", token.lease),
+            }),
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+                let reason = match answer {
+                    Ok(Err(e)) => format!("keep-alive: {e}"),
+                    Err(_) => format!(
+                        "keep-alive: no answer within {} ms",
+                        self.timeout.as_millis()
+                    ),
+                    _ => "keep-alive: the stream closed".to_owned(),
+                };
+                *slot = None; // reopen next time
+                Err(self.fail(reason))
+            }
+        }
+    }
+
+    fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
+        let token = self.token(&claim)?;
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                token.node_key.as_str(),
+                CompareOp::Equal,
+                token.create_revision,
+            )])
+            .and_then([
+                TxnOp::put(token.reservation_key.as_str(), until_ms.to_string(), None),
+                TxnOp::delete(token.node_key.as_str(), None),
+            ]);
+        let mut client = self.client.clone();
+        let written = self.run("release", client.txn(txn)).map(|r| r.succeeded());
+        let _ = self.run("revoke the lease", client.lease_revoke(token.lease));
+        match written? {
+            true => Ok(()),
+            false => Err(Error::LeaseLost {
+                node: claim.node(),
+                reason: format!(
+                    "{} expired or was taken over before release",
+                    token.node_key
+                ),
+            }),
+        }
+    }
+}
