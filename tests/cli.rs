@@ -19,20 +19,30 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn gen_ten_million_on_two_threads_all_distinct() {
-    let out = monoflake(&["gen", "-n", "10000000", "--node", "1", "--threads", "2"]);
+    let out = monoflake(&[
+        "gen",
+        "-n",
+        "10000000",
+        "--node",
+        "1",
+        "--threads",
+        "2",
+        "--layout",
+        "discord",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let mut ids: Vec<u64> = stdout(&out).lines().map(|l| l.parse().unwrap()).collect();
     assert_eq!(ids.len(), 10_000_000);
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 10_000_000, "duplicates in the CLI's output");
-    // Every ID carries node 1 in the twitter layout.
+    // Every ID carries node 1 (discord layout: node bits 12..22).
     assert!(ids.iter().all(|id| (id >> 12) & 0x3FF == 1));
 }
 
 #[test]
 fn gen_prints_increasing_ids_then_decode_reads_them_back() {
-    let out = monoflake(&["gen", "-n", "5", "--node", "1", "--layout", "discord"]);
+    let out = monoflake(&["gen", "-n", "5", "--node", "33", "--layout", "discord"]);
     assert!(out.status.success());
     let ids: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     assert_eq!(ids.len(), 5);
@@ -45,7 +55,7 @@ fn gen_prints_increasing_ids_then_decode_reads_them_back() {
     for (line, id) in stdout(&out).lines().zip(&ids) {
         assert!(line.starts_with(&format!("{{\"id\":\"{id}\",")), "{line}");
         assert!(
-            line.contains("\"node\":1,") && line.contains("\"process\":1}"),
+            line.contains("\"node\":33,") && line.contains("\"worker\":1,\"process\":1}"),
             "{line}"
         );
     }
@@ -53,13 +63,15 @@ fn gen_prints_increasing_ids_then_decode_reads_them_back() {
 
 #[test]
 fn gen_hex_round_trips_through_decode() {
-    let out = monoflake(&["gen", "-n", "2", "--format", "hex", "--node", "7"]);
+    let out = monoflake(&[
+        "gen", "-n", "2", "--format", "hex", "--node", "7", "--layout", "js-safe",
+    ]);
     let hex: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     assert!(
         hex.iter().all(|h| h.len() == 18 && h.starts_with("0x")),
         "{hex:?}"
     );
-    let out = monoflake(&["decode", "--json", &hex[0]]);
+    let out = monoflake(&["decode", "--layout", "js-safe", "--json", &hex[0]]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dec = u64::from_str_radix(&hex[0][2..], 16).unwrap();
     assert!(stdout(&out).starts_with(&format!("{{\"id\":\"{dec}\"")));

@@ -28,15 +28,61 @@ pub struct GenArgs {
     /// The layout preset.
     #[arg(long, default_value = "twitter")]
     pub layout: String,
-    /// The node value all IDs carry (all node fields together).
-    #[arg(long, default_value_t = 0)]
-    pub node: u64,
+    /// The node ID to claim: `auto` for the lowest free one, or a number (an error if held).
+    #[arg(long, default_value = "auto", value_parser = parse_node)]
+    pub node: NodeArg,
+    /// Where the file backend keeps lock and reservation files [default:
+    /// $MONOFLAKE_STATE_DIR, else $XDG_STATE_HOME/monoflake, else ~/.local/state/monoflake].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<std::path::PathBuf>,
+    /// Where node IDs are claimed and time reservations kept.
+    #[arg(long, value_enum, default_value_t = Backend::File)]
+    pub backend: Backend,
+    /// etcd endpoints, comma-separated (with `--backend etcd`).
+    #[arg(
+        long,
+        value_name = "URL[,URL]",
+        default_value = "http://127.0.0.1:2379",
+        value_delimiter = ','
+    )]
+    pub etcd_endpoints: Vec<String>,
+    /// Key prefix in etcd (with `--backend etcd`).
+    #[arg(long, value_name = "P", default_value = "/monoflake")]
+    pub etcd_prefix: String,
+    /// Lease TTL in whole seconds (with `--backend etcd`).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub lease_ttl: u64,
     /// Threads sharing one generator; COUNT is the total over all of them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
     /// How IDs are printed.
     #[arg(long, value_enum, default_value_t = Format::Decimal)]
     pub format: Format,
+}
+
+/// `--node`: claim any free node, or exactly this one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeArg {
+    Auto,
+    Exact(u64),
+}
+
+fn parse_node(s: &str) -> Result<NodeArg, String> {
+    match s {
+        "auto" => Ok(NodeArg::Auto),
+        _ => s
+            .parse()
+            .map(NodeArg::Exact)
+            .map_err(|_| format!("expected `auto` or a node number, got {s:?}")),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// Lock files in a state directory: one host, no server (the default).
+    File,
+    /// etcd leases, for clusters (needs the `etcd` feature).
+    Etcd,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,10 +1,14 @@
 //! The work behind each subcommand, done through the library's public API.
 
 use std::io::{self, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use monoflake::{Error, Generator, Id, Layout, PRESETS, rfc3339};
+use monoflake::{
+    Error, FileStore, Generator, Id, Layout, NodeRequest, NodeStore, PRESETS, rfc3339,
+};
 
-use crate::args::{Command, DecodeArgs, Format, GenArgs};
+use crate::args::{Backend, Command, DecodeArgs, Format, GenArgs, NodeArg};
 
 /// A failed command: what to print and the exit code.
 #[derive(Debug)]
@@ -61,28 +65,73 @@ const CHUNK: usize = 64 * 1024;
 /// IDs reserved with one compare-exchange by each thread.
 const BATCH: u64 = 256;
 
+/// Set by Ctrl-C: writers stop, the claim is released, the command fails.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn open_store(args: &GenArgs) -> Result<Arc<dyn NodeStore>, Failure> {
+    match args.backend {
+        Backend::File => Ok(Arc::new(match &args.state_dir {
+            Some(dir) => FileStore::open(dir)?,
+            None => FileStore::open_default()?,
+        })),
+        #[cfg(feature = "etcd")]
+        Backend::Etcd => {
+            let endpoints: Vec<&str> = args.etcd_endpoints.iter().map(String::as_str).collect();
+            let ttl = std::time::Duration::from_secs(args.lease_ttl);
+            Ok(Arc::new(monoflake::EtcdStore::connect(
+                &endpoints,
+                &args.etcd_prefix,
+                ttl,
+            )?))
+        }
+        #[cfg(not(feature = "etcd"))]
+        Backend::Etcd => Err(Failure {
+            code: 2,
+            message: "this monoflake was built without the `etcd` feature \
+                      (cargo build --features etcd)"
+                .into(),
+        }),
+    }
+}
+
 fn generate(args: &GenArgs) -> Result<(), Failure> {
     let layout = Layout::preset(&args.layout)?;
-    let generator = Generator::new(layout, args.node)?;
+    let request = match args.node {
+        NodeArg::Auto => NodeRequest::Any,
+        NodeArg::Exact(n) => NodeRequest::Exact(layout.check_node(n)?),
+    };
+    let store = open_store(args)?;
+    let leased = Generator::builder(layout).build_leased(store, request)?;
+    // Ctrl-C stops the writers; the lease is then released as on a normal exit.
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
     let threads = u64::from(args.threads);
-    std::thread::scope(|s| {
+    let written = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|i| {
                 let share = args.count / threads + u64::from(i < args.count % threads);
-                let generator = &generator;
+                let generator = &*leased;
                 s.spawn(move || write_ids(generator, share, args.format))
             })
             .collect();
         workers
             .into_iter()
             .try_for_each(|w| w.join().expect("an ID writer panicked"))
-    })
+    });
+    let released = leased.release();
+    written?;
+    if INTERRUPTED.load(Ordering::Relaxed) {
+        return Err(Failure {
+            code: 1,
+            message: "interrupted; the node was released".into(),
+        });
+    }
+    released.map_err(Failure::from)
 }
 
 fn write_ids(generator: &Generator, count: u64, format: Format) -> Result<(), Failure> {
     let mut buf = Vec::with_capacity(CHUNK + 64);
     let mut left = count;
-    while left > 0 {
+    while left > 0 && !INTERRUPTED.load(Ordering::Relaxed) {
         let n = left.min(BATCH);
         for id in generator.next_ids(n)? {
             match format {
