@@ -1,0 +1,250 @@
+//! Processes sharing one etcd (Debian's etcd-server, started on 127.0.0.1 by each test):
+//! distinct nodes, a store that goes away, a holder paused past its TTL.
+#![cfg(feature = "etcd")]
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use monoflake::{Id, Layout};
+
+fn generate(etcd: &str, state: &std::path::Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_monoflake"));
+    c.args([
+        "gen",
+        "--backend",
+        "etcd",
+        "--etcd-endpoints",
+        etcd,
+        "--layout",
+        "sonyflake",
+    ])
+    .arg("--state-dir")
+    .arg(state)
+    .args(extra)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    c
+}
+
+/// Collects a child's stdout IDs on a thread, so a paused or slow reader never stalls it.
+struct Reader {
+    ids: Arc<Mutex<Vec<u64>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Reader {
+    fn spawn(child: &mut Child) -> Reader {
+        let ids = Arc::new(Mutex::new(Vec::new()));
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let sink = Arc::clone(&ids);
+        let thread = std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line.parse().unwrap());
+            }
+        });
+        Reader {
+            ids,
+            thread: Some(thread),
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.ids.lock().unwrap().len()
+    }
+
+    fn wait_for(&self, n: usize) {
+        let start = Instant::now();
+        while self.count() < n {
+            assert!(start.elapsed() < Duration::from_secs(30), "no output");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn finish(mut self) -> Vec<u64> {
+        self.thread.take().unwrap().join().unwrap();
+        std::mem::take(&mut *self.ids.lock().unwrap())
+    }
+}
+
+fn node_of(id: u64) -> u64 {
+    Id::from_u64(id).parts(&Layout::sonyflake()).unwrap().node()
+}
+
+fn stderr_of(child: Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[test]
+fn two_processes_with_separate_state_dirs_get_distinct_nodes() {
+    let etcd = common::Etcd::start(); // a private server: the node numbers must start at 0
+    let (d1, d2) = (
+        common::TempDir::new("etcd-a"),
+        common::TempDir::new("etcd-b"),
+    );
+    let mut a = generate(&etcd.endpoint, d1.path(), &["-n", "100000000000"])
+        .spawn()
+        .unwrap();
+    let ra = Reader::spawn(&mut a);
+    ra.wait_for(100);
+    let b = generate(&etcd.endpoint, d2.path(), &["-n", "1000"])
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let b_ids: Vec<u64> = String::from_utf8_lossy(&b.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    // Ctrl-C: A stops, releases its node (deleting its key at once) and says so.
+    common::signal(a.id(), "INT");
+    let (code, err) = stderr_of(a);
+    let a_ids = ra.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("interrupted; the node was released"), "{err}");
+    let a_node = node_of(a_ids[0]);
+    assert_ne!(a_node, node_of(b_ids[0]));
+    // The released node is free at once, not after the TTL.
+    let c = generate(
+        &etcd.endpoint,
+        d1.path(),
+        &["-n", "10", "--node", &a_node.to_string()],
+    )
+    .output()
+    .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let c_ids: Vec<u64> = String::from_utf8_lossy(&c.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let max_a = a_ids.iter().max().unwrap();
+    assert!(
+        c_ids.iter().all(|id| id > max_a),
+        "the next holder went below the released one"
+    );
+}
+
+#[test]
+fn stopping_etcd_stops_a_running_generator_within_the_ttl() {
+    let mut etcd = common::Etcd::start();
+    let state = common::TempDir::new("etcd-stop");
+    let ttl_s = 2;
+    let mut g = generate(
+        &etcd.endpoint,
+        state.path(),
+        &["-n", "100000000000", "--lease-ttl", &ttl_s.to_string()],
+    )
+    .spawn()
+    .unwrap();
+    let reader = Reader::spawn(&mut g);
+    reader.wait_for(1000);
+    etcd.stop();
+    let stopped_at = now_ms();
+    let (code, err) = stderr_of(g);
+    let exited_at = now_ms();
+    let ids = reader.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("the lease was lost") && err.contains("deadline"),
+        "{err}"
+    );
+    // Every ID was issued before the lease deadline, which is at most one TTL after the last
+    // successful renewal (itself before etcd stopped); an ID's time runs at most `max_lead`
+    // (100 ms by default) ahead of its issue.
+    let lead_ms = monoflake::DEFAULT_MAX_LEAD.as_millis() as u64;
+    let last_ms = ids
+        .iter()
+        .map(|&id| {
+            Id::from_u64(id)
+                .parts(&Layout::sonyflake())
+                .unwrap()
+                .unix_ms()
+        })
+        .max()
+        .unwrap();
+    assert!(
+        last_ms < stopped_at + ttl_s * 1000 + lead_ms,
+        "issued at {last_ms}, etcd stopped at {stopped_at}"
+    );
+    eprintln!(
+        "etcd stopped at {stopped_at}; last ID at {last_ms}; exit after {} ms",
+        exited_at - stopped_at
+    );
+}
+
+#[test]
+fn a_holder_paused_past_its_ttl_never_collides_with_the_next_holder() {
+    let etcd = common::Etcd::start();
+    let (d1, d2) = (
+        common::TempDir::new("stop-a"),
+        common::TempDir::new("stop-b"),
+    );
+    let mut a = generate(
+        &etcd.endpoint,
+        d1.path(),
+        &["-n", "100000000000", "--node", "3", "--lease-ttl", "2"],
+    )
+    .spawn()
+    .unwrap();
+    let ra = Reader::spawn(&mut a);
+    ra.wait_for(1000);
+    common::signal(a.id(), "STOP");
+    // Wait for A's lease to expire, then take its node over.
+    let start = Instant::now();
+    let b = loop {
+        let b = generate(
+            &etcd.endpoint,
+            d2.path(),
+            &["-n", "20000", "--node", "3", "--lease-ttl", "2"],
+        )
+        .output()
+        .unwrap();
+        if b.status.success() {
+            break b;
+        }
+        let err = String::from_utf8_lossy(&b.stderr);
+        assert!(err.contains("node 3 is held"), "{err}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "A's lease never expired"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let b_ids: Vec<u64> = String::from_utf8_lossy(&b.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(b_ids.len(), 20_000);
+    common::signal(a.id(), "CONT");
+    let (code, err) = stderr_of(a);
+    let a_ids = ra.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("lease was lost"), "{err}");
+    assert!(b_ids.iter().all(|&id| node_of(id) == 3) && a_ids.iter().all(|&id| node_of(id) == 3));
+    let a_set: HashSet<u64> = a_ids.iter().copied().collect();
+    assert_eq!(a_set.len(), a_ids.len());
+    assert!(
+        b_ids.iter().all(|id| !a_set.contains(id)),
+        "A and B issued the same ID"
+    );
+    assert!(
+        b_ids.iter().min() > a_ids.iter().max(),
+        "B must start after everything A could issue"
+    );
+}
