@@ -57,7 +57,6 @@ pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 /// ```
 pub struct Generator<C: TimeSource = LockedClock> {
     core: CachePadded<Core>,
-    fork: forkguard::Guard,
     lease: Option<Arc<LeaseStatus>>,
     params: StepParams,
     out: Output,
@@ -85,6 +84,9 @@ pub(crate) struct Core {
     /// The first clock tick at which nothing may be issued: the lease deadline; `u64::MAX`
     /// without one, 0 once released.
     pub(crate) deadline: AtomicU64,
+    /// The fork count seen when the generator was built (read-only, next to the state so the
+    /// per-call fork check touches no other cache line).
+    fork: forkguard::Guard,
 }
 
 /// How a state value becomes an ID.
@@ -269,12 +271,12 @@ impl<C: TimeSource> Generator<C> {
                     }
                     // The lease fence: never a tick the store has not acknowledged, never after
                     // the lease deadline, never in a forked child.
-                    let forked = self.fork.clone().detected_fork();
+                    // Evaluated without short-circuits: one branch for the three checks.
+                    let forked = self.core.fork.clone().detected_fork();
                     let late = now >= self.core.deadline.load(Ordering::Relaxed);
-                    if last >> self.params.sequence_bits > self.core.limit.load(Ordering::Relaxed)
-                        || late
-                        || forked
-                    {
+                    let unreserved =
+                        last >> self.params.sequence_bits > self.core.limit.load(Ordering::Relaxed);
+                    if forked | late | unreserved {
                         return Err(self.fenced(forked, late));
                     }
                     // A deliberately broken variant (a load then a plain store instead of a
@@ -688,10 +690,10 @@ impl<C: TimeSource> GeneratorBuilder<C> {
                 state: AtomicU64::new(start),
                 limit: AtomicU64::new(limit),
                 deadline: AtomicU64::new(deadline),
+                fork: forkguard::Guard::try_new().map_err(|e| Error::ForkDetection {
+                    reason: e.to_string(),
+                })?,
             }),
-            fork: forkguard::Guard::try_new().map_err(|e| Error::ForkDetection {
-                reason: e.to_string(),
-            })?,
             lease,
             params: StepParams {
                 sequence_bits,
