@@ -1,0 +1,228 @@
+//! Opaque public IDs: a keyed, reversible permutation of a layout's bit space.
+
+use std::fmt;
+use std::hash::Hasher;
+
+use siphasher::sip::SipHasher24;
+
+use crate::layout::mask;
+use crate::{Error, Id, Layout};
+
+/// Feistel rounds; four make a strong pseudo-random permutation (Luby–Rackoff), eight leave a
+/// margin.
+const ROUNDS: u64 = 8;
+
+/// A 128-bit key for [`Opaque`].
+///
+/// Its `Debug` does not print the key.
+///
+/// ```
+/// use monoflake::OpaqueKey;
+/// let key = OpaqueKey::from_hex("000102030405060708090a0b0c0d0e0f")?;
+/// assert_eq!(key, OpaqueKey::from_bytes([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]));
+/// assert_eq!(format!("{key:?}"), "OpaqueKey(..)");
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct OpaqueKey {
+    k0: u64,
+    k1: u64,
+}
+
+impl fmt::Debug for OpaqueKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OpaqueKey(..)")
+    }
+}
+
+impl OpaqueKey {
+    /// A key from 16 bytes (e.g. from a secrets store or `/dev/urandom`).
+    ///
+    /// ```
+    /// let key = monoflake::OpaqueKey::from_bytes([7; 16]);
+    /// # let _ = key;
+    /// ```
+    pub fn from_bytes(bytes: [u8; 16]) -> Self {
+        let (a, b) = bytes.split_at(8);
+        OpaqueKey {
+            k0: u64::from_le_bytes(a.try_into().unwrap_or_default()),
+            k1: u64::from_le_bytes(b.try_into().unwrap_or_default()),
+        }
+    }
+
+    /// A key from 32 hex digits (surrounding whitespace ignored), as in a key file made by
+    /// `head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKey`] with what is wrong.
+    ///
+    /// ```
+    /// use monoflake::{Error, OpaqueKey};
+    /// assert!(OpaqueKey::from_hex("  00112233445566778899aabbccddeeff\n").is_ok());
+    /// assert!(matches!(OpaqueKey::from_hex("0011"), Err(Error::InvalidKey { .. })));
+    /// ```
+    pub fn from_hex(text: &str) -> Result<Self, Error> {
+        let text = text.trim();
+        if text.len() != 32 {
+            return Err(Error::InvalidKey {
+                reason: format!(
+                    "a key is 32 hex digits (128 bits), got {} characters",
+                    text.len()
+                ),
+            });
+        }
+        let mut bytes = [0u8; 16];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2).unwrap_or("zz"), 16).map_err(
+                |_| Error::InvalidKey {
+                    reason: format!("not a hex digit near position {}", 2 * i),
+                },
+            )?;
+        }
+        Ok(Self::from_bytes(bytes))
+    }
+}
+
+/// Maps IDs to opaque IDs and back with a key: a Feistel network over the layout's bit space,
+/// keyed with SipHash-2-4 as the round function, with cycle-walking for odd widths.
+///
+/// **What it protects.** Without the key an opaque ID reveals neither the time, the node nor
+/// the order of the ID behind it: consecutive IDs map to values that look unrelated, so a
+/// competitor cannot count your orders by subtracting two public IDs.
+///
+/// **What it does not.** It is not authentication: anyone can make up a number, and it will
+/// map back to *some* ID — check that the ID exists. The mapping is deterministic, so equal
+/// IDs give equal opaque IDs. The width of the layout shows (opaque IDs stay below
+/// `2^total_bits`; js-safe ones stay below 2^53). It protects nothing once the key leaks, and
+/// rotating the key changes every public ID.
+///
+/// # Example
+///
+/// ```
+/// use monoflake::{Layout, Opaque, OpaqueKey};
+///
+/// let layout = Layout::js_safe();
+/// let opaque = Opaque::new(&layout, OpaqueKey::from_hex("00112233445566778899aabbccddeeff")?);
+/// let id = layout.compose(123_456, 7, 1)?;
+/// let public = opaque.encrypt(id)?;
+/// assert_ne!(public, id);
+/// assert!(public.as_u64() < 1 << 53);
+/// assert_eq!(opaque.decrypt(public)?, id);
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Opaque {
+    key: OpaqueKey,
+    bits: u32,
+    half: u32,
+}
+
+impl Opaque {
+    /// A mapping over `layout`'s bit space.
+    ///
+    /// ```
+    /// let o = monoflake::Opaque::new(&monoflake::Layout::twitter(), monoflake::OpaqueKey::from_bytes([1; 16]));
+    /// assert_eq!(o.bits(), 63);
+    /// ```
+    pub fn new(layout: &Layout, key: OpaqueKey) -> Self {
+        let bits = layout.total_bits();
+        Opaque {
+            key,
+            bits,
+            half: bits.div_ceil(2),
+        }
+    }
+
+    /// The width of the space permuted.
+    ///
+    /// ```
+    /// let o = monoflake::Opaque::new(&monoflake::Layout::js_safe(), monoflake::OpaqueKey::from_bytes([1; 16]));
+    /// assert_eq!(o.bits(), 53);
+    /// ```
+    pub const fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    fn round(&self, i: u64, half: u64) -> u64 {
+        let mut h = SipHasher24::new_with_keys(self.key.k0, self.key.k1);
+        h.write_u64(i);
+        h.write_u64(half);
+        h.finish() & mask(self.half)
+    }
+
+    /// One pass of the balanced Feistel network over `2 * half` bits.
+    fn forward(&self, x: u64) -> u64 {
+        let m = mask(self.half);
+        let (mut l, mut r) = (x >> self.half & m, x & m);
+        for i in 0..ROUNDS {
+            (l, r) = (r, l ^ self.round(i, r));
+        }
+        l << self.half | r
+    }
+
+    fn backward(&self, x: u64) -> u64 {
+        let m = mask(self.half);
+        let (mut l, mut r) = (x >> self.half & m, x & m);
+        for i in (0..ROUNDS).rev() {
+            (l, r) = (r ^ self.round(i, l), l);
+        }
+        l << self.half | r
+    }
+
+    fn check(&self, id: Id) -> Result<u64, Error> {
+        let v = id.as_u64();
+        if self.bits < 64 && v >> self.bits != 0 {
+            return Err(Error::IdTooWide {
+                id: v,
+                layout_bits: self.bits,
+            });
+        }
+        Ok(v)
+    }
+
+    /// The opaque ID for `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IdTooWide`] when `id` uses bits the layout does not have.
+    ///
+    /// ```
+    /// use monoflake::{Layout, Opaque, OpaqueKey};
+    /// let o = Opaque::new(&Layout::twitter(), OpaqueKey::from_bytes([9; 16]));
+    /// let id = Layout::twitter().compose(5, 1, 0)?;
+    /// assert_eq!(o.decrypt(o.encrypt(id)?)?, id);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn encrypt(&self, id: Id) -> Result<Id, Error> {
+        let mut x = self.check(id)?;
+        // Cycle-walk: the network permutes 2*half bits; repeat until back in the layout's space.
+        loop {
+            x = self.forward(x);
+            if self.bits == 64 || x >> self.bits == 0 {
+                return Ok(Id::from_u64(x));
+            }
+        }
+    }
+
+    /// The ID behind an opaque ID.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IdTooWide`] when the value uses bits the layout does not have.
+    ///
+    /// ```
+    /// use monoflake::{Error, Id, Layout, Opaque, OpaqueKey};
+    /// let o = Opaque::new(&Layout::js_safe(), OpaqueKey::from_bytes([9; 16]));
+    /// assert!(matches!(o.decrypt(Id::from_u64(1 << 60)), Err(Error::IdTooWide { .. })));
+    /// ```
+    pub fn decrypt(&self, opaque: Id) -> Result<Id, Error> {
+        let mut x = self.check(opaque)?;
+        loop {
+            x = self.backward(x);
+            if self.bits == 64 || x >> self.bits == 0 {
+                return Ok(Id::from_u64(x));
+            }
+        }
+    }
+}
