@@ -47,6 +47,13 @@ pub trait TimeSource: Send + Sync {
     fn is_coarse(&self) -> bool {
         false
     }
+
+    /// How many times the source moved forward to the wall clock, and the largest skew it saw
+    /// between itself and the wall clock (nanoseconds, either direction). Sources that do not
+    /// re-anchor report `(0, 0)`.
+    fn reanchor_stats(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }
 
 impl<T: TimeSource + ?Sized> TimeSource for Arc<T> {
@@ -59,6 +66,9 @@ impl<T: TimeSource + ?Sized> TimeSource for Arc<T> {
     fn is_coarse(&self) -> bool {
         (**self).is_coarse()
     }
+    fn reanchor_stats(&self) -> (u64, u64) {
+        (**self).reanchor_stats()
+    }
 }
 
 impl<T: TimeSource + ?Sized> TimeSource for &T {
@@ -70,6 +80,9 @@ impl<T: TimeSource + ?Sized> TimeSource for &T {
     }
     fn is_coarse(&self) -> bool {
         (**self).is_coarse()
+    }
+    fn reanchor_stats(&self) -> (u64, u64) {
+        (**self).reanchor_stats()
     }
 }
 
@@ -135,6 +148,7 @@ struct LockedInner {
     offset_ns: AtomicU64,
     next_check_ns: AtomicU64,
     last_skew_ns: AtomicU64,
+    max_skew_ns: AtomicU64,
     reanchors: AtomicU64,
 }
 
@@ -214,6 +228,7 @@ impl LockedClock {
                 offset_ns: AtomicU64::new(0),
                 next_check_ns: AtomicU64::new(base_ns.saturating_add(interval_ns)),
                 last_skew_ns: AtomicU64::new(0),
+                max_skew_ns: AtomicU64::new(0),
                 reanchors: AtomicU64::new(0),
             }),
         }
@@ -269,11 +284,18 @@ impl LockedClock {
         let skew = i64::try_from(skew).unwrap_or(if skew < 0 { i64::MIN } else { i64::MAX });
         // Ordering: Relaxed; statistics.
         i.last_skew_ns.store(skew as u64, Ordering::Relaxed);
+        i.max_skew_ns
+            .fetch_max(skew.unsigned_abs(), Ordering::Relaxed);
         if skew > 0 && skew.unsigned_abs() > i.tolerance_ns {
             let target = wall.saturating_sub(i.base_ns).saturating_sub(elapsed);
             // Ordering: Relaxed; fetch_max keeps the offset forward-only under races.
             i.offset_ns.fetch_max(target, Ordering::Relaxed);
             i.reanchors.fetch_add(1, Ordering::Relaxed);
+            #[cfg(feature = "tracing")]
+            tracing::info!(
+                skew_ns = skew,
+                "monoflake: clock re-anchored forward to the wall clock"
+            );
             return now.max(wall);
         }
         now
@@ -314,6 +336,13 @@ impl TimeSource for LockedClock {
     #[inline]
     fn now_ms(&self) -> u64 {
         self.now_ns() / 1_000_000
+    }
+
+    fn reanchor_stats(&self) -> (u64, u64) {
+        (
+            self.reanchor_count(),
+            self.inner.max_skew_ns.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -445,6 +474,10 @@ impl TimeSource for CoarseClock {
 
     fn is_coarse(&self) -> bool {
         true
+    }
+
+    fn reanchor_stats(&self) -> (u64, u64) {
+        self.inner.precise.reanchor_stats()
     }
 }
 

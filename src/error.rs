@@ -90,6 +90,11 @@ pub enum Error {
         /// Byte offset of the first bad character, when there is one.
         position: Option<usize>,
     },
+    /// A key for opaque IDs is malformed.
+    InvalidKey {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// An ID uses bits its layout does not have.
     IdTooWide {
         /// The ID.
@@ -141,6 +146,9 @@ pub enum Error {
         /// What the system said.
         reason: String,
     },
+    /// [`configure_default`](crate::configure_default) was called after the default generator
+    /// was built.
+    DefaultAlreadyBuilt,
     /// Every node ID of the layout is held by a live claimant.
     AllNodesHeld {
         /// How many node IDs the layout has.
@@ -225,9 +233,10 @@ impl fmt::Display for Error {
                 input,
                 reason,
                 position: Some(p),
-            } => {
-                write!(f, "invalid ID {input:?}: {reason} at position {p}")
-            }
+            } => match input.get(*p..).and_then(|rest| rest.chars().next()) {
+                Some(c) => write!(f, "invalid ID {input:?}: {reason} {c:?} at position {p}"),
+                None => write!(f, "invalid ID {input:?}: {reason} at position {p}"),
+            },
             Error::InvalidId {
                 input,
                 reason,
@@ -235,6 +244,7 @@ impl fmt::Display for Error {
             } => {
                 write!(f, "invalid ID {input:?}: {reason}")
             }
+            Error::InvalidKey { reason } => write!(f, "invalid opaque-ID key: {reason}"),
             Error::IdTooWide { id, layout_bits } => write!(
                 f,
                 "ID {id} uses {} bits but the layout has only {layout_bits}",
@@ -273,6 +283,10 @@ impl fmt::Display for Error {
             Error::ForkDetection { reason } => {
                 write!(f, "cannot set up fork detection: {reason}")
             }
+            Error::DefaultAlreadyBuilt => write!(
+                f,
+                "the default generator is already built; configure it before the first next_id()"
+            ),
             Error::AllNodesHeld { count } => {
                 write!(
                     f,

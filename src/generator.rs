@@ -10,6 +10,7 @@ use crate::clock::{LockedClock, TimeSource};
 use crate::layout::mask;
 use crate::lease::LeaseStatus;
 use crate::state::{Step, StepParams, next_state};
+use crate::stats::{Counters, Stats};
 use crate::sync::{self, AtomicU64, Ordering};
 use crate::{Error, Id, Layout};
 
@@ -57,6 +58,9 @@ pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 /// ```
 pub struct Generator<C: TimeSource = LockedClock> {
     core: CachePadded<Core>,
+    counters: CachePadded<Counters>,
+    /// The state the generator started from, for counting what it issued.
+    start: u64,
     lease: Option<Arc<LeaseStatus>>,
     params: StepParams,
     out: Output,
@@ -225,6 +229,64 @@ impl<C: TimeSource> Generator<C> {
         &self.core
     }
 
+    /// Off the common path: a jump to a later tick (values passed over) or a borrowed tick.
+    #[cold]
+    fn count_jump_or_borrow(&self, cur: u64, first: u64, last: u64, now: u64) {
+        let s = self.params.sequence_bits;
+        Counters::add(&self.counters.skipped, first - cur - 1);
+        let now = now.max(self.params.floor_tick);
+        let (cur_tick, last_tick) = (cur >> s, last >> s);
+        if last_tick > now {
+            Counters::add(&self.counters.borrowed_ticks, last_tick - cur_tick.max(now));
+            // Ordering: Relaxed; a statistic.
+            self.counters
+                .max_lead_ticks
+                .fetch_max(last_tick - now, Ordering::Relaxed);
+        }
+    }
+
+    /// What the generator has been doing: see [`Stats`].
+    ///
+    /// ```
+    /// use monoflake::{Generator, Layout, ManualClock};
+    ///
+    /// // 4 IDs per tick at a clock that stands still: the fifth borrows the next tick.
+    /// let layout = Layout::builder().sequence_bits(2).build()?;
+    /// let g = Generator::builder(layout).clock(ManualClock::new(1_700_000_000_000)).build()?;
+    /// for _ in 0..5 {
+    ///     g.try_next_id()?;
+    /// }
+    /// let stats = g.stats();
+    /// assert_eq!((stats.issued, stats.borrowed_ticks, stats.max_lead_ticks), (5, 1, 1));
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let state = self.core.state.load(Ordering::Relaxed);
+        let state = match &self.lease {
+            Some(status) if state == u64::MAX => status.sealed_state().unwrap_or(state),
+            _ => state,
+        };
+        let (reanchors, max_skew_ns) = self.clock.reanchor_stats();
+        let mut stats = Stats {
+            issued: state
+                .wrapping_sub(self.start)
+                .saturating_sub(load(&c.skipped)),
+            borrowed_ticks: load(&c.borrowed_ticks),
+            max_lead_ticks: load(&c.max_lead_ticks),
+            would_block: load(&c.would_block),
+            waits: load(&c.waits),
+            reanchors,
+            max_skew_ns,
+            ..Stats::default()
+        };
+        if let Some(status) = &self.lease {
+            status.fill(&mut stats);
+        }
+        stats
+    }
+
     /// Why issuing stopped: the fork, the lease deadline or the reservation.
     #[cold]
     fn fenced(&self, forked: bool, deadline_passed: bool) -> Error {
@@ -295,7 +357,12 @@ impl<C: TimeSource> Generator<C> {
                         Ordering::Relaxed,
                         Ordering::Relaxed,
                     ) {
-                        Ok(_) => return Ok((first, last)),
+                        Ok(_) => {
+                            if first != cur + 1 || last >> self.params.sequence_bits > now {
+                                self.count_jump_or_borrow(cur, first, last, now);
+                            }
+                            return Ok((first, last));
+                        }
                         Err(actual) => cur = actual,
                     }
                 }
@@ -305,6 +372,7 @@ impl<C: TimeSource> Generator<C> {
                         precise = true;
                         continue;
                     }
+                    Counters::add(&self.counters.would_block, 1);
                     return Err(Error::WouldBlock {
                         retry_after: Duration::from_millis(ticks.saturating_mul(self.tick_ms)),
                     });
@@ -324,7 +392,8 @@ impl<C: TimeSource> Generator<C> {
                         let end = self.params.max_tick << self.params.sequence_bits
                             | mask(self.params.sequence_bits);
                         // Ordering: Relaxed; fetch_max only ever raises the state.
-                        self.core.state.fetch_max(end, Ordering::Relaxed);
+                        let before = self.core.state.fetch_max(end, Ordering::Relaxed);
+                        Counters::add(&self.counters.skipped, end.saturating_sub(before));
                     }
                     return Err(Error::Exhausted {
                         expired_at_ms: self.expires_at_ms,
@@ -439,6 +508,7 @@ impl<C: TimeSource> Generator<C> {
                         let nap = retry_after
                             .min(self.max_wait - slept)
                             .max(Duration::from_micros(50));
+                        Counters::add(&self.counters.waits, 1);
                         sync::sleep(nap);
                         slept += nap;
                     }
@@ -686,6 +756,8 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             node_part: node << layout.node_shift(),
         };
         Ok(Generator {
+            counters: CachePadded::new(Counters::new()),
+            start,
             core: CachePadded::new(Core {
                 state: AtomicU64::new(start),
                 limit: AtomicU64::new(limit),

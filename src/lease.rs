@@ -11,7 +11,7 @@ use crate::clock::TimeSource;
 use crate::generator::{Generator, GeneratorBuilder};
 use crate::store::{Claim, NodeRequest, NodeStore};
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
-use crate::{Error, Layout, LockedClock};
+use crate::{Error, Layout, LockedClock, Stats};
 
 /// How far ahead of need a leased generator reserves time, by default.
 pub const DEFAULT_RESERVATION_WINDOW: Duration = Duration::from_secs(5);
@@ -28,6 +28,12 @@ pub(crate) struct LeaseStatus {
     deadline_ms: AtomicU64,
     released: AtomicBool,
     last_error: Mutex<Option<String>>,
+    /// The state when it was sealed (`u64::MAX` until then), for the issued count.
+    sealed_state: AtomicU64,
+    reservation_writes: AtomicU64,
+    reservation_failures: AtomicU64,
+    renewals: AtomicU64,
+    losses: AtomicU64,
 }
 
 impl LeaseStatus {
@@ -38,7 +44,30 @@ impl LeaseStatus {
             deadline_ms: AtomicU64::new(u64::MAX),
             released: AtomicBool::new(false),
             last_error: Mutex::new(None),
+            sealed_state: AtomicU64::new(u64::MAX),
+            reservation_writes: AtomicU64::new(0),
+            reservation_failures: AtomicU64::new(0),
+            renewals: AtomicU64::new(0),
+            losses: AtomicU64::new(0),
         }
+    }
+
+    /// The state the generator had when the lease was released.
+    pub(crate) fn sealed_state(&self) -> Option<u64> {
+        let s = self.sealed_state.load(Ordering::Relaxed);
+        (s != u64::MAX).then_some(s)
+    }
+
+    /// Adds the store's counters to a snapshot.
+    pub(crate) fn fill(&self, stats: &mut Stats) {
+        stats.reservation_writes = self.reservation_writes.load(Ordering::Relaxed);
+        stats.reservation_failures = self.reservation_failures.load(Ordering::Relaxed);
+        stats.lease_renewals = self.renewals.load(Ordering::Relaxed);
+        stats.lease_losses = self.losses.load(Ordering::Relaxed);
+    }
+
+    fn count(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     fn record(&self, e: Option<&Error>) {
@@ -259,14 +288,21 @@ impl<C: TimeSource + 'static> Keeper<C> {
         let layout = g.layout();
         let start_ms = g.clock().precise_now_ms();
         let mut error = None;
+        let was_lost = start_ms >= self.status.deadline_ms.load(Ordering::Relaxed);
         match self.store.renew(claim) {
-            Ok(None) => self.status.deadline_ms.store(u64::MAX, Ordering::Relaxed),
+            Ok(None) => {
+                LeaseStatus::count(&self.status.renewals);
+                self.status.deadline_ms.store(u64::MAX, Ordering::Relaxed);
+            }
             Ok(Some(valid)) => {
+                LeaseStatus::count(&self.status.renewals);
                 let valid_ms = u64::try_from(valid.as_millis()).unwrap_or(u64::MAX);
                 let deadline = start_ms
                     .saturating_add(valid_ms)
                     .saturating_sub(DEADLINE_MARGIN_MS);
-                self.status.deadline_ms.store(deadline, Ordering::Relaxed);
+                if !was_lost {
+                    self.status.deadline_ms.store(deadline, Ordering::Relaxed);
+                }
                 // The reservation runs at least two validity periods ahead, so a store that
                 // goes away shows up as LeaseLost at the deadline, not as a reservation gap.
                 self.window_ms = self.window_ms.max(valid_ms.saturating_mul(2));
@@ -276,17 +312,38 @@ impl<C: TimeSource + 'static> Keeper<C> {
                 if matches!(e, Error::LeaseLost { .. }) {
                     self.status.deadline_ms.store(0, Ordering::Relaxed);
                 }
+                #[cfg(feature = "tracing")]
+                tracing::warn!(node = self.status.node, error = %e, "monoflake: lease renewal failed");
                 error = Some(e);
             }
         }
-        if error.is_none() {
+        // Once the deadline has passed the lease is lost for good: the node may already be
+        // someone else's. Count it once; issuing stays stopped.
+        if !was_lost && start_ms >= self.status.deadline_ms.load(Ordering::Relaxed) {
+            LeaseStatus::count(&self.status.losses);
+            #[cfg(feature = "tracing")]
+            tracing::error!(
+                node = self.status.node,
+                "monoflake: lease lost; issuing stopped"
+            );
+        }
+        let lost = start_ms >= self.status.deadline_ms.load(Ordering::Relaxed);
+        if error.is_none() && !lost {
             let issued_end = layout.unix_ms_of_tick(g.last_tick().saturating_add(1));
             let base = start_ms.max(issued_end);
             if self.reserved_until_ms < base.saturating_add(self.window_ms / 2) {
                 let want = base.saturating_add(self.window_ms);
                 match self.store.extend(claim, want) {
-                    Ok(()) => self.reserved_until_ms = want,
-                    Err(e) => error = Some(e),
+                    Ok(()) => {
+                        LeaseStatus::count(&self.status.reservation_writes);
+                        self.reserved_until_ms = want;
+                    }
+                    Err(e) => {
+                        LeaseStatus::count(&self.status.reservation_failures);
+                        #[cfg(feature = "tracing")]
+                        tracing::warn!(node = self.status.node, error = %e, "monoflake: reservation write failed");
+                        error = Some(e);
+                    }
                 }
             }
         }
@@ -313,6 +370,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
         // state in the atomic's modification order, and every compare-exchange still in
         // flight fails against the sealed value.
         let last = g.core().state.swap(u64::MAX, Ordering::Relaxed);
+        self.status.sealed_state.store(last, Ordering::Relaxed);
         let last_tick = last >> g.layout().sequence_bits();
         let until = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
         // Never below what was read at the claim: a node that issued nothing keeps the old one.
@@ -382,12 +440,14 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             return Err(e);
         }
         let status = Arc::new(LeaseStatus::new(node, store.describe()));
+        LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
         // The first renewal tells how long the claim lasts, before anything is issued.
         let mut interval = window / 4;
         let mut deadline = u64::MAX;
         match store.renew(&claim) {
-            Ok(None) => {}
+            Ok(None) => LeaseStatus::count(&status.renewals),
             Ok(Some(valid)) => {
+                LeaseStatus::count(&status.renewals);
                 let valid_ms = u64::try_from(valid.as_millis()).unwrap_or(u64::MAX);
                 let deadline_ms = now_ms
                     .saturating_add(valid_ms)

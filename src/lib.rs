@@ -25,15 +25,21 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod clock;
+mod encoding;
 mod error;
 #[cfg(feature = "etcd")]
 mod etcd_store;
 mod file_store;
 mod generator;
+mod global;
 mod id;
 mod layout;
 mod lease;
+mod opaque;
+#[cfg(feature = "serde")]
+mod serde_impl;
 mod state;
+mod stats;
 mod store;
 mod sync;
 
@@ -41,14 +47,20 @@ pub use crate::clock::{
     CoarseClock, DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE, DEFAULT_TICKER_INTERVAL,
     LockedClock, ManualClock, Ticker, TimeSource,
 };
+pub use crate::encoding::{Encoded, Encoding};
 pub use crate::error::Error;
 #[cfg(feature = "etcd")]
 pub use crate::etcd_store::{DEFAULT_LEASE_TTL, EtcdStore};
 pub use crate::file_store::FileStore;
 pub use crate::generator::{DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, Ids};
+pub use crate::global::{configure_default, default_generator, next_id};
 pub use crate::id::{Id, Parts, rfc3339};
 pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
 pub use crate::lease::{DEFAULT_RESERVATION_WINDOW, Leased};
+pub use crate::opaque::{Opaque, OpaqueKey};
+#[cfg(feature = "serde")]
+pub use crate::serde_impl::as_u64;
+pub use crate::stats::Stats;
 pub use crate::store::{Claim, NodeRequest, NodeStore};
 
 #[doc = include_str!("../README.md")]

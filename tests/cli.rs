@@ -124,7 +124,7 @@ fn bad_input_exits_2_with_a_message_and_runtime_failure_exits_1() {
         (
             &["decode", "12x4"],
             2,
-            "invalid ID \"12x4\": not a decimal digit at position 2",
+            "invalid ID \"12x4\": not a decimal digit 'x' at position 2",
         ),
         (
             &["decode", "99999999999999999999"],
@@ -136,7 +136,7 @@ fn bad_input_exits_2_with_a_message_and_runtime_failure_exits_1() {
             2,
             "uses 54 bits but the layout has only 53",
         ),
-        (&["decode", "0xZZ"], 2, "not a hex number"),
+        (&["decode", "0xZZ"], 2, "not a hex digit 'Z' at position 2"),
         (
             &["gen", "--layout", "flickr"],
             2,
@@ -165,4 +165,99 @@ fn bad_input_exits_2_with_a_message_and_runtime_failure_exits_1() {
         assert!(!stderr(&out).contains("panicked"), "{args:?}");
     }
     assert_eq!(monoflake(&["--help"]).status.code(), Some(0));
+}
+
+#[test]
+fn base32_and_base62_from_gen_decode_back_to_the_same_ids() {
+    for format in ["base32", "base62"] {
+        let out = monoflake(&["gen", "-n", "3", "--format", format, "--node", "9"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let encoded: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+        assert_eq!(encoded.len(), 3);
+        let mut args = vec!["decode", "--json"];
+        args.extend(encoded.iter().map(String::as_str));
+        let decoded = monoflake(&args);
+        assert!(decoded.status.success(), "{}", stderr(&decoded));
+        let ids: Vec<u64> = stdout(&decoded)
+            .lines()
+            .map(|l| l.split('"').nth(3).unwrap().parse().unwrap())
+            .collect();
+        let encoding = format.parse().unwrap();
+        let expected: Vec<u64> = encoded
+            .iter()
+            .map(|s| monoflake::Id::decode(s, encoding).unwrap().as_u64())
+            .collect();
+        assert_eq!(ids, expected);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(stdout(&decoded).lines().all(|l| l.contains("\"node\":9,")));
+    }
+}
+
+#[test]
+fn opaque_ids_map_back_with_the_key_file() {
+    let dir = std::env::temp_dir().join(format!("monoflake-test-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("key");
+    std::fs::write(&key, "00112233445566778899aabbccddeeff\n").unwrap();
+    let key = key.to_str().unwrap();
+    let out = monoflake(&[
+        "gen",
+        "-n",
+        "3",
+        "--format",
+        "opaque",
+        "--key-file",
+        key,
+        "--node",
+        "12",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let public: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    let mut args = vec!["decode", "--key-file", key];
+    args.extend(public.iter().map(String::as_str));
+    let decoded = monoflake(&args);
+    assert!(decoded.status.success(), "{}", stderr(&decoded));
+    let lines: Vec<String> = stdout(&decoded).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 3);
+    assert!(
+        lines.iter().all(|l| l.contains("datacenter=0 worker=12")),
+        "{lines:?}"
+    );
+    // Without the key the same numbers decode to nonsense, not to node 12.
+    let mut args = vec!["decode"];
+    args.extend(public.iter().map(String::as_str));
+    let raw = monoflake(&args);
+    assert!(!stdout(&raw).lines().all(|l| l.contains("worker=12")));
+    // Bad keys and a missing key file are usage errors.
+    std::fs::write(dir.join("bad"), "xyz").unwrap();
+    let bad = monoflake(&[
+        "gen",
+        "--format",
+        "opaque",
+        "--key-file",
+        dir.join("bad").to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("invalid opaque-ID key"),
+        "{}",
+        stderr(&bad)
+    );
+    let none = monoflake(&["gen", "--format", "opaque"]);
+    assert_eq!(none.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn gen_stats_go_to_stderr() {
+    let out = monoflake(&["gen", "-n", "5000", "--stats"]);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).lines().count(), 5000);
+    assert!(
+        stderr(&out).contains("issued 5000, borrowed ticks"),
+        "{}",
+        stderr(&out)
+    );
+    // No progress bar when stderr is not a terminal.
+    assert!(!stderr(&out).contains("eta"));
 }

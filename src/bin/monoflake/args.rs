@@ -55,9 +55,15 @@ pub struct GenArgs {
     /// Threads sharing one generator; COUNT is the total over all of them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
-    /// How IDs are printed.
+    /// How IDs are printed (`opaque` needs --key-file).
     #[arg(long, value_enum, default_value_t = Format::Decimal)]
     pub format: Format,
+    /// A file holding a 128-bit key as 32 hex digits, for `--format opaque`.
+    #[arg(long, value_name = "F")]
+    pub key_file: Option<std::path::PathBuf>,
+    /// Print the generator's counters to stderr at the end.
+    #[arg(long)]
+    pub stats: bool,
 }
 
 /// `--node`: claim any free node, or exactly this one.
@@ -89,8 +95,30 @@ pub enum Backend {
 pub enum Format {
     /// Decimal, e.g. 175928847299117063.
     Decimal,
-    /// Sixteen hex digits with a 0x prefix, e.g. 0x0271078d9c400007.
+    /// Sixteen hex digits with a 0x prefix, e.g. 0x0271065ac1020007.
     Hex,
+    /// 13 characters of Crockford base32, order-preserving, e.g. 04W86BB0G4007.
+    Base32,
+    /// 11 characters of 0-9A-Za-z, order-preserving, e.g. 0Czks0tP37X.
+    Base62,
+    /// The ID mapped through a keyed permutation (decimal): reveals neither time, node nor
+    /// order without the key.
+    Opaque,
+}
+
+/// How `decode` reads its IDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// `0x…` is hex; digits only are decimal; 13 characters are base32; 11 are base62.
+    Auto,
+    /// Decimal.
+    Decimal,
+    /// Hex, with or without 0x.
+    Hex,
+    /// Crockford base32 (any case).
+    Base32,
+    /// Base62.
+    Base62,
 }
 
 #[derive(Debug, clap::Args)]
@@ -101,6 +129,12 @@ pub struct DecodeArgs {
     /// One JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
+    /// How the IDs are written.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub format: InputFormat,
+    /// The IDs are opaque (`gen --format opaque`): map them back with the key in this file.
+    #[arg(long, value_name = "F")]
+    pub key_file: Option<std::path::PathBuf>,
     /// The IDs.
     #[arg(required = true)]
     pub ids: Vec<String>,

@@ -1,14 +1,17 @@
 //! The work behind each subcommand, done through the library's public API.
 
 use std::io::{self, Write};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use indicatif::{ProgressBar, ProgressStyle};
 use monoflake::{
-    Error, FileStore, Generator, Id, Layout, NodeRequest, NodeStore, PRESETS, rfc3339,
+    Encoding, Error, FileStore, Generator, Id, Layout, NodeRequest, NodeStore, Opaque, OpaqueKey,
+    PRESETS, rfc3339,
 };
 
-use crate::args::{Backend, Command, DecodeArgs, Format, GenArgs, NodeArg};
+use crate::args::{Backend, Command, DecodeArgs, Format, GenArgs, InputFormat, NodeArg};
 
 /// A failed command: what to print and the exit code.
 #[derive(Debug)]
@@ -28,7 +31,8 @@ impl From<Error> for Failure {
             | Error::UnknownPreset { .. }
             | Error::OutOfRange { .. }
             | Error::InvalidId { .. }
-            | Error::IdTooWide { .. } => 2,
+            | Error::IdTooWide { .. }
+            | Error::InvalidKey { .. } => 2,
             _ => 1,
         };
         Failure {
@@ -100,8 +104,14 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
         NodeArg::Auto => NodeRequest::Any,
         NodeArg::Exact(n) => NodeRequest::Exact(layout.check_node(n)?),
     };
+    let opaque = match (args.format, &args.key_file) {
+        (Format::Opaque, Some(path)) => Some(Opaque::new(&layout, read_key(path)?)),
+        (Format::Opaque, None) => return Err(usage("--format opaque needs --key-file F")),
+        _ => None,
+    };
     let store = open_store(args)?;
     let leased = Generator::builder(layout).build_leased(store, request)?;
+    let progress = progress_bar(args.count);
     // Ctrl-C stops the writers; the lease is then released as on a normal exit.
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
     let threads = u64::from(args.threads);
@@ -109,14 +119,20 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
         let workers: Vec<_> = (0..threads)
             .map(|i| {
                 let share = args.count / threads + u64::from(i < args.count % threads);
-                let generator = &*leased;
-                s.spawn(move || write_ids(generator, share, args.format))
+                let (generator, opaque, progress) = (&*leased, opaque.as_ref(), &progress);
+                s.spawn(move || write_ids(generator, share, args.format, opaque, progress))
             })
             .collect();
         workers
             .into_iter()
             .try_for_each(|w| w.join().expect("an ID writer panicked"))
     });
+    if let Some(bar) = &progress {
+        bar.finish_and_clear();
+    }
+    if args.stats {
+        eprintln!("monoflake: node {}: {}", leased.node(), leased.stats());
+    }
     let released = leased.release();
     written?;
     if INTERRUPTED.load(Ordering::Relaxed) {
@@ -128,16 +144,59 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
     released.map_err(Failure::from)
 }
 
-fn write_ids(generator: &Generator, count: u64, format: Format) -> Result<(), Failure> {
+fn usage(message: &str) -> Failure {
+    Failure {
+        code: 2,
+        message: message.to_owned(),
+    }
+}
+
+fn read_key(path: &Path) -> Result<OpaqueKey, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| Failure {
+        code: 2,
+        message: format!("cannot read the key file {}: {e}", path.display()),
+    })?;
+    Ok(OpaqueKey::from_hex(&text)?)
+}
+
+/// A progress bar on stderr for long runs, only when stderr is a terminal.
+fn progress_bar(count: u64) -> Option<ProgressBar> {
+    use std::io::IsTerminal;
+    if count < 1_000_000 || !io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(count);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {human_pos}/{human_len} IDs, {per_sec}, eta {eta}")
+    {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+fn write_ids(
+    generator: &Generator,
+    count: u64,
+    format: Format,
+    opaque: Option<&Opaque>,
+    progress: &Option<ProgressBar>,
+) -> Result<(), Failure> {
     let mut buf = Vec::with_capacity(CHUNK + 64);
     let mut left = count;
     while left > 0 && !INTERRUPTED.load(Ordering::Relaxed) {
         let n = left.min(BATCH);
         for id in generator.next_ids(n)? {
-            match format {
-                Format::Decimal => writeln!(buf, "{id}")?,
-                Format::Hex => writeln!(buf, "0x{id:016x}")?,
+            match (format, opaque) {
+                (Format::Decimal, _) => writeln!(buf, "{id}")?,
+                (Format::Hex, _) => writeln!(buf, "0x{id:016x}")?,
+                (Format::Base32, _) => writeln!(buf, "{}", id.encode(Encoding::Base32))?,
+                (Format::Base62, _) => writeln!(buf, "{}", id.encode(Encoding::Base62))?,
+                (Format::Opaque, Some(o)) => writeln!(buf, "{}", o.encrypt(id)?)?,
+                (Format::Opaque, None) => return Err(usage("--format opaque needs --key-file F")),
             }
+        }
+        if let Some(bar) = progress {
+            bar.inc(n);
         }
         left -= n;
         if buf.len() >= CHUNK {
@@ -151,25 +210,57 @@ fn write_ids(generator: &Generator, count: u64, format: Format) -> Result<(), Fa
     Ok(())
 }
 
-fn parse_id(s: &str) -> Result<Id, Error> {
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16)
-            .map(Id::from_u64)
-            .map_err(|_| Error::InvalidId {
-                input: s.to_owned(),
-                reason: "not a hex number of at most 16 digits",
-                position: hex.find(|c: char| !c.is_ascii_hexdigit()).map(|p| p + 2),
-            }),
-        None => s.parse(),
+fn parse_id(s: &str, format: InputFormat) -> Result<Id, Error> {
+    let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"));
+    let encoding = match format {
+        InputFormat::Decimal => Encoding::Decimal,
+        InputFormat::Base32 => Encoding::Base32,
+        InputFormat::Base62 => Encoding::Base62,
+        InputFormat::Hex => return parse_hex(s, hex.unwrap_or(s)),
+        InputFormat::Auto => match hex {
+            Some(digits) => return parse_hex(s, digits),
+            None if s.bytes().all(|b| b.is_ascii_digit()) => Encoding::Decimal,
+            None if s.len() == 13 => Encoding::Base32,
+            None if s.len() == 11 => Encoding::Base62,
+            None => Encoding::Decimal, // reports the first non-digit
+        },
+    };
+    Id::decode(s, encoding)
+}
+
+/// Hex of 1 to 16 digits (the CLI prints 16 with a 0x prefix).
+fn parse_hex(input: &str, digits: &str) -> Result<Id, Error> {
+    let offset = input.len() - digits.len();
+    if let Some(p) = digits.find(|c: char| !c.is_ascii_hexdigit()) {
+        return Err(Error::InvalidId {
+            input: input.to_owned(),
+            reason: "not a hex digit",
+            position: Some(p + offset),
+        });
     }
+    u64::from_str_radix(digits, 16)
+        .map(Id::from_u64)
+        .map_err(|_| Error::InvalidId {
+            input: input.to_owned(),
+            reason: "not a hex number of 1 to 16 digits",
+            position: None,
+        })
 }
 
 fn decode(args: &DecodeArgs) -> Result<(), Failure> {
     let layout = Layout::preset(&args.layout)?;
+    let opaque = match &args.key_file {
+        Some(path) => Some(Opaque::new(&layout, read_key(path)?)),
+        None => None,
+    };
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut first_failure = None;
     for input in &args.ids {
-        match parse_id(input).and_then(|id| Ok((id, id.parts(&layout)?))) {
+        let id = parse_id(input, args.format).and_then(|id| match &opaque {
+            Some(o) => o.decrypt(id),
+            None => Ok(id),
+        });
+        match id.and_then(|id| Ok((id, id.parts(&layout)?))) {
             Ok((id, parts)) if args.json => {
                 write!(
                     out,
@@ -206,16 +297,18 @@ fn layouts() -> Result<(), Failure> {
     let mut out = io::BufWriter::new(io::stdout().lock());
     writeln!(
         out,
-        "{:<12} {:>4} {:<24} {:>3} {:<9} {:>7}  {:<24}  {:<10} {:>13}",
+        "{:<12} {:>4} {:<22} {:>3} {:<6} {:>6}  {:<24}  {:<10} {:>9} {:>10} {:>7}",
         "preset",
         "time",
         "node fields",
         "seq",
-        "node at",
+        "node",
         "tick",
         "epoch",
         "runs out",
-        "IDs/s/node"
+        "nodes",
+        "IDs/s/node",
+        "JS-safe"
     )?;
     for name in PRESETS {
         let l = Layout::preset(name)?;
@@ -227,7 +320,7 @@ fn layouts() -> Result<(), Failure> {
         let per_second = (l.max_sequence() + 1) * 1000 / l.tick_ms();
         writeln!(
             out,
-            "{:<12} {:>4} {:<24} {:>3} {:<9} {:>5}ms  {:<24}  {:<10} {:>13}",
+            "{:<12} {:>4} {:<22} {:>3} {:<6} {:>4}ms  {:<24}  {:<10} {:>9} {:>10} {:>7}",
             l.name(),
             l.time_bits(),
             fields.join(","),
@@ -240,7 +333,9 @@ fn layouts() -> Result<(), Failure> {
             l.tick_ms(),
             rfc3339(l.epoch_ms()),
             &rfc3339(l.expires_at_ms())[..10],
-            per_second
+            l.max_node() + 1,
+            per_second,
+            if l.total_bits() <= 53 { "yes" } else { "no" }
         )?;
     }
     out.flush()?;
