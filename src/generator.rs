@@ -96,25 +96,20 @@ pub(crate) struct Core {
 /// How a state value becomes an ID.
 #[derive(Clone, Copy, Debug)]
 struct Output {
-    node_low: bool,
-    node_bits: u32,
+    /// Width of the sequence part of the state (the layout's, less any per-core slot bits).
     sequence_bits: u32,
     time_shift: u32,
-    /// The node value, already shifted into place.
-    node_part: u64,
+    sequence_shift: u32,
+    /// The node value and the per-core slot, already shifted into place.
+    fixed: u64,
 }
 
 impl Output {
     #[inline]
     const fn id(&self, state: u64) -> Id {
-        if self.node_low {
-            Id::from_u64(state << self.node_bits | self.node_part)
-        } else {
-            let tick = state >> self.sequence_bits;
-            Id::from_u64(
-                tick << self.time_shift | self.node_part | state & mask(self.sequence_bits),
-            )
-        }
+        let tick = state >> self.sequence_bits;
+        let sequence = state & mask(self.sequence_bits);
+        Id::from_u64(tick << self.time_shift | self.fixed | sequence << self.sequence_shift)
     }
 }
 
@@ -723,6 +718,56 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         self.build_with(None, u64::MAX, u64::MAX)
     }
 
+    /// Builds a [`PerCore`] generator with `slots` states (rounded up to a power of two), each
+    /// on its own cache line and owning a slice of the sequence bits.
+    ///
+    /// # Errors
+    ///
+    /// As [`GeneratorBuilder::build`]; [`Error::OutOfRange`] (`field: "slots"`) when the
+    /// slots would take every sequence bit.
+    ///
+    /// ```
+    /// let per_core = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .node(1)
+    ///     .build_per_core(4)?;
+    /// assert_eq!(per_core.slots(), 4);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn build_per_core(self, slots: usize) -> Result<PerCore<C>, Error>
+    where
+        C: Clone,
+    {
+        let slots = slots.max(1).next_power_of_two();
+        let slot_bits = slots.trailing_zeros();
+        let sequence_bits = self.layout.sequence_bits();
+        if slot_bits >= sequence_bits {
+            return Err(Error::OutOfRange {
+                field: "slots".into(),
+                value: slots as u64,
+                max: 1 << (sequence_bits - 1),
+            });
+        }
+        let generators = (0..slots as u64)
+            .map(|slot| {
+                let builder = GeneratorBuilder {
+                    layout: self.layout.clone(),
+                    node: self.node,
+                    clock: self.clock.clone(),
+                    max_lead: self.max_lead,
+                    max_wait: self.max_wait,
+                    offset_bits: self.offset_bits,
+                    after_tick: self.after_tick,
+                    window: self.window,
+                };
+                builder.build_slot(None, u64::MAX, u64::MAX, slot_bits, slot)
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(PerCore {
+            generators: generators.into_boxed_slice(),
+            mask: slots - 1,
+        })
+    }
+
     /// Builds the generator, with a lease status and a first limit when it is leased.
     pub(crate) fn build_with(
         self,
@@ -730,9 +775,21 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         limit: u64,
         deadline: u64,
     ) -> Result<Generator<C>, Error> {
+        self.build_slot(lease, limit, deadline, 0, 0)
+    }
+
+    /// Builds one state; `slot_bits` high bits of the sequence carry `slot`.
+    fn build_slot(
+        self,
+        lease: Option<Arc<LeaseStatus>>,
+        limit: u64,
+        deadline: u64,
+        slot_bits: u32,
+        slot: u64,
+    ) -> Result<Generator<C>, Error> {
         let layout = self.layout;
         let node = layout.check_node(self.node)?;
-        let sequence_bits = layout.sequence_bits();
+        let sequence_bits = layout.sequence_bits() - slot_bits;
         let offset_bits = self.offset_bits.min(sequence_bits - 1);
         let max_lead = u64::try_from(self.max_lead.as_millis() / u128::from(layout.tick_ms()))
             .unwrap_or(u64::MAX);
@@ -749,11 +806,10 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             None => (0, 0),
         };
         let out = Output {
-            node_low: layout.node_below_sequence(),
-            node_bits: layout.node_bits(),
             sequence_bits,
             time_shift: layout.time_shift(),
-            node_part: node << layout.node_shift(),
+            sequence_shift: layout.sequence_shift(),
+            fixed: node << layout.node_shift() | slot << (sequence_bits + layout.sequence_shift()),
         };
         Ok(Generator {
             counters: CachePadded::new(Counters::new()),
@@ -783,5 +839,152 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             layout,
             node,
         })
+    }
+}
+
+/// Several generator states for one node, each on its own cache line and owning a slice of the
+/// sequence bits (its slot number in their top bits), for many-core hosts.
+///
+/// * Threads are mapped to slots without locks: each thread takes a number once (one atomic
+///   increment, on its first call) and uses slot `number % slots` from then on.
+/// * IDs are unique — different slots differ in their slot bits, and each slot is a
+///   [`Generator`] — and increasing per thread; across threads they are k-sorted (ordered by
+///   time, not strictly).
+/// * Each slot has `2^(sequence_bits - slot_bits)` IDs per tick: borrowing starts sooner when
+///   one thread does all the work.
+///
+/// # Example
+///
+/// ```
+/// use monoflake::{Generator, Layout};
+///
+/// let per_core = Generator::builder(Layout::twitter()).node(3).build_per_core(2)?;
+/// let ids: Vec<_> = std::thread::scope(|s| {
+///     let a = s.spawn(|| (0..1000).map(|_| per_core.next_id().unwrap()).collect::<Vec<_>>());
+///     let b = s.spawn(|| (0..1000).map(|_| per_core.next_id().unwrap()).collect::<Vec<_>>());
+///     [a.join().unwrap(), b.join().unwrap()].concat()
+/// });
+/// let mut unique = ids.clone();
+/// unique.sort();
+/// unique.dedup();
+/// assert_eq!(unique.len(), 2000);
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+pub struct PerCore<C: TimeSource = LockedClock> {
+    generators: Box<[Generator<C>]>,
+    mask: usize,
+}
+
+impl<C: TimeSource + fmt::Debug> fmt::Debug for PerCore<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PerCore")
+            .field("slots", &self.generators.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The calling thread's number, taken on its first call.
+fn thread_number() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static NUMBER: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    NUMBER.with(|n| {
+        if n.get() == usize::MAX {
+            // Ordering: Relaxed; only distinctness matters.
+            n.set(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        }
+        n.get()
+    })
+}
+
+impl<C: TimeSource> PerCore<C> {
+    /// The number of slots.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).build_per_core(3)?;
+    /// assert_eq!(g.slots(), 4); // rounded up to a power of two
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn slots(&self) -> usize {
+        self.generators.len()
+    }
+
+    /// The calling thread's slot.
+    #[inline]
+    fn mine(&self) -> &Generator<C> {
+        &self.generators[thread_number() & self.mask]
+    }
+
+    /// As [`Generator::try_next_id`], on the calling thread's slot.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::try_next_id`].
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).build_per_core(2)?;
+    /// assert!(g.try_next_id().is_ok());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    #[inline]
+    pub fn try_next_id(&self) -> Result<Id, Error> {
+        self.mine().try_next_id()
+    }
+
+    /// As [`Generator::next_id`], on the calling thread's slot.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::next_id`].
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).build_per_core(2)?;
+    /// assert!(g.next_id()? < g.next_id()?);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn next_id(&self) -> Result<Id, Error> {
+        self.mine().next_id()
+    }
+
+    /// As [`Generator::next_ids`], on the calling thread's slot.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::next_ids`].
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).build_per_core(2)?;
+    /// assert_eq!(g.next_ids(100)?.len(), 100);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
+        self.mine().next_ids(n)
+    }
+
+    /// The counters of all slots added up.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).build_per_core(2)?;
+    /// g.next_id()?;
+    /// assert_eq!(g.stats().issued, 1);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.generators
+            .iter()
+            .map(Generator::stats)
+            .fold(Stats::default(), |a, b| Stats {
+                issued: a.issued + b.issued,
+                borrowed_ticks: a.borrowed_ticks + b.borrowed_ticks,
+                max_lead_ticks: a.max_lead_ticks.max(b.max_lead_ticks),
+                would_block: a.would_block + b.would_block,
+                waits: a.waits + b.waits,
+                reanchors: b.reanchors,
+                max_skew_ns: b.max_skew_ns,
+                ..Stats::default()
+            })
     }
 }

@@ -52,7 +52,9 @@ pub use crate::error::Error;
 #[cfg(feature = "etcd")]
 pub use crate::etcd_store::{DEFAULT_LEASE_TTL, EtcdStore};
 pub use crate::file_store::FileStore;
-pub use crate::generator::{DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, Ids};
+pub use crate::generator::{
+    DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, Ids, PerCore,
+};
 pub use crate::global::{configure_default, default_generator, next_id};
 pub use crate::id::{Id, Parts, rfc3339};
 pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};

@@ -326,3 +326,48 @@ fn coarse_clock_generator_is_unique_across_threads() {
         .unwrap();
     assert_eq!(hammer(&g, 2, 1_000_000).len(), 2_000_000);
 }
+
+#[test]
+fn per_core_slots_never_collide_and_keep_each_threads_order() {
+    for layout in [Layout::twitter(), Layout::sonyflake()] {
+        let g = Generator::builder(layout.clone())
+            .node(5)
+            .build_per_core(4)
+            .unwrap();
+        assert_eq!(g.slots(), 4);
+        let per_thread = if layout.name() == "sonyflake" {
+            3_000
+        } else {
+            300_000
+        };
+        let runs: Vec<Vec<Id>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..per_thread)
+                            .map(|_| g.next_id().unwrap())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for run in &runs {
+            assert!(run.windows(2).all(|w| w[0] < w[1]));
+        }
+        let all: HashSet<Id> = runs.iter().flatten().copied().collect();
+        assert_eq!(all.len(), 4 * per_thread, "{}", layout.name());
+        assert!(all.iter().all(|id| id.parts(&layout).unwrap().node() == 5));
+        assert_eq!(g.stats().issued, 4 * per_thread as u64);
+    }
+    // The slots take sequence bits: not all of them.
+    let two_bits = Layout::builder().sequence_bits(2).build().unwrap();
+    assert!(matches!(
+        Generator::builder(two_bits).build_per_core(4),
+        Err(Error::OutOfRange {
+            value: 4,
+            max: 2,
+            ..
+        })
+    ));
+}
