@@ -240,6 +240,7 @@ impl LockedClock {
     /// let clock = monoflake::LockedClock::new();
     /// assert!(clock.now_ns() / 1_000_000 >= 1_700_000_000_000);
     /// ```
+    #[inline]
     pub fn now_ns(&self) -> u64 {
         let i = &*self.inner;
         let elapsed = i.counter.delta_as_nanos(i.start_raw, i.counter.raw());
@@ -277,6 +278,8 @@ impl LockedClock {
         self.last_skew_ns()
     }
 
+    #[cold]
+    #[inline(never)]
     fn reanchor_from(&self, now: u64, elapsed: u64) -> u64 {
         let i = &*self.inner;
         let wall = (i.wall)();

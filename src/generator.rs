@@ -98,6 +98,8 @@ pub(crate) struct Core {
 struct Output {
     /// Width of the sequence part of the state (the layout's, less any per-core slot bits).
     sequence_bits: u32,
+    /// `mask(sequence_bits)`, precomputed.
+    sequence_mask: u64,
     time_shift: u32,
     sequence_shift: u32,
     /// The node value and the per-core slot, already shifted into place.
@@ -108,7 +110,7 @@ impl Output {
     #[inline]
     const fn id(&self, state: u64) -> Id {
         let tick = state >> self.sequence_bits;
-        let sequence = state & mask(self.sequence_bits);
+        let sequence = state & self.sequence_mask;
         Id::from_u64(tick << self.time_shift | self.fixed | sequence << self.sequence_shift)
     }
 }
@@ -226,6 +228,7 @@ impl<C: TimeSource> Generator<C> {
 
     /// Off the common path: a jump to a later tick (values passed over) or a borrowed tick.
     #[cold]
+    #[inline(never)]
     fn count_jump_or_borrow(&self, cur: u64, first: u64, last: u64, now: u64) {
         let s = self.params.sequence_bits;
         Counters::add(&self.counters.skipped, first - cur - 1);
@@ -284,6 +287,7 @@ impl<C: TimeSource> Generator<C> {
 
     /// Why issuing stopped: the fork, the lease deadline or the reservation.
     #[cold]
+    #[inline(never)]
     fn fenced(&self, forked: bool, deadline_passed: bool) -> Error {
         if forked {
             return Error::Forked { node: self.node };
@@ -320,8 +324,10 @@ impl<C: TimeSource> Generator<C> {
         loop {
             match next_state(cur, now, n, &self.params) {
                 Step::Issue { first, last } => {
+                    let last_tick = last >> self.params.sequence_bits;
+                    let ahead = last_tick > now;
                     // A coarse reading may lag: before borrowing a tick, look at the real time.
-                    if !precise && last >> self.params.sequence_bits > now {
+                    if ahead && !precise {
                         now = self.tick_of(self.clock.precise_now_ms());
                         precise = true;
                         continue;
@@ -331,8 +337,7 @@ impl<C: TimeSource> Generator<C> {
                     // Evaluated without short-circuits: one branch for the three checks.
                     let forked = self.core.fork.clone().detected_fork();
                     let late = now >= self.core.deadline.load(Ordering::Relaxed);
-                    let unreserved =
-                        last >> self.params.sequence_bits > self.core.limit.load(Ordering::Relaxed);
+                    let unreserved = last_tick > self.core.limit.load(Ordering::Relaxed);
                     if forked | late | unreserved {
                         return Err(self.fenced(forked, late));
                     }
@@ -353,7 +358,7 @@ impl<C: TimeSource> Generator<C> {
                         Ordering::Relaxed,
                     ) {
                         Ok(_) => {
-                            if first != cur + 1 || last >> self.params.sequence_bits > now {
+                            if (first != cur + 1) | ahead {
                                 self.count_jump_or_borrow(cur, first, last, now);
                             }
                             return Ok((first, last));
@@ -463,12 +468,14 @@ impl<C: TimeSource> Generator<C> {
             return Ok(Ids {
                 next: 1,
                 last: 0,
+                prev: u64::MAX,
                 out: self.out,
             });
         }
         self.reserve(n).map(|(first, last)| Ids {
             next: first,
             last,
+            prev: u64::MAX,
             out: self.out,
         })
     }
@@ -527,6 +534,8 @@ impl<C: TimeSource> Generator<C> {
 pub struct Ids {
     next: u64,
     last: u64,
+    /// The ID of `next - 1`, valid when `next` is not the first value of a tick.
+    prev: u64,
     out: Output,
 }
 
@@ -538,13 +547,20 @@ impl Iterator for Ids {
         if self.next > self.last {
             return None;
         }
-        let id = self.out.id(self.next);
+        // Within a tick consecutive values differ by one step of the sequence field; only the
+        // first value of a run or of a tick needs the full formula.
+        let id = if self.next & self.out.sequence_mask != 0 && self.prev != u64::MAX {
+            self.prev + (1 << self.out.sequence_shift)
+        } else {
+            self.out.id(self.next).as_u64()
+        };
+        self.prev = id;
         // At the very end of the state space `last` is u64::MAX: stop by making the run empty.
         match self.next.checked_add(1) {
             Some(n) => self.next = n,
             None => self.last = 0,
         }
-        Some(id)
+        Some(Id::from_u64(id))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -807,6 +823,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         };
         let out = Output {
             sequence_bits,
+            sequence_mask: mask(sequence_bits),
             time_shift: layout.time_shift(),
             sequence_shift: layout.sequence_shift(),
             fixed: node << layout.node_shift() | slot << (sequence_bits + layout.sequence_shift()),
