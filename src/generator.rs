@@ -226,6 +226,34 @@ impl<C: TimeSource> Generator<C> {
         &self.core
     }
 
+    /// Stops the generator for good and returns the last state value issued: after this
+    /// returns no call issues anything — a compare-exchange still in flight fails against the
+    /// sealed value, and every later call sees the zero limit.
+    pub(crate) fn seal(&self) -> u64 {
+        // Ordering: Relaxed; see `Core::limit`.
+        self.core.limit.store(0, Ordering::Relaxed);
+        self.core.deadline.store(0, Ordering::Relaxed);
+        // Ordering: Relaxed; the swap is a read-modify-write, so it returns the last value in
+        // the atomic's modification order, which holds every value ever issued.
+        self.core.state.swap(u64::MAX, Ordering::Relaxed)
+    }
+
+    /// The time-field value of a state value.
+    pub(crate) const fn tick_of_state(&self, state: u64) -> u64 {
+        state >> self.params.sequence_bits
+    }
+
+    /// [`Generator::seal`] for the loom models (only in `--cfg loom` builds).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_seal(&self) -> (u64, u64) {
+        let last = self.seal();
+        (
+            self.tick_of_state(last),
+            last & mask(self.params.sequence_bits),
+        )
+    }
+
     /// Off the common path: a jump to a later tick (values passed over) or a borrowed tick.
     #[cold]
     #[inline(never)]

@@ -364,14 +364,9 @@ impl<C: TimeSource + 'static> Keeper<C> {
     fn seal_and_release(self, claim: Claim) -> Result<(), Error> {
         let g = &*self.generator;
         self.status.released.store(true, Ordering::Relaxed);
-        g.core().limit.store(0, Ordering::Relaxed);
-        g.core().deadline.store(0, Ordering::Relaxed);
-        // Ordering: Relaxed; the swap is a read-modify-write, so it sees the last committed
-        // state in the atomic's modification order, and every compare-exchange still in
-        // flight fails against the sealed value.
-        let last = g.core().state.swap(u64::MAX, Ordering::Relaxed);
+        let last = g.seal();
         self.status.sealed_state.store(last, Ordering::Relaxed);
-        let last_tick = last >> g.layout().sequence_bits();
+        let last_tick = g.tick_of_state(last);
         let until = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
         // Never below what was read at the claim: a node that issued nothing keeps the old one.
         let until = until.max(claim.reserved_until_ms().unwrap_or(0));

@@ -19,24 +19,15 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn gen_ten_million_on_two_threads_all_distinct() {
-    let out = monoflake(&[
-        "gen",
-        "-n",
-        "10000000",
-        "--node",
-        "1",
-        "--threads",
-        "2",
-        "--layout",
-        "discord",
-    ]);
+    // Exactly the command of the contract, on the default (Twitter) layout.
+    let out = monoflake(&["gen", "-n", "10000000", "--node", "1", "--threads", "2"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let mut ids: Vec<u64> = stdout(&out).lines().map(|l| l.parse().unwrap()).collect();
     assert_eq!(ids.len(), 10_000_000);
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 10_000_000, "duplicates in the CLI's output");
-    // Every ID carries node 1 (discord layout: node bits 12..22).
+    // Every ID carries node 1 (Twitter layout: node bits 12..22).
     assert!(ids.iter().all(|id| (id >> 12) & 0x3FF == 1));
 }
 

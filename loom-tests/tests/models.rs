@@ -171,3 +171,41 @@ fn a_batch_races_single_ids() {
         assert_eq!(b[2].as_u64() - b[0].as_u64(), 2, "{b:?}");
     });
 }
+
+#[test]
+fn a_release_racing_issuers_never_lets_an_id_past_the_seal() {
+    loom::model(|| {
+        let layout = one_bit_layout();
+        let g = Arc::new(
+            Generator::builder(layout.clone())
+                .clock(ManualClock::new(T0))
+                .max_lead(Duration::from_millis(10))
+                .build()
+                .unwrap(),
+        );
+        let issuer = {
+            let g = Arc::clone(&g);
+            thread::spawn(move || {
+                (0..2)
+                    .filter_map(|_| g.try_next_id().ok())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let sealer = {
+            let g = Arc::clone(&g);
+            thread::spawn(move || g.loom_seal())
+        };
+        let issued = issuer.join().unwrap();
+        let (last_tick, last_seq) = sealer.join().unwrap();
+        // What the release writes as the final reservation covers every ID issued.
+        for id in &issued {
+            let p = id.parts(&layout).unwrap();
+            assert!(
+                (p.tick(), p.sequence()) <= (last_tick, last_seq),
+                "{id:?} past the seal"
+            );
+        }
+        // Nothing is issued after it.
+        assert!(g.try_next_id().is_err());
+    });
+}
