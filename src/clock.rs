@@ -56,35 +56,28 @@ pub trait TimeSource: Send + Sync {
     }
 }
 
-impl<T: TimeSource + ?Sized> TimeSource for Arc<T> {
-    fn now_ms(&self) -> u64 {
-        (**self).now_ms()
-    }
-    fn precise_now_ms(&self) -> u64 {
-        (**self).precise_now_ms()
-    }
-    fn is_coarse(&self) -> bool {
-        (**self).is_coarse()
-    }
-    fn reanchor_stats(&self) -> (u64, u64) {
-        (**self).reanchor_stats()
-    }
+/// A shared or borrowed time source is a time source: `Arc<ManualClock>` for tests that move
+/// the clock while a generator reads it, `&T` for generators that borrow one.
+macro_rules! forward_time_source {
+    ($($outer:ty),*) => {$(
+        impl<T: TimeSource + ?Sized> TimeSource for $outer {
+            fn now_ms(&self) -> u64 {
+                (**self).now_ms()
+            }
+            fn precise_now_ms(&self) -> u64 {
+                (**self).precise_now_ms()
+            }
+            fn is_coarse(&self) -> bool {
+                (**self).is_coarse()
+            }
+            fn reanchor_stats(&self) -> (u64, u64) {
+                (**self).reanchor_stats()
+            }
+        }
+    )*};
 }
 
-impl<T: TimeSource + ?Sized> TimeSource for &T {
-    fn now_ms(&self) -> u64 {
-        (**self).now_ms()
-    }
-    fn precise_now_ms(&self) -> u64 {
-        (**self).precise_now_ms()
-    }
-    fn is_coarse(&self) -> bool {
-        (**self).is_coarse()
-    }
-    fn reanchor_stats(&self) -> (u64, u64) {
-        (**self).reanchor_stats()
-    }
-}
+forward_time_source!(Arc<T>, &T);
 
 /// The system's wall clock in Unix milliseconds (0 before 1970).
 pub(crate) fn wall_clock_ms() -> u64 {
@@ -243,12 +236,7 @@ impl LockedClock {
     #[inline]
     pub fn now_ns(&self) -> u64 {
         let i = &*self.inner;
-        let elapsed = i.counter.delta_as_nanos(i.start_raw, i.counter.raw());
-        // Ordering: Relaxed; the offset is a lone value (see the field comment).
-        let now = i
-            .base_ns
-            .saturating_add(elapsed)
-            .saturating_add(i.offset_ns.load(Ordering::Relaxed));
+        let (now, elapsed) = self.read();
         // Ordering: Relaxed; a stale read only delays the next comparison by one read.
         if now >= i.next_check_ns.load(Ordering::Relaxed) {
             i.next_check_ns
@@ -268,14 +256,23 @@ impl LockedClock {
     /// assert!(skew.abs() < 1_000_000_000);
     /// ```
     pub fn reanchor(&self) -> i64 {
-        let i = &*self.inner;
-        let elapsed = i.counter.delta_as_nanos(i.start_raw, i.counter.raw());
-        let now = i
-            .base_ns
-            .saturating_add(elapsed)
-            .saturating_add(i.offset_ns.load(Ordering::Relaxed));
+        let (now, elapsed) = self.read();
         self.reanchor_from(now, elapsed);
         self.last_skew_ns()
+    }
+
+    /// The current time in Unix nanoseconds and the counter's elapsed nanoseconds since the
+    /// start, without the periodic comparison.
+    #[inline]
+    fn read(&self) -> (u64, u64) {
+        let i = &*self.inner;
+        let elapsed = i.counter.delta_as_nanos(i.start_raw, i.counter.raw());
+        // Ordering: Relaxed; the offset is a lone value (see the field comment).
+        let offset = i.offset_ns.load(Ordering::Relaxed);
+        (
+            i.base_ns.saturating_add(elapsed).saturating_add(offset),
+            elapsed,
+        )
     }
 
     #[cold]

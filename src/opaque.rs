@@ -195,12 +195,16 @@ impl Opaque {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn encrypt(&self, id: Id) -> Result<Id, Error> {
-        let mut x = self.check(id)?;
-        // Cycle-walk: the network permutes 2*half bits; repeat until back in the layout's space.
+        self.check(id).map(|x| self.walk(x, Self::forward))
+    }
+
+    /// Cycle-walking: the network permutes `2 * half` bits; apply `step` until the value is
+    /// back in the layout's space. Started inside it, this is a permutation of that space.
+    fn walk(&self, mut x: u64, step: fn(&Self, u64) -> u64) -> Id {
         loop {
-            x = self.forward(x);
+            x = step(self, x);
             if self.bits == 64 || x >> self.bits == 0 {
-                return Ok(Id::from_u64(x));
+                return Id::from_u64(x);
             }
         }
     }
@@ -217,12 +221,6 @@ impl Opaque {
     /// assert!(matches!(o.decrypt(Id::from_u64(1 << 60)), Err(Error::IdTooWide { .. })));
     /// ```
     pub fn decrypt(&self, opaque: Id) -> Result<Id, Error> {
-        let mut x = self.check(opaque)?;
-        loop {
-            x = self.backward(x);
-            if self.bits == 64 || x >> self.bits == 0 {
-                return Ok(Id::from_u64(x));
-            }
-        }
+        self.check(opaque).map(|x| self.walk(x, Self::backward))
     }
 }
