@@ -136,7 +136,7 @@ fn last_tick_before(layout: &Layout, until_ms: u64) -> u64 {
 ///
 /// * **Never a shared node ID**: the node ID comes from [`NodeStore::claim`].
 /// * **Never a reissued tick**: the generator starts after the reservation the previous holder
-///   left, and issues only ticks the store has acknowledged (one relaxed load on the hot path,
+///   left, and issues only ticks the store has acknowledged (two relaxed loads on the hot path,
 ///   on the state's own cache line).
 /// * **Stops on its own**: when the reservation cannot be extended in time, issuing stops with
 ///   [`Error::ReservationUnavailable`]; when the claim is not renewed before its deadline

@@ -1,0 +1,147 @@
+//! The rare events reach `tracing` (feature `tracing`): a re-anchor, a failed reservation write,
+//! a lost lease.
+#![cfg(feature = "tracing")]
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use monoflake::{
+    Claim, Error, FileStore, Generator, Layout, LockedClock, ManualClock, NodeRequest, NodeStore,
+};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Metadata, Subscriber, span};
+
+/// Keeps every event as "LEVEL message field=value ...".
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+struct Line(String);
+
+impl Visit for Line {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0 += &format!(" {}={:?}", field.name(), value);
+    }
+}
+
+impl Subscriber for Recorder {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+        span::Id::from_u64(1)
+    }
+    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut line = Line(event.metadata().level().to_string());
+        event.record(&mut line);
+        self.0.lock().unwrap().push(line.0);
+    }
+    fn enter(&self, _: &span::Id) {}
+    fn exit(&self, _: &span::Id) {}
+}
+
+/// A file store whose writes and renewals fail when told to.
+#[derive(Debug)]
+struct Failing {
+    inner: FileStore,
+    fail: AtomicBool,
+}
+
+impl NodeStore for Failing {
+    fn describe(&self) -> String {
+        "failing".into()
+    }
+    fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
+        self.inner.claim(layout, request)
+    }
+    fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(Error::Store {
+                store: "failing".into(),
+                reason: "disk full".into(),
+            });
+        }
+        self.inner.extend(claim, until_ms)
+    }
+    fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(Error::LeaseLost {
+                node: claim.node(),
+                reason: "taken over".into(),
+            });
+        }
+        self.inner
+            .renew(claim)
+            .map(|_| Some(Duration::from_secs(60)))
+    }
+    fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
+        self.inner.release(claim, until_ms)
+    }
+}
+
+#[test]
+fn rare_events_are_reported() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    tracing::subscriber::set_global_default(Recorder(Arc::clone(&events))).unwrap();
+
+    // A wall clock that jumps a minute ahead: the locked clock re-anchors forward.
+    static WALL: AtomicU64 = AtomicU64::new(1_700_000_000_000_000_000);
+    let clock = LockedClock::with_wall_clock(
+        || WALL.load(Ordering::Relaxed),
+        Duration::from_secs(1),
+        Duration::from_millis(1),
+    );
+    WALL.fetch_add(60_000_000_000, Ordering::Relaxed);
+    clock.reanchor();
+
+    // A store that fails: the keeper reports the failed renewal and the lost lease.
+    let dir = std::env::temp_dir().join(format!("monoflake-test-tracing-{}", std::process::id()));
+    let store = Arc::new(Failing {
+        inner: FileStore::open(&dir).unwrap(),
+        fail: AtomicBool::new(false),
+    });
+    let leased = Generator::builder(Layout::twitter())
+        .clock(Arc::new(ManualClock::new(1_700_000_000_000)))
+        .reservation_window(Duration::from_millis(40))
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    store.fail.store(true, Ordering::SeqCst);
+    let start = std::time::Instant::now();
+    while !events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| e.contains("lease lost"))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            events.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(matches!(leased.try_next_id(), Err(Error::LeaseLost { .. })));
+    drop(leased);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let events = events.lock().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("INFO") && e.contains("re-anchored")),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|e| e.starts_with("WARN")
+            && e.contains("renewal failed")
+            && e.contains("taken over")),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("ERROR") && e.contains("lease lost")),
+        "{events:?}"
+    );
+}
