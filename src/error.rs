@@ -56,6 +56,12 @@ pub enum Error {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// A layout's name is empty, too long, or has characters other than `[A-Za-z0-9_.-]` (it
+    /// names a directory of the file store and a key prefix in etcd).
+    InvalidLayoutName {
+        /// The offending name.
+        name: String,
+    },
     /// A layout's tick is zero milliseconds.
     ZeroTick,
     /// A layout's epoch lies after the current time.
@@ -210,6 +216,10 @@ impl fmt::Display for Error {
             Error::InvalidFieldName { name, reason } => {
                 write!(f, "invalid node field name {name:?}: {reason}")
             }
+            Error::InvalidLayoutName { name } => write!(
+                f,
+                "invalid layout name {name:?}: 1 to 64 characters of [A-Za-z0-9_.-], not . or .."
+            ),
             Error::ZeroTick => write!(f, "the tick must be at least 1 ms, got 0"),
             Error::EpochInFuture { epoch_ms, now_ms } => write!(
                 f,

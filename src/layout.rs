@@ -807,8 +807,9 @@ impl LayoutBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::ZeroTick`], [`Error::ZeroBits`] (time, sequence or a node field),
-    /// [`Error::InvalidFieldName`], [`Error::LayoutTooWide`], [`Error::EpochInFuture`].
+    /// [`Error::InvalidLayoutName`], [`Error::ZeroTick`], [`Error::ZeroBits`] (time, sequence
+    /// or a node field), [`Error::InvalidFieldName`], [`Error::LayoutTooWide`],
+    /// [`Error::EpochInFuture`].
     ///
     /// ```
     /// use monoflake::{Error, Layout};
@@ -820,6 +821,17 @@ impl LayoutBuilder {
     /// ```
     pub fn build(self) -> Result<Layout, Error> {
         let mut l = self.layout;
+        let name_ok = (1..=64).contains(&l.name.len())
+            && l.name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+            && l.name != "."
+            && l.name != "..";
+        if !name_ok {
+            return Err(Error::InvalidLayoutName {
+                name: l.name.to_string(),
+            });
+        }
         if l.tick_ms == 0 {
             return Err(Error::ZeroTick);
         }

@@ -26,6 +26,7 @@ impl From<Error> for Failure {
             Error::LayoutTooWide { .. }
             | Error::ZeroBits { .. }
             | Error::InvalidFieldName { .. }
+            | Error::InvalidLayoutName { .. }
             | Error::ZeroTick
             | Error::EpochInFuture { .. }
             | Error::UnknownPreset { .. }
