@@ -80,12 +80,15 @@ pub(crate) const fn next_state(cur: u64, now: u64, n: u64, p: &StepParams) -> St
     }
     // Staying inside the tick the state already holds is always allowed (that time was
     // already issued); moving to a later tick must stay within now + max_lead.
-    let allowed = now.saturating_add(p.max_lead);
-    let cur_tick = cur >> p.sequence_bits;
-    if last_tick > allowed && last_tick > cur_tick {
-        return Step::Lead {
-            ticks: last_tick - allowed,
-        };
+    // (Tested in this order: within the tick already held, the common case at high rates,
+    // the lead is not even computed.)
+    if last_tick > cur >> p.sequence_bits {
+        let allowed = now.saturating_add(p.max_lead);
+        if last_tick > allowed {
+            return Step::Lead {
+                ticks: last_tick - allowed,
+            };
+        }
     }
     Step::Issue { first, last }
 }
