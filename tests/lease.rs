@@ -4,67 +4,17 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use monoflake::{Claim, Error, FileStore, Generator, Layout, ManualClock, NodeRequest, NodeStore};
+use monoflake::{Error, FileStore, Generator, Layout, ManualClock, NodeRequest, NodeStore};
 
 const T0: u64 = 1_700_000_000_000;
-
-/// A file store whose extend and renew fail when told to; renew reports a finite validity.
-#[derive(Debug)]
-struct Flaky {
-    inner: FileStore,
-    fail_extend: AtomicBool,
-    fail_renew: AtomicBool,
-    valid_for: Option<Duration>,
-}
-
-impl Flaky {
-    fn new(dir: &std::path::Path, valid_for: Option<Duration>) -> Arc<Flaky> {
-        Arc::new(Flaky {
-            inner: FileStore::open(dir).unwrap(),
-            fail_extend: AtomicBool::new(false),
-            fail_renew: AtomicBool::new(false),
-            valid_for,
-        })
-    }
-}
-
-impl NodeStore for Flaky {
-    fn describe(&self) -> String {
-        "flaky".into()
-    }
-    fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
-        self.inner.claim(layout, request)
-    }
-    fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
-        if self.fail_extend.load(Ordering::SeqCst) {
-            return Err(Error::Store {
-                store: "flaky".into(),
-                reason: "disk full".into(),
-            });
-        }
-        self.inner.extend(claim, until_ms)
-    }
-    fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
-        if self.fail_renew.load(Ordering::SeqCst) {
-            return Err(Error::Store {
-                store: "flaky".into(),
-                reason: "unreachable".into(),
-            });
-        }
-        self.inner.renew(claim).map(|_| self.valid_for)
-    }
-    fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
-        self.inner.release(claim, until_ms)
-    }
-}
 
 #[test]
 fn a_reservation_that_cannot_be_extended_stops_issuing() {
     let dir = common::TempDir::new("fence");
-    let store = Flaky::new(dir.path(), None);
+    let store = common::Flaky::new(dir.path(), None);
     let clock = Arc::new(ManualClock::new(T0));
     let leased = Generator::builder(Layout::twitter())
         .clock(Arc::clone(&clock))
@@ -116,7 +66,7 @@ fn a_reservation_that_cannot_be_extended_stops_issuing() {
 #[test]
 fn a_lease_not_renewed_by_its_deadline_is_lost() {
     let dir = common::TempDir::new("deadline");
-    let store = Flaky::new(dir.path(), Some(Duration::from_millis(300)));
+    let store = common::Flaky::new(dir.path(), Some(Duration::from_millis(300)));
     let clock = Arc::new(ManualClock::new(T0));
     let leased = Generator::builder(Layout::twitter())
         .clock(Arc::clone(&clock))
@@ -124,7 +74,7 @@ fn a_lease_not_renewed_by_its_deadline_is_lost() {
         .build_leased(store.clone(), NodeRequest::Any)
         .unwrap();
     let before = leased.try_next_id().unwrap();
-    store.fail_renew.store(true, Ordering::SeqCst);
+    store.fail_renew.store(1, Ordering::SeqCst);
     clock.advance_ms(250);
     assert!(leased.try_next_id().unwrap() > before);
     clock.advance_ms(100); // past T0 + 300 ms: the deadline of the renewal at build

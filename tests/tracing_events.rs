@@ -2,13 +2,13 @@
 //! a lost lease.
 #![cfg(feature = "tracing")]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use monoflake::{
-    Claim, Error, FileStore, Generator, Layout, LockedClock, ManualClock, NodeRequest, NodeStore,
-};
+use monoflake::{Error, Generator, Layout, LockedClock, ManualClock, NodeRequest};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Metadata, Subscriber, span};
 
@@ -41,45 +41,6 @@ impl Subscriber for Recorder {
     fn exit(&self, _: &span::Id) {}
 }
 
-/// A file store whose writes and renewals fail when told to.
-#[derive(Debug)]
-struct Failing {
-    inner: FileStore,
-    fail: AtomicBool,
-}
-
-impl NodeStore for Failing {
-    fn describe(&self) -> String {
-        "failing".into()
-    }
-    fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
-        self.inner.claim(layout, request)
-    }
-    fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(Error::Store {
-                store: "failing".into(),
-                reason: "disk full".into(),
-            });
-        }
-        self.inner.extend(claim, until_ms)
-    }
-    fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(Error::LeaseLost {
-                node: claim.node(),
-                reason: "taken over".into(),
-            });
-        }
-        self.inner
-            .renew(claim)
-            .map(|_| Some(Duration::from_secs(60)))
-    }
-    fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
-        self.inner.release(claim, until_ms)
-    }
-}
-
 #[test]
 fn rare_events_are_reported() {
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -97,16 +58,13 @@ fn rare_events_are_reported() {
 
     // A store that fails: the keeper reports the failed renewal and the lost lease.
     let dir = std::env::temp_dir().join(format!("monoflake-test-tracing-{}", std::process::id()));
-    let store = Arc::new(Failing {
-        inner: FileStore::open(&dir).unwrap(),
-        fail: AtomicBool::new(false),
-    });
+    let store = common::Flaky::new(&dir, Some(Duration::from_secs(60)));
     let leased = Generator::builder(Layout::twitter())
         .clock(Arc::new(ManualClock::new(1_700_000_000_000)))
         .reservation_window(Duration::from_millis(40))
         .build_leased(store.clone(), NodeRequest::Any)
         .unwrap();
-    store.fail.store(true, Ordering::SeqCst);
+    store.fail_renew.store(2, Ordering::SeqCst);
     let start = std::time::Instant::now();
     while !events
         .lock()

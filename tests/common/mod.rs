@@ -143,3 +143,66 @@ pub fn signal(pid: u32, sig: &str) {
         .unwrap();
     assert!(ok.success(), "kill -{sig} {pid}");
 }
+
+/// A file store that fails on demand: reservation writes, and renewals (as an unreachable
+/// store or as a lost lease); its renewals report a finite validity when given one.
+#[derive(Debug)]
+pub struct Flaky {
+    inner: monoflake::FileStore,
+    pub fail_extend: std::sync::atomic::AtomicBool,
+    /// 0: renewals work; 1: the store is unreachable; 2: the lease was taken over.
+    pub fail_renew: std::sync::atomic::AtomicU8,
+    valid_for: Option<std::time::Duration>,
+}
+
+impl Flaky {
+    pub fn new(dir: &Path, valid_for: Option<std::time::Duration>) -> std::sync::Arc<Flaky> {
+        std::sync::Arc::new(Flaky {
+            inner: monoflake::FileStore::open(dir).unwrap(),
+            fail_extend: Default::default(),
+            fail_renew: Default::default(),
+            valid_for,
+        })
+    }
+}
+
+impl monoflake::NodeStore for Flaky {
+    fn describe(&self) -> String {
+        "flaky".into()
+    }
+    fn claim(
+        &self,
+        layout: &monoflake::Layout,
+        request: monoflake::NodeRequest,
+    ) -> Result<monoflake::Claim, monoflake::Error> {
+        self.inner.claim(layout, request)
+    }
+    fn extend(&self, claim: &monoflake::Claim, until_ms: u64) -> Result<(), monoflake::Error> {
+        if self.fail_extend.load(Ordering::SeqCst) {
+            return Err(monoflake::Error::Store {
+                store: "flaky".into(),
+                reason: "disk full".into(),
+            });
+        }
+        self.inner.extend(claim, until_ms)
+    }
+    fn renew(
+        &self,
+        claim: &monoflake::Claim,
+    ) -> Result<Option<std::time::Duration>, monoflake::Error> {
+        match self.fail_renew.load(Ordering::SeqCst) {
+            1 => Err(monoflake::Error::Store {
+                store: "flaky".into(),
+                reason: "unreachable".into(),
+            }),
+            2 => Err(monoflake::Error::LeaseLost {
+                node: claim.node(),
+                reason: "taken over".into(),
+            }),
+            _ => self.inner.renew(claim).map(|_| self.valid_for),
+        }
+    }
+    fn release(&self, claim: monoflake::Claim, until_ms: u64) -> Result<(), monoflake::Error> {
+        self.inner.release(claim, until_ms)
+    }
+}
