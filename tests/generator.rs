@@ -371,3 +371,39 @@ fn per_core_slots_never_collide_and_keep_each_threads_order() {
         })
     ));
 }
+
+#[test]
+fn batches_compose_like_single_ids_in_every_layout_order() {
+    // The batch iterator adds one sequence step within a tick; check it against `compose` for
+    // the node-in-the-middle order, Sonyflake's node-lowest order and a per-core slot.
+    for layout in [Layout::twitter(), Layout::sonyflake()] {
+        let g = Generator::builder(layout.clone())
+            .node(7)
+            .clock(ManualClock::new(T0))
+            .max_lead(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let run: Vec<Id> = g
+            .try_next_ids(3 * (layout.max_sequence() + 1) + 5)
+            .unwrap()
+            .collect();
+        for (i, id) in run.iter().enumerate() {
+            let i = i as u64; // a fresh generator starts its clock's tick at sequence 0
+            let per_tick = layout.max_sequence() + 1;
+            let expected = layout
+                .compose(layout.tick_at(T0) + i / per_tick, 7, i % per_tick)
+                .unwrap();
+            assert_eq!(*id, expected, "{} #{i}", layout.name());
+        }
+    }
+    let per_core = Generator::builder(Layout::sonyflake())
+        .node(7)
+        .build_per_core(2)
+        .unwrap();
+    let run: Vec<Id> = per_core.next_ids(100).unwrap().collect();
+    assert!(run.windows(2).all(|w| w[0] < w[1]));
+    assert!(
+        run.iter()
+            .all(|id| id.parts(&Layout::sonyflake()).unwrap().node() == 7)
+    );
+}
