@@ -346,6 +346,8 @@ impl<C: TimeSource> Generator<C> {
     fn reserve(&self, n: u64) -> Result<(u64, u64), Error> {
         let mut now = self.tick_of(self.clock.now_ms());
         let mut precise = !self.clock.is_coarse();
+        // A forked child must not issue under the parent's node: checked once per call.
+        let forked = self.core.fork.clone().detected_fork();
         // Ordering: Relaxed; a stale value only makes the first compare-exchange fail.
         #[cfg_attr(monoflake_broken_cas, allow(unused_mut))]
         let mut cur = self.core.state.load(Ordering::Relaxed);
@@ -363,7 +365,6 @@ impl<C: TimeSource> Generator<C> {
                     // The lease fence: never a tick the store has not acknowledged, never after
                     // the lease deadline, never in a forked child.
                     // Evaluated without short-circuits: one branch for the three checks.
-                    let forked = self.core.fork.clone().detected_fork();
                     let late = now >= self.core.deadline.load(Ordering::Relaxed);
                     let unreserved = last_tick > self.core.limit.load(Ordering::Relaxed);
                     if forked | late | unreserved {
@@ -616,7 +617,7 @@ impl ExactSizeIterator for Ids {}
 /// assert!(generator.try_next_id().is_ok());
 /// # Ok::<(), monoflake::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct GeneratorBuilder<C> {
     layout: Layout,
     node: u64,
@@ -793,17 +794,8 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         }
         let generators = (0..slots as u64)
             .map(|slot| {
-                let builder = GeneratorBuilder {
-                    layout: self.layout.clone(),
-                    node: self.node,
-                    clock: self.clock.clone(),
-                    max_lead: self.max_lead,
-                    max_wait: self.max_wait,
-                    offset_bits: self.offset_bits,
-                    after_tick: self.after_tick,
-                    window: self.window,
-                };
-                builder.build_slot(None, u64::MAX, u64::MAX, slot_bits, slot)
+                self.clone()
+                    .build_slot(None, u64::MAX, u64::MAX, slot_bits, slot)
             })
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(PerCore {

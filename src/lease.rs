@@ -116,6 +116,15 @@ fn first_tick_from(layout: &Layout, unix_ms: u64) -> u64 {
     since.div_ceil(layout.tick_ms())
 }
 
+/// The deadline of a claim renewed at `start_ms` and valid for `valid`, in Unix ms, with the
+/// margin taken off.
+fn deadline_ms(start_ms: u64, valid: Duration) -> u64 {
+    let valid_ms = u64::try_from(valid.as_millis()).unwrap_or(u64::MAX);
+    start_ms
+        .saturating_add(valid_ms)
+        .saturating_sub(DEADLINE_MARGIN_MS)
+}
+
 /// The first clock tick at which a lease with this deadline may no longer issue: the tick
 /// holding the deadline (so every ID is issued before it). `u64::MAX` for no deadline.
 fn deadline_tick(layout: &Layout, deadline_ms: u64) -> u64 {
@@ -290,23 +299,21 @@ impl<C: TimeSource + 'static> Keeper<C> {
         let mut error = None;
         let was_lost = start_ms >= self.status.deadline_ms.load(Ordering::Relaxed);
         match self.store.renew(claim) {
-            Ok(None) => {
+            Ok(valid) => {
                 LeaseStatus::count(&self.status.renewals);
-                self.status.deadline_ms.store(u64::MAX, Ordering::Relaxed);
-            }
-            Ok(Some(valid)) => {
-                LeaseStatus::count(&self.status.renewals);
-                let valid_ms = u64::try_from(valid.as_millis()).unwrap_or(u64::MAX);
-                let deadline = start_ms
-                    .saturating_add(valid_ms)
-                    .saturating_sub(DEADLINE_MARGIN_MS);
                 if !was_lost {
+                    let deadline = valid.map_or(u64::MAX, |v| deadline_ms(start_ms, v));
                     self.status.deadline_ms.store(deadline, Ordering::Relaxed);
                 }
-                // The reservation runs at least two validity periods ahead, so a store that
-                // goes away shows up as LeaseLost at the deadline, not as a reservation gap.
-                self.window_ms = self.window_ms.max(valid_ms.saturating_mul(2));
-                self.interval = self.interval.min(valid / 3);
+                if let Some(valid) = valid {
+                    // The reservation runs at least two validity periods ahead, so a store that
+                    // goes away shows up as LeaseLost at the deadline, not as a reservation gap.
+                    let twice = u64::try_from(valid.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .saturating_mul(2);
+                    self.window_ms = self.window_ms.max(twice);
+                    self.interval = self.interval.min(valid / 3);
+                }
             }
             Err(e) => {
                 if matches!(e, Error::LeaseLost { .. }) {
@@ -443,12 +450,9 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             Ok(None) => LeaseStatus::count(&status.renewals),
             Ok(Some(valid)) => {
                 LeaseStatus::count(&status.renewals);
-                let valid_ms = u64::try_from(valid.as_millis()).unwrap_or(u64::MAX);
-                let deadline_ms = now_ms
-                    .saturating_add(valid_ms)
-                    .saturating_sub(DEADLINE_MARGIN_MS);
-                status.deadline_ms.store(deadline_ms, Ordering::Relaxed);
-                deadline = deadline_tick(&layout, deadline_ms);
+                let ms = deadline_ms(now_ms, valid);
+                status.deadline_ms.store(ms, Ordering::Relaxed);
+                deadline = deadline_tick(&layout, ms);
                 interval = interval.min(valid / 3);
             }
             Err(e) => {

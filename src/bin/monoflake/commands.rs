@@ -44,7 +44,15 @@ impl From<Error> for Failure {
 }
 
 impl From<io::Error> for Failure {
+    /// A closed pipe (`monoflake gen | head`) is not a failure: code 0 ends the command
+    /// quietly.
     fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return Failure {
+                code: 0,
+                message: String::new(),
+            };
+        }
         Failure {
             code: 1,
             message: format!("cannot write output: {e}"),
@@ -59,8 +67,7 @@ pub fn run(command: Command) -> Result<(), Failure> {
         Command::Layouts => layouts(),
     };
     match result {
-        // `monoflake gen | head` closes the pipe early: that is not a failure.
-        Err(Failure { code: 1, message }) if message.contains("Broken pipe") => Ok(()),
+        Err(Failure { code: 0, .. }) => Ok(()),
         other => other,
     }
 }
