@@ -2,6 +2,7 @@
 //! distinct nodes, a store that goes away, a holder paused past its TTL.
 #![cfg(feature = "etcd")]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::HashSet;

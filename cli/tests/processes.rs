@@ -1,6 +1,7 @@
 //! Many processes, restarts, crashes and a clock set back, through the `monoflake` CLI on the
 //! file backend (the embedded default).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::HashSet;
