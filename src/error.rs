@@ -32,6 +32,7 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum Error {
     /// The bit widths of a layout add up to more than an ID holds.
+    #[non_exhaustive]
     LayoutTooWide {
         /// Bits of the time field.
         time_bits: u32,
@@ -45,11 +46,13 @@ pub enum Error {
         max: u32,
     },
     /// A layout field has zero bits (`"time"`, `"sequence"` or a node field's name).
+    #[non_exhaustive]
     ZeroBits {
         /// Which field.
         field: String,
     },
     /// A node field's name is empty, repeated, reserved or not made of `[a-z0-9_]`.
+    #[non_exhaustive]
     InvalidFieldName {
         /// The offending name.
         name: String,
@@ -58,6 +61,7 @@ pub enum Error {
     },
     /// A layout's name is empty, too long, or has characters other than `[A-Za-z0-9_.-]` (it
     /// names a directory of the file store and a key prefix in etcd).
+    #[non_exhaustive]
     InvalidLayoutName {
         /// The offending name.
         name: String,
@@ -65,6 +69,7 @@ pub enum Error {
     /// A layout's tick is zero milliseconds.
     ZeroTick,
     /// A layout's epoch lies after the current time.
+    #[non_exhaustive]
     EpochInFuture {
         /// The epoch asked for, in Unix milliseconds.
         epoch_ms: u64,
@@ -72,6 +77,7 @@ pub enum Error {
         now_ms: u64,
     },
     /// No preset has this name.
+    #[non_exhaustive]
     UnknownPreset {
         /// The name asked for.
         name: String,
@@ -79,6 +85,7 @@ pub enum Error {
         known: &'static [&'static str],
     },
     /// A value does not fit its field: a node ID, a sequence or a time.
+    #[non_exhaustive]
     OutOfRange {
         /// The field (`"node"`, `"sequence"`, `"time"` or a node field's name).
         field: String,
@@ -88,6 +95,7 @@ pub enum Error {
         max: u64,
     },
     /// A string is not an ID.
+    #[non_exhaustive]
     InvalidId {
         /// The input, as given.
         input: String,
@@ -97,11 +105,13 @@ pub enum Error {
         position: Option<usize>,
     },
     /// A key for opaque IDs is malformed.
+    #[non_exhaustive]
     InvalidKey {
         /// What is wrong with it.
         reason: String,
     },
     /// An ID uses bits its layout does not have.
+    #[non_exhaustive]
     IdTooWide {
         /// The ID.
         id: u64,
@@ -109,6 +119,7 @@ pub enum Error {
         layout_bits: u32,
     },
     /// The ID has its top bit set, so it does not fit in an `i64`.
+    #[non_exhaustive]
     SignBitSet {
         /// The ID.
         id: u64,
@@ -116,16 +127,29 @@ pub enum Error {
     /// Issuing now would run the time field further ahead of the clock than `max_lead` allows.
     ///
     /// Nothing was issued. Retry after `retry_after`, or use the waiting call (`next_id`).
+    #[non_exhaustive]
     WouldBlock {
         /// How long until the clock catches up enough for the request to fit.
         retry_after: Duration,
     },
+    /// A waiting call (`next_id`, `next_ids`) waited its `max_wait` at the lead limit and gave
+    /// up. Nothing was issued; the clock stood still or the demand is far above the layout's
+    /// capacity.
+    #[non_exhaustive]
+    TimedOut {
+        /// How long the call waited.
+        waited: Duration,
+        /// How long until the clock catches up enough for the request to fit, as last seen.
+        retry_after: Duration,
+    },
     /// The layout's time field has run out: no ID can ever be issued under it again.
+    #[non_exhaustive]
     Exhausted {
         /// When the time field ran out, in Unix milliseconds.
         expired_at_ms: u64,
     },
     /// The node's time reservation could not be extended in time, so issuing stopped.
+    #[non_exhaustive]
     ReservationUnavailable {
         /// The node ID whose reservation could not be written.
         node: u64,
@@ -134,6 +158,7 @@ pub enum Error {
     },
     /// The claim on the node ID was lost (not renewed before its deadline, taken over, or
     /// the process was forked), so issuing stopped.
+    #[non_exhaustive]
     LeaseLost {
         /// The node ID that was held.
         node: u64,
@@ -142,12 +167,14 @@ pub enum Error {
     },
     /// The process was forked after the generator was built: the child shares the parent's
     /// state and node, so it refuses to issue. Build a new generator in the child.
+    #[non_exhaustive]
     Forked {
         /// The node ID the parent holds.
         node: u64,
     },
     /// Fork detection (`pthread_atfork`) could not be set up, so a generator cannot be built
     /// safely.
+    #[non_exhaustive]
     ForkDetection {
         /// What the system said.
         reason: String,
@@ -156,16 +183,19 @@ pub enum Error {
     /// was built.
     DefaultAlreadyBuilt,
     /// Every node ID of the layout is held by a live claimant.
+    #[non_exhaustive]
     AllNodesHeld {
         /// How many node IDs the layout has.
         count: u64,
     },
     /// The node ID asked for is held by another live claimant.
+    #[non_exhaustive]
     NodeHeld {
         /// The node ID.
         node: u64,
     },
     /// The state directory cannot be created, locked, read or written.
+    #[non_exhaustive]
     StateDir {
         /// The path involved.
         path: PathBuf,
@@ -175,11 +205,14 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The node store cannot be reached or refused a request.
+    #[non_exhaustive]
     Store {
         /// The store (e.g. `"etcd http://127.0.0.1:2379"`).
         store: String,
         /// What went wrong.
         reason: String,
+        /// The underlying error, when there is one (see [`std::error::Error::source`]).
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
     },
 }
 
@@ -263,6 +296,16 @@ impl fmt::Display for Error {
             Error::SignBitSet { id } => {
                 write!(f, "ID {id} has its top bit set and does not fit in an i64")
             }
+            Error::TimedOut {
+                waited,
+                retry_after,
+            } => write!(
+                f,
+                "the generator stayed at its time lead limit for the whole wait ({} ms); retry \
+                 after {} µs, or spread the load over more nodes",
+                waited.as_millis(),
+                retry_after.as_micros()
+            ),
             Error::WouldBlock { retry_after } => write!(
                 f,
                 "the generator is at its time lead limit; retry after {} µs",
@@ -315,7 +358,7 @@ impl fmt::Display for Error {
                     path.display()
                 )
             }
-            Error::Store { store, reason } => write!(f, "node store {store}: {reason}"),
+            Error::Store { store, reason, .. } => write!(f, "node store {store}: {reason}"),
         }
     }
 }
@@ -324,7 +367,140 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::StateDir { source, .. } => Some(source),
+            Error::Store {
+                source: Some(source),
+                ..
+            } => Some(&**source),
             _ => None,
         }
+    }
+}
+
+impl Error {
+    /// A store failure, for [`NodeStore`](crate::NodeStore) implementations: `store` names
+    /// the store (as [`NodeStore::describe`](crate::NodeStore::describe) does), `reason` says
+    /// what went wrong.
+    ///
+    /// ```
+    /// let e = monoflake::Error::store("etcd http://127.0.0.1:2379", "connection refused");
+    /// assert_eq!(e.to_string(), "node store etcd http://127.0.0.1:2379: connection refused");
+    /// assert!(e.is_retryable());
+    /// ```
+    pub fn store(store: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Store {
+            store: store.into(),
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// A store failure caused by another error, which [`std::error::Error::source`] returns.
+    ///
+    /// ```
+    /// use std::error::Error as _;
+    /// let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer");
+    /// let e = monoflake::Error::store_caused_by("etcd", "claim failed", io);
+    /// assert_eq!(e.source().unwrap().to_string(), "no answer");
+    /// ```
+    pub fn store_caused_by(
+        store: impl Into<String>,
+        reason: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Store {
+            store: store.into(),
+            reason: reason.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// The claim on `node` is lost, for [`NodeStore`](crate::NodeStore) implementations.
+    ///
+    /// ```
+    /// let e = monoflake::Error::lease_lost(3, "the key was deleted");
+    /// assert_eq!(e.to_string(), "node 3: the lease was lost (the key was deleted); issuing stopped");
+    /// ```
+    pub fn lease_lost(node: u64, reason: impl Into<String>) -> Self {
+        Error::LeaseLost {
+            node,
+            reason: reason.into(),
+        }
+    }
+
+    /// How long to wait before trying again, when the error says: [`Error::WouldBlock`] and
+    /// [`Error::TimedOut`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use monoflake::{Generator, Layout, ManualClock};
+    ///
+    /// // A clock that stands still, one ID per tick, no lead: the second call must wait a tick.
+    /// let layout = Layout::builder().sequence_bits(1).build()?;
+    /// let g = Generator::builder(layout)
+    ///     .clock(ManualClock::new(1_700_000_000_000))
+    ///     .max_lead(Duration::ZERO)
+    ///     .build()?;
+    /// g.try_next_id()?;
+    /// g.try_next_id()?;
+    /// let e = g.try_next_id().unwrap_err();
+    /// assert_eq!(e.retry_after(), Some(Duration::from_millis(1)));
+    /// assert_eq!(monoflake::Error::store("s", "down").retry_after(), None);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::WouldBlock { retry_after } | Error::TimedOut { retry_after, .. } => {
+                Some(*retry_after)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the input was at fault (a layout, node ID, ID string or key that is not
+    /// valid): the same input will fail again. A command line exits 2 for these.
+    ///
+    /// ```
+    /// let e = "12x".parse::<monoflake::Id>().unwrap_err();
+    /// assert!(e.is_bad_input());
+    /// assert!(!monoflake::Error::store("s", "down").is_bad_input());
+    /// ```
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Error::LayoutTooWide { .. }
+                | Error::ZeroBits { .. }
+                | Error::InvalidFieldName { .. }
+                | Error::InvalidLayoutName { .. }
+                | Error::ZeroTick
+                | Error::EpochInFuture { .. }
+                | Error::UnknownPreset { .. }
+                | Error::OutOfRange { .. }
+                | Error::InvalidId { .. }
+                | Error::IdTooWide { .. }
+                | Error::SignBitSet { .. }
+                | Error::InvalidKey { .. }
+        )
+    }
+
+    /// Whether the same call may succeed later without any change: the generator is at its
+    /// lead limit ([`Error::WouldBlock`], [`Error::TimedOut`]), the store has not acknowledged
+    /// the time needed yet ([`Error::ReservationUnavailable`]) or cannot be reached
+    /// ([`Error::Store`]), or every node (or the one asked for) is held right now. A lost lease,
+    /// a fork, an exhausted layout or bad input never heal by retrying.
+    ///
+    /// ```
+    /// assert!(monoflake::Error::store("etcd", "unreachable").is_retryable());
+    /// assert!(!monoflake::Error::lease_lost(1, "gone").is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::WouldBlock { .. }
+                | Error::TimedOut { .. }
+                | Error::ReservationUnavailable { .. }
+                | Error::Store { .. }
+                | Error::AllNodesHeld { .. }
+                | Error::NodeHeld { .. }
+        )
     }
 }

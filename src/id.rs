@@ -134,6 +134,46 @@ impl fmt::LowerHex for Id {
     }
 }
 
+impl Id {
+    /// Parses a hexadecimal ID of 1 to 16 digits, with or without a `0x` prefix (upper or
+    /// lower case), as `monoflake decode` accepts and prints them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] naming the first character that is not a hex digit, or saying the
+    /// number has no digits or more than 16.
+    ///
+    /// ```
+    /// use monoflake::{Error, Id};
+    /// assert_eq!(Id::from_hex("0x2a")?.as_u64(), 42);
+    /// assert_eq!(Id::from_hex("FF")?.as_u64(), 255);
+    /// assert!(matches!(Id::from_hex("0x2g"), Err(Error::InvalidId { position: Some(3), .. })));
+    /// assert!(matches!(Id::from_hex("0x"), Err(Error::InvalidId { position: None, .. })));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn from_hex(input: &str) -> Result<Id, Error> {
+        let digits = input
+            .strip_prefix("0x")
+            .or_else(|| input.strip_prefix("0X"))
+            .unwrap_or(input);
+        let offset = input.len() - digits.len();
+        let invalid = |reason, position| Error::InvalidId {
+            input: input.to_owned(),
+            reason,
+            position,
+        };
+        if let Some(p) = digits.find(|c: char| !c.is_ascii_hexdigit()) {
+            return Err(invalid("not a hex digit", Some(p + offset)));
+        }
+        if digits.is_empty() || digits.len() > 16 {
+            return Err(invalid("not a hex number of 1 to 16 digits", None));
+        }
+        u64::from_str_radix(digits, 16)
+            .map(Id)
+            .map_err(|_| invalid("not a hex number of 1 to 16 digits", None))
+    }
+}
+
 impl FromStr for Id {
     type Err = Error;
 

@@ -816,7 +816,7 @@ impl LayoutBuilder {
     /// assert!(matches!(Layout::builder().tick_ms(0).build(), Err(Error::ZeroTick)));
     /// assert!(matches!(
     ///     Layout::builder().sequence_bits(0).build(),
-    ///     Err(Error::ZeroBits { field }) if field == "sequence"
+    ///     Err(Error::ZeroBits { field, .. }) if field == "sequence"
     /// ));
     /// ```
     pub fn build(self) -> Result<Layout, Error> {

@@ -27,10 +27,8 @@
 mod clock;
 mod encoding;
 mod error;
-#[cfg(feature = "etcd")]
-mod etcd_store;
-mod file_store;
 mod generator;
+#[cfg(unix)]
 mod global;
 mod id;
 mod layout;
@@ -38,9 +36,7 @@ mod lease;
 mod opaque;
 #[cfg(feature = "serde")]
 mod serde_impl;
-mod state;
 mod stats;
-mod store;
 mod sync;
 
 pub use crate::clock::{
@@ -49,21 +45,22 @@ pub use crate::clock::{
 };
 pub use crate::encoding::{Encoded, Encoding};
 pub use crate::error::Error;
-#[cfg(feature = "etcd")]
-pub use crate::etcd_store::{DEFAULT_LEASE_TTL, EtcdStore};
-pub use crate::file_store::FileStore;
 pub use crate::generator::{
-    DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, Ids, PerCore,
+    DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, IdGenerator, Ids, PerCore,
 };
+#[cfg(unix)]
 pub use crate::global::{configure_default, default_generator, next_id};
 pub use crate::id::{Id, Parts, rfc3339};
 pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
-pub use crate::lease::{DEFAULT_RESERVATION_WINDOW, Leased};
+#[cfg(unix)]
+pub use crate::lease::FileStore;
+pub use crate::lease::{Claim, DEFAULT_RESERVATION_WINDOW, Leased, NodeRequest, NodeStore};
+#[cfg(feature = "etcd")]
+pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdStore};
 pub use crate::opaque::{Opaque, OpaqueKey};
 #[cfg(feature = "serde")]
 pub use crate::serde_impl::as_u64;
 pub use crate::stats::Stats;
-pub use crate::store::{Claim, NodeRequest, NodeStore};
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

@@ -85,6 +85,8 @@ pub(crate) struct Counters {
     pub max_lead_ticks: AtomicU64,
     pub would_block: AtomicU64,
     pub waits: AtomicU64,
+    /// The last state value issued before the generator was sealed (0 until then).
+    pub sealed_state: AtomicU64,
 }
 
 impl Counters {
@@ -95,6 +97,7 @@ impl Counters {
             max_lead_ticks: AtomicU64::new(0),
             would_block: AtomicU64::new(0),
             waits: AtomicU64::new(0),
+            sealed_state: AtomicU64::new(0),
         }
     }
 

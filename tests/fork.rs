@@ -36,8 +36,8 @@ fn a_forked_child_refuses_to_issue_under_the_parents_node() {
     let before = (plain.next_id().unwrap(), leased.next_id().unwrap());
 
     let code = in_forked_child(|| {
-        let plain_refused = matches!(plain.try_next_id(), Err(Error::Forked { node: 5 }));
-        let leased_refused = matches!(leased.try_next_id(), Err(Error::Forked { node: 0 }));
+        let plain_refused = matches!(plain.try_next_id(), Err(Error::Forked { node: 5, .. }));
+        let leased_refused = matches!(leased.try_next_id(), Err(Error::Forked { node: 0, .. }));
         let batch_refused = matches!(plain.try_next_ids(8), Err(Error::Forked { .. }));
         if plain_refused && leased_refused && batch_refused {
             0

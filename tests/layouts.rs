@@ -111,7 +111,8 @@ fn the_73_bit_game_server_layout_is_refused_with_its_numbers() {
             node_bits: 20,
             sequence_bits: 16,
             total: 73,
-            max: 63
+            max: 63,
+            ..
         }
     ));
     let msg = err.to_string();
@@ -124,11 +125,13 @@ fn the_73_bit_game_server_layout_is_refused_with_its_numbers() {
 fn invalid_layouts_get_exact_errors() {
     let b = Layout::builder;
     assert!(
-        matches!(b().sequence_bits(0).build(), Err(Error::ZeroBits { field }) if field == "sequence")
+        matches!(b().sequence_bits(0).build(), Err(Error::ZeroBits { field, .. }) if field == "sequence")
     );
-    assert!(matches!(b().time_bits(0).build(), Err(Error::ZeroBits { field }) if field == "time"));
     assert!(
-        matches!(b().node_field("w", 0).build(), Err(Error::ZeroBits { field }) if field == "w")
+        matches!(b().time_bits(0).build(), Err(Error::ZeroBits { field, .. }) if field == "time")
+    );
+    assert!(
+        matches!(b().node_field("w", 0).build(), Err(Error::ZeroBits { field, .. }) if field == "w")
     );
     assert!(matches!(b().tick_ms(0).build(), Err(Error::ZeroTick)));
     // A node field wider than time and sequence leave.
@@ -180,7 +183,9 @@ fn invalid_layouts_get_exact_errors() {
 fn compose_is_range_checked() {
     let l = Layout::twitter();
     let e = |r: Result<Id, Error>| match r {
-        Err(Error::OutOfRange { field, value, max }) => (field, value, max),
+        Err(Error::OutOfRange {
+            field, value, max, ..
+        }) => (field, value, max),
         other => panic!("{other:?}"),
     };
     assert_eq!(
@@ -217,7 +222,7 @@ fn id_parsing_errors_name_the_problem() {
     );
     assert!(matches!(
         Id::from_u64(u64::MAX).to_i64(),
-        Err(Error::SignBitSet { id: u64::MAX })
+        Err(Error::SignBitSet { id: u64::MAX, .. })
     ));
 }
 

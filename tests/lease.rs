@@ -31,7 +31,9 @@ fn a_reservation_that_cannot_be_extended_stops_issuing() {
     // Past the reservation: refused, whatever the keeper manages meanwhile.
     clock.advance_ms(100);
     match leased.try_next_id() {
-        Err(Error::ReservationUnavailable { node: 0, reason }) => {
+        Err(Error::ReservationUnavailable {
+            node: 0, reason, ..
+        }) => {
             assert!(
                 reason.contains("disk full") || reason.contains("not acknowledged"),
                 "{reason}"
@@ -79,7 +81,9 @@ fn a_lease_not_renewed_by_its_deadline_is_lost() {
     assert!(leased.try_next_id().unwrap() > before);
     clock.advance_ms(100); // past T0 + 300 ms: the deadline of the renewal at build
     match leased.try_next_id() {
-        Err(Error::LeaseLost { node: 0, reason }) => {
+        Err(Error::LeaseLost {
+            node: 0, reason, ..
+        }) => {
             assert!(reason.contains("deadline"), "{reason}")
         }
         other => panic!("{other:?}"),

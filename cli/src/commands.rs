@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use monoflake::{
-    Encoding, Error, FileStore, Generator, Id, Layout, NodeRequest, NodeStore, Opaque, OpaqueKey,
-    PRESETS, rfc3339,
+    Encoding, Error, FileStore, Generator, Id, IdGenerator, Layout, NodeRequest, NodeStore, Opaque,
+    OpaqueKey, PRESETS, rfc3339,
 };
 
 use crate::args::{Backend, Command, DecodeArgs, Format, GenArgs, InputFormat, NodeArg};
@@ -22,20 +22,7 @@ pub struct Failure {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        let code = match e {
-            Error::LayoutTooWide { .. }
-            | Error::ZeroBits { .. }
-            | Error::InvalidFieldName { .. }
-            | Error::InvalidLayoutName { .. }
-            | Error::ZeroTick
-            | Error::EpochInFuture { .. }
-            | Error::UnknownPreset { .. }
-            | Error::OutOfRange { .. }
-            | Error::InvalidId { .. }
-            | Error::IdTooWide { .. }
-            | Error::InvalidKey { .. } => 2,
-            _ => 1,
-        };
+        let code = if e.is_bad_input() { 2 } else { 1 };
         Failure {
             code,
             message: e.to_string(),
@@ -127,7 +114,7 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
         let workers: Vec<_> = (0..threads)
             .map(|i| {
                 let share = args.count / threads + u64::from(i < args.count % threads);
-                let (generator, opaque, progress) = (&*leased, opaque.as_ref(), &progress);
+                let (generator, opaque, progress) = (&leased, opaque.as_ref(), &progress);
                 s.spawn(move || write_ids(generator, share, args.format, opaque, progress))
             })
             .collect();
@@ -183,7 +170,7 @@ fn progress_bar(count: u64) -> Option<ProgressBar> {
 }
 
 fn write_ids(
-    generator: &Generator,
+    generator: &impl IdGenerator,
     count: u64,
     format: Format,
     opaque: Option<&Opaque>,
@@ -224,9 +211,9 @@ fn parse_id(s: &str, format: InputFormat) -> Result<Id, Error> {
         InputFormat::Decimal => Encoding::Decimal,
         InputFormat::Base32 => Encoding::Base32,
         InputFormat::Base62 => Encoding::Base62,
-        InputFormat::Hex => return parse_hex(s, hex.unwrap_or(s)),
+        InputFormat::Hex => return Id::from_hex(s),
         InputFormat::Auto => match hex {
-            Some(digits) => return parse_hex(s, digits),
+            Some(_) => return Id::from_hex(s),
             None if s.bytes().all(|b| b.is_ascii_digit()) => Encoding::Decimal,
             None if s.len() == 13 => Encoding::Base32,
             None if s.len() == 11 => Encoding::Base62,
@@ -234,25 +221,6 @@ fn parse_id(s: &str, format: InputFormat) -> Result<Id, Error> {
         },
     };
     Id::decode(s, encoding)
-}
-
-/// Hex of 1 to 16 digits (the CLI prints 16 with a 0x prefix).
-fn parse_hex(input: &str, digits: &str) -> Result<Id, Error> {
-    let offset = input.len() - digits.len();
-    if let Some(p) = digits.find(|c: char| !c.is_ascii_hexdigit()) {
-        return Err(Error::InvalidId {
-            input: input.to_owned(),
-            reason: "not a hex digit",
-            position: Some(p + offset),
-        });
-    }
-    u64::from_str_radix(digits, 16)
-        .map(Id::from_u64)
-        .map_err(|_| Error::InvalidId {
-            input: input.to_owned(),
-            reason: "not a hex number of 1 to 16 digits",
-            position: None,
-        })
 }
 
 fn decode(args: &DecodeArgs) -> Result<(), Failure> {

@@ -42,17 +42,37 @@ fn eight_processes_at_once_on_one_state_dir() {
         })
         .collect();
     let mut all = HashSet::new();
-    let mut nodes = HashSet::new();
+    // Per node, the (first, last) ID of each process that held it.
+    let mut runs: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
     let layout = Layout::twitter();
     for child in children {
         let out = child.wait_with_output().unwrap();
-        for id in ids(&out) {
-            nodes.insert(Id::from_u64(id).parts(&layout).unwrap().node());
-            all.insert(id);
-        }
+        let ids = ids(&out);
+        assert_eq!(ids.len(), 200_000);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "a process went back");
+        let node = Id::from_u64(ids[0]).parts(&layout).unwrap().node();
+        assert!(
+            ids.iter()
+                .all(|&id| Id::from_u64(id).parts(&layout).unwrap().node() == node)
+        );
+        runs.entry(node)
+            .or_default()
+            .push((ids[0], ids[ids.len() - 1]));
+        all.extend(ids);
     }
     assert_eq!(all.len(), 1_600_000, "duplicates across processes");
-    assert_eq!(nodes.len(), 8, "processes shared a node: {nodes:?}");
+    // A node may be handed on by a process that finished before another started (the
+    // processes need not overlap), but only in turn: the later holder's IDs lie above the
+    // earlier one's.
+    for (node, mut held) in runs {
+        held.sort_unstable();
+        for pair in held.windows(2) {
+            assert!(
+                pair[0].1 < pair[1].0,
+                "node {node} was held by two processes at once: {held:?}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -33,6 +33,39 @@ impl Drop for TempDir {
     }
 }
 
+/// Runs `threads` threads taking `per_thread` IDs each from one generator; checks that each
+/// thread's IDs increase strictly and that all are distinct. Returns every ID, sorted.
+pub fn hammer<G: monoflake::IdGenerator + Sync>(
+    generator: &G,
+    threads: usize,
+    per_thread: usize,
+) -> Vec<monoflake::Id> {
+    let runs: Vec<Vec<monoflake::Id>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    (0..per_thread)
+                        .map(|_| generator.next_id().unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for run in &runs {
+        assert!(
+            run.windows(2).all(|w| w[0] < w[1]),
+            "a thread's IDs went back or repeated"
+        );
+    }
+    let mut all: Vec<monoflake::Id> = runs.into_iter().flatten().collect();
+    all.sort_unstable();
+    let before = all.len();
+    all.dedup();
+    assert_eq!(all.len(), before, "duplicate IDs across threads");
+    all
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -179,10 +212,7 @@ impl monoflake::NodeStore for Flaky {
     }
     fn extend(&self, claim: &monoflake::Claim, until_ms: u64) -> Result<(), monoflake::Error> {
         if self.fail_extend.load(Ordering::SeqCst) {
-            return Err(monoflake::Error::Store {
-                store: "flaky".into(),
-                reason: "disk full".into(),
-            });
+            return Err(monoflake::Error::store("flaky", "disk full"));
         }
         self.inner.extend(claim, until_ms)
     }
@@ -191,14 +221,8 @@ impl monoflake::NodeStore for Flaky {
         claim: &monoflake::Claim,
     ) -> Result<Option<std::time::Duration>, monoflake::Error> {
         match self.fail_renew.load(Ordering::SeqCst) {
-            1 => Err(monoflake::Error::Store {
-                store: "flaky".into(),
-                reason: "unreachable".into(),
-            }),
-            2 => Err(monoflake::Error::LeaseLost {
-                node: claim.node(),
-                reason: "taken over".into(),
-            }),
+            1 => Err(monoflake::Error::store("flaky", "unreachable")),
+            2 => Err(monoflake::Error::lease_lost(claim.node(), "taken over")),
             _ => self.inner.renew(claim).map(|_| self.valid_for),
         }
     }

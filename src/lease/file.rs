@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::store::{Claim, NodeRequest, NodeStore};
+use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
 /// A node store in a directory on one host; no server.
@@ -34,7 +34,7 @@ use crate::{Error, Layout};
 /// let a = store.claim(&layout, NodeRequest::Any)?;
 /// let b = store.claim(&layout, NodeRequest::Any)?;
 /// assert_eq!((a.node(), b.node()), (0, 1));
-/// assert!(matches!(store.claim(&layout, NodeRequest::Any), Err(Error::AllNodesHeld { count: 2 })));
+/// assert!(matches!(store.claim(&layout, NodeRequest::Any), Err(Error::AllNodesHeld { count: 2, .. })));
 /// # drop((a, b)); std::fs::remove_dir_all(&dir).ok();
 /// # Ok::<(), Error>(())
 /// ```

@@ -15,7 +15,7 @@
 //! * the time field past its width: exhausted, never wrapped.
 //! * a restart inside a time reservation `R`: the clock is read as at least `R + 1`.
 //!
-//! The lock-free part (load, this step, compare-exchange) lives in the generator.
+//! The lock-free part (load, this step, compare-exchange) lives in `hot.rs`.
 
 /// The numbers of a layout and a generator's policy that the step needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +43,19 @@ pub(crate) enum Step {
     /// The time field cannot hold the request. `for_good` when `now` itself is past the end,
     /// so nothing can ever be issued again.
     Exhausted { for_good: bool },
+}
+
+impl Step {
+    /// Whether this decision depends on the clock being current: borrowing a future tick,
+    /// refusing at the lead limit, or giving up at the end of the time field. A coarse clock
+    /// reading that may lag is replaced by a precise one before any of these is acted on.
+    #[inline]
+    pub(crate) const fn wants_precise_time(&self, now: u64, sequence_bits: u32) -> bool {
+        match *self {
+            Step::Issue { last, .. } => last >> sequence_bits > now,
+            Step::Lead { .. } | Step::Exhausted { .. } => true,
+        }
+    }
 }
 
 /// The per-tick start of the sequence: a few pseudo-random low bits derived from the tick, so

@@ -11,7 +11,7 @@ use etcd_client::{
     PutOptions, Txn, TxnOp, TxnOpResponse,
 };
 
-use crate::store::{Claim, NodeRequest, NodeStore};
+use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
 /// The default lease TTL of an [`EtcdStore`].
@@ -92,10 +92,7 @@ impl EtcdStore {
     pub fn connect(endpoints: &[&str], prefix: &str, ttl: Duration) -> Result<Self, Error> {
         let endpoints: Vec<String> = endpoints.iter().map(|s| (*s).to_owned()).collect();
         let describe = format!("etcd {}", endpoints.join(","));
-        let fail = |reason: String| Error::Store {
-            store: describe.clone(),
-            reason,
-        };
+        let fail = |reason: String| Error::store(describe.clone(), reason);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -109,11 +106,11 @@ impl EtcdStore {
                 timeout * 2,
                 Client::connect(endpoints.clone(), Some(options)),
             ))
-            .map_err(|e| fail(format!("cannot connect: {e}")))?;
+            .map_err(|e| e.into_error(&describe, "cannot connect"))?;
         // A connection is lazy: ask for something to prove an endpoint answers.
         runtime
             .block_on(bounded(timeout * 2, client.get("/", None)))
-            .map_err(|e| fail(format!("cannot reach: {e}")))?;
+            .map_err(|e| e.into_error(&describe, "cannot reach"))?;
         Ok(EtcdStore {
             runtime,
             client,
@@ -125,10 +122,7 @@ impl EtcdStore {
     }
 
     fn fail(&self, reason: impl fmt::Display) -> Error {
-        Error::Store {
-            store: self.describe(),
-            reason: reason.to_string(),
-        }
+        Error::store(self.describe(), reason.to_string())
     }
 
     fn run<T>(
@@ -138,7 +132,7 @@ impl EtcdStore {
     ) -> Result<T, Error> {
         self.runtime
             .block_on(bounded(self.timeout, f))
-            .map_err(|e| self.fail(format!("{what}: {e}")))
+            .map_err(|e| e.into_error(&self.describe(), what))
     }
 
     fn keys(&self, layout: &Layout, node: u64) -> (String, String) {
@@ -207,11 +201,30 @@ impl EtcdStore {
 async fn bounded<T>(
     limit: Duration,
     f: impl Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, String> {
+) -> Result<T, Unanswered> {
     match tokio::time::timeout(limit, f).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {} ms", limit.as_millis())),
+        Ok(Err(e)) => Err(Unanswered::Etcd(e)),
+        Err(_) => Err(Unanswered::Timeout(limit)),
+    }
+}
+
+/// Why a bounded request got no good answer.
+enum Unanswered {
+    Etcd(etcd_client::Error),
+    Timeout(Duration),
+}
+
+impl Unanswered {
+    /// The store error for `what` failing, keeping etcd's error as its source.
+    fn into_error(self, store: &str, what: &str) -> Error {
+        match self {
+            Unanswered::Etcd(e) => Error::store_caused_by(store, format!("{what}: {e}"), e),
+            Unanswered::Timeout(limit) => Error::store(
+                store,
+                format!("{what}: no answer within {} ms", limit.as_millis()),
+            ),
+        }
     }
 }
 

@@ -1,0 +1,99 @@
+//! Where generators get the time: the locked clock, its coarse variant, and a manual clock.
+//!
+//! * `mod.rs`: the [`TimeSource`] contract and the wall clock.
+//! * `locked.rs`: [`LockedClock`], wall time read once and advanced by a monotonic counter.
+//! * `coarse.rs`: [`CoarseClock`] and its [`Ticker`] thread handle.
+//! * `manual.rs`: [`ManualClock`], moved by hand in tests and models.
+
+mod coarse;
+mod locked;
+mod manual;
+
+pub use coarse::{CoarseClock, DEFAULT_TICKER_INTERVAL, Ticker};
+pub use locked::{DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE, LockedClock};
+pub use manual::ManualClock;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A source of Unix time in milliseconds for a [`Generator`](crate::Generator).
+///
+/// The generator never trusts a single reading: its state only moves forward, so a source that
+/// jumps back (a test clock, a TSC read on another core) can slow the time field down but never
+/// make an ID go back or repeat.
+///
+/// * [`LockedClock`]: the default. Wall time read once at start, advanced by a monotonic counter.
+/// * [`CoarseClock`]: a [`LockedClock`] sampled by a background ticker; one atomic load per read.
+/// * [`ManualClock`]: moved by hand, for tests.
+///
+/// # Example
+///
+/// ```
+/// use monoflake::TimeSource;
+///
+/// // A clock frozen at one instant: the generator borrows ticks, then reports WouldBlock.
+/// struct Frozen(u64);
+/// impl TimeSource for Frozen {
+///     fn now_ms(&self) -> u64 {
+///         self.0
+///     }
+/// }
+/// assert_eq!(Frozen(5).precise_now_ms(), 5);
+/// ```
+pub trait TimeSource: Send + Sync {
+    /// The current Unix time in milliseconds. May be a cheap, slightly stale reading when
+    /// [`TimeSource::is_coarse`] says so.
+    fn now_ms(&self) -> u64;
+
+    /// An exact reading, consulted on the slow path (sequence full, lead check) when the source
+    /// is coarse. Defaults to [`TimeSource::now_ms`].
+    fn precise_now_ms(&self) -> u64 {
+        self.now_ms()
+    }
+
+    /// Whether [`TimeSource::now_ms`] may lag behind [`TimeSource::precise_now_ms`].
+    fn is_coarse(&self) -> bool {
+        false
+    }
+
+    /// How many times the source moved forward to the wall clock, and the largest skew it saw
+    /// between itself and the wall clock (nanoseconds, either direction). Sources that do not
+    /// re-anchor report `(0, 0)`.
+    fn reanchor_stats(&self) -> (u64, u64) {
+        (0, 0)
+    }
+}
+
+/// A shared or borrowed time source is a time source: `Arc<ManualClock>` for tests that move
+/// the clock while a generator reads it, `&T` for generators that borrow one.
+macro_rules! forward_time_source {
+    ($($outer:ty),*) => {$(
+        impl<T: TimeSource + ?Sized> TimeSource for $outer {
+            fn now_ms(&self) -> u64 {
+                (**self).now_ms()
+            }
+            fn precise_now_ms(&self) -> u64 {
+                (**self).precise_now_ms()
+            }
+            fn is_coarse(&self) -> bool {
+                (**self).is_coarse()
+            }
+            fn reanchor_stats(&self) -> (u64, u64) {
+                (**self).reanchor_stats()
+            }
+        }
+    )*};
+}
+
+forward_time_source!(Arc<T>, &T);
+
+/// The system's wall clock in Unix milliseconds (0 before 1970).
+pub(crate) fn wall_clock_ms() -> u64 {
+    wall_clock_ns() / 1_000_000
+}
+
+pub(crate) fn wall_clock_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}

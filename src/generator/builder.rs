@@ -1,0 +1,305 @@
+//! Configuring and building a generator: the node, the clock, the lead and wait bounds, the
+//! start after a time reservation, and the per-core flavour.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use super::step::StepParams;
+use super::{
+    Core, Counters, DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Fence, Generator, Output, PerCore, Refusal,
+};
+use crate::clock::TimeSource;
+use crate::sync::AtomicU64;
+use crate::{Error, Layout};
+
+/// Configures a [`Generator`]; see [`Generator::builder`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use monoflake::{Generator, Layout, ManualClock};
+///
+/// let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+/// let generator = Generator::builder(Layout::twitter())
+///     .node(3)
+///     .clock(clock)
+///     .max_lead(Duration::ZERO)
+///     .start_offset_bits(3)
+///     .build()?;
+/// assert!(generator.try_next_id().is_ok());
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct GeneratorBuilder<C> {
+    layout: Layout,
+    node: u64,
+    clock: C,
+    max_lead: Duration,
+    max_wait: Duration,
+    offset_bits: u32,
+    after_tick: Option<u64>,
+    /// Used only by `build_leased`: how far ahead the reservation is written.
+    window: Option<Duration>,
+}
+
+impl<C: TimeSource> GeneratorBuilder<C> {
+    /// Node 0, the given clock, the defaults.
+    pub(crate) fn new(layout: Layout, clock: C) -> Self {
+        GeneratorBuilder {
+            layout,
+            node: 0,
+            clock,
+            max_lead: DEFAULT_MAX_LEAD,
+            max_wait: DEFAULT_MAX_WAIT,
+            offset_bits: 0,
+            after_tick: None,
+            window: None,
+        }
+    }
+
+    /// The node value every ID carries (default 0). Checked against the layout by
+    /// [`GeneratorBuilder::build`].
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).node(12).build()?;
+    /// assert_eq!(g.node(), 12);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn node(mut self, node: u64) -> Self {
+        self.node = node;
+        self
+    }
+
+    /// The time source (default a new [`LockedClock`]).
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .clock(monoflake::ManualClock::new(1_700_000_000_000))
+    ///     .build()?;
+    /// assert_eq!(g.next_id()?.parts(g.layout())?.unix_ms(), 1_700_000_000_000);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn clock<D: TimeSource>(self, clock: D) -> GeneratorBuilder<D> {
+        GeneratorBuilder {
+            layout: self.layout,
+            node: self.node,
+            clock,
+            max_lead: self.max_lead,
+            max_wait: self.max_wait,
+            offset_bits: self.offset_bits,
+            after_tick: self.after_tick,
+            window: self.window,
+        }
+    }
+
+    /// How far the time field may run ahead of the clock when the sequence is full (default
+    /// [`DEFAULT_MAX_LEAD`], rounded down to whole ticks). Zero forbids borrowing.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .max_lead(std::time::Duration::from_millis(5))
+    ///     .build()?;
+    /// assert!(g.next_id().is_ok());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn max_lead(mut self, lead: Duration) -> Self {
+        self.max_lead = lead;
+        self
+    }
+
+    /// How long [`Generator::next_id`] waits at most (default [`DEFAULT_MAX_WAIT`]).
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .max_wait(std::time::Duration::from_millis(50))
+    ///     .build()?;
+    /// assert!(g.next_id().is_ok());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn max_wait(mut self, wait: Duration) -> Self {
+        self.max_wait = wait;
+        self
+    }
+
+    /// Starts each new tick's sequence at a value in `0..2^bits` derived from the tick, so low
+    /// traffic does not always give even IDs (default 0: start at 0). At most
+    /// `sequence_bits - 1`; larger values are capped.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .start_offset_bits(4)
+    ///     .build()?;
+    /// assert!(g.next_id()?.parts(g.layout())?.sequence() < 16);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn start_offset_bits(mut self, bits: u32) -> Self {
+        self.offset_bits = bits;
+        self
+    }
+
+    /// Never issues a time-field value at or below `tick`: the generator reads its clock as
+    /// at least `tick + 1`. This is how a time reservation survives a restart: a node that
+    /// restarts before its clock has passed the reservation issues from `tick + 1` on (ahead of
+    /// its clock by at most the reservation window, plus `max_lead`), never below it.
+    ///
+    /// ```
+    /// let layout = monoflake::Layout::twitter();
+    /// let far = layout.tick_at(1_900_000_000_000); // a reservation years ahead
+    /// let g = monoflake::Generator::builder(layout).resume_after(far).build()?;
+    /// assert_eq!(g.try_next_id()?.parts(g.layout())?.tick(), far + 1);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn resume_after(mut self, tick: u64) -> Self {
+        self.after_tick = Some(tick);
+        self
+    }
+
+    pub(crate) fn layout_ref(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub(crate) fn clock_ref(&self) -> &C {
+        &self.clock
+    }
+
+    /// The reservation window asked for, if any (the lease picks its default otherwise).
+    pub(crate) fn window(&self) -> Option<Duration> {
+        self.window
+    }
+
+    pub(crate) fn set_window(&mut self, window: Duration) {
+        self.window = Some(window);
+    }
+
+    pub(crate) fn raise_max_wait(&mut self, at_least: Duration) {
+        self.max_wait = self.max_wait.max(at_least);
+    }
+
+    /// Checks the node and builds the generator.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfRange`] when the node does not fit the layout; [`Error::ForkDetection`]
+    /// when `pthread_atfork` fails (out of memory).
+    ///
+    /// ```
+    /// use monoflake::{Generator, Layout};
+    /// let err = Generator::builder(Layout::sonyflake()).node(70_000).build().unwrap_err();
+    /// assert_eq!(err.to_string(), "node 70000 is out of range: the field holds 0..=65535");
+    /// ```
+    pub fn build(self) -> Result<Generator<C>, Error> {
+        self.build_with(None, u64::MAX, u64::MAX)
+    }
+
+    /// Builds a [`PerCore`] generator with `slots` states (rounded up to a power of two), each
+    /// on its own cache line and owning a slice of the sequence bits.
+    ///
+    /// # Errors
+    ///
+    /// As [`GeneratorBuilder::build`]; [`Error::OutOfRange`] (`field: "slots"`) when the
+    /// slots would take every sequence bit.
+    ///
+    /// ```
+    /// let per_core = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .node(1)
+    ///     .build_per_core(4)?;
+    /// assert_eq!(per_core.slots(), 4);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn build_per_core(self, slots: usize) -> Result<PerCore<C>, Error>
+    where
+        C: Clone,
+    {
+        let slots = slots.max(1).next_power_of_two();
+        let slot_bits = slots.trailing_zeros();
+        let sequence_bits = self.layout.sequence_bits();
+        if slot_bits >= sequence_bits {
+            return Err(Error::OutOfRange {
+                field: "slots".into(),
+                value: slots as u64,
+                max: 1 << (sequence_bits - 1),
+            });
+        }
+        let generators = (0..slots as u64)
+            .map(|slot| {
+                self.clone()
+                    .build_slot(None, u64::MAX, u64::MAX, slot_bits, slot)
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        debug_assert_eq!(generators.len(), slots);
+        Ok(PerCore::from_slots(generators))
+    }
+
+    /// Builds the generator with first fence words and who explains their refusals (the
+    /// lease, when it is leased).
+    pub(crate) fn build_with(
+        self,
+        refusal: Option<Arc<dyn Refusal>>,
+        limit: u64,
+        deadline: u64,
+    ) -> Result<Generator<C>, Error> {
+        self.build_slot(refusal, limit, deadline, 0, 0)
+    }
+
+    /// Builds one state; `slot_bits` high bits of the sequence carry `slot`.
+    fn build_slot(
+        self,
+        refusal: Option<Arc<dyn Refusal>>,
+        limit: u64,
+        deadline: u64,
+        slot_bits: u32,
+        slot: u64,
+    ) -> Result<Generator<C>, Error> {
+        let layout = self.layout;
+        let node = layout.check_node(self.node)?;
+        let sequence_bits = layout.sequence_bits() - slot_bits;
+        let offset_bits = self.offset_bits.min(sequence_bits - 1);
+        let max_lead = u64::try_from(self.max_lead.as_millis() / u128::from(layout.tick_ms()))
+            .unwrap_or(u64::MAX);
+        // After a reservation R the clock reads as at least R + 1, and the state starts as the
+        // last value of tick R. Past the end of the time field the first call is Exhausted.
+        let (start, floor_tick) = match self.after_tick {
+            Some(tick) => match tick.checked_add(1) {
+                Some(next) if next <= layout.max_tick() => ((next << sequence_bits) - 1, next),
+                _ => (
+                    layout.max_tick() << sequence_bits | layout.max_sequence(),
+                    u64::MAX,
+                ),
+            },
+            None => (0, 0),
+        };
+        let out = Output {
+            sequence_bits,
+            sequence_mask: crate::layout::mask(sequence_bits),
+            time_shift: layout.time_shift(),
+            sequence_shift: layout.sequence_shift(),
+            fixed: node << layout.node_shift() | slot << (sequence_bits + layout.sequence_shift()),
+        };
+        Ok(Generator {
+            counters: CachePadded::new(Counters::new()),
+            start,
+            core: CachePadded::new(Core {
+                state: AtomicU64::new(start),
+                fence: Fence::new(limit, deadline)?,
+            }),
+            refusal,
+            params: StepParams {
+                sequence_bits,
+                max_tick: layout.max_tick(),
+                max_lead,
+                offset_mask: crate::layout::mask(offset_bits),
+                floor_tick,
+            },
+            out,
+            epoch_ms: layout.epoch_ms(),
+            tick_ms: layout.tick_ms(),
+            max_wait: self.max_wait,
+            expires_at_ms: layout.expires_at_ms(),
+            clock: self.clock,
+            layout,
+            node,
+        })
+    }
+}

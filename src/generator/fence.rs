@@ -1,0 +1,98 @@
+//! The fence: the words that stop the hot path (the reservation limit, the lease deadline, the
+//! fork guard), written by whoever owns the generator's node, and how a refusal is explained.
+//!
+//! The generator knows only these words. The lease keeper (`crate::lease`) writes them and
+//! implements [`Refusal`] to put its own words into the error; the generator never imports the
+//! lease.
+
+use std::fmt;
+
+use crate::Error;
+use crate::sync::{AtomicU64, Ordering};
+
+/// Explains a refusal of the fence: implemented by the owner of the fence words.
+pub(crate) trait Refusal: Send + Sync + fmt::Debug {
+    /// The error for a call the fence refused: `deadline_passed` when the clock reached the
+    /// deadline, otherwise the tick was beyond the limit (or the fence was closed).
+    fn refusal(&self, node: u64, deadline_passed: bool) -> Error;
+}
+
+/// The fence words. They live next to the generator's state, on its cache line, so the checks
+/// on the hot path touch no other line.
+#[derive(Debug)]
+pub(crate) struct Fence {
+    /// The highest tick that may be issued: the reservation acknowledged by the node store;
+    /// `u64::MAX` without a lease, 0 once closed.
+    // Ordering: Relaxed, as `deadline`: lone values written by the lease keeper. A stale read
+    // is an older, lower bound (a needless refusal) or, right after a close, a higher one —
+    // which the close's swap of the state makes harmless (see `Generator::seal`).
+    limit: AtomicU64,
+    /// The first clock tick at which nothing may be issued: the lease deadline; `u64::MAX`
+    /// without one, 0 once closed.
+    deadline: AtomicU64,
+    /// The fork count seen when the generator was built.
+    fork: forkguard::Guard,
+}
+
+impl Fence {
+    /// A fence with these first words.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ForkDetection`] when `pthread_atfork` cannot be set up.
+    pub(crate) fn new(limit: u64, deadline: u64) -> Result<Self, Error> {
+        Ok(Fence {
+            limit: AtomicU64::new(limit),
+            deadline: AtomicU64::new(deadline),
+            fork: forkguard::Guard::try_new().map_err(|e| Error::ForkDetection {
+                reason: e.to_string(),
+            })?,
+        })
+    }
+
+    /// Whether the process forked since the generator was built.
+    #[inline]
+    pub(crate) fn forked(&self) -> bool {
+        self.fork.clone().detected_fork()
+    }
+
+    /// Whether issuing up to `last_tick` at clock tick `now` is refused: the deadline has
+    /// come, or the tick is beyond the limit. Evaluated without short-circuits: one branch.
+    #[inline]
+    pub(crate) fn refuses(&self, now: u64, last_tick: u64) -> bool {
+        // Ordering: Relaxed; see the field comments.
+        let late = now >= self.deadline.load(Ordering::Relaxed);
+        let unreserved = last_tick > self.limit.load(Ordering::Relaxed);
+        late | unreserved
+    }
+
+    /// Whether the clock tick `now` has reached the deadline.
+    pub(crate) fn late(&self, now: u64) -> bool {
+        now >= self.deadline.load(Ordering::Relaxed)
+    }
+
+    /// Whether the fence was closed for good.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.limit.load(Ordering::Relaxed) == 0
+    }
+
+    /// Publishes a new limit and deadline (the keeper is their only writer until close).
+    pub(crate) fn set(&self, limit: u64, deadline: u64) {
+        // Ordering: Relaxed; see the field comments.
+        self.limit.store(limit, Ordering::Relaxed);
+        self.deadline.store(deadline, Ordering::Relaxed);
+    }
+
+    /// The limit and deadline, for `Debug`.
+    pub(crate) fn words(&self) -> (u64, u64) {
+        (
+            self.limit.load(Ordering::Relaxed),
+            self.deadline.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Closes the fence for good: every later check refuses.
+    pub(crate) fn close(&self) {
+        self.set(0, 0);
+    }
+}

@@ -1,0 +1,174 @@
+//! The hot path: clock → step → fence → compare-exchange, and nothing else. Statistics, the
+//! explanation of a refusal and the test-only broken variant live in cold functions below.
+
+use std::time::Duration;
+
+use super::step::{Step, next_state};
+use super::{Generator, Ids};
+use crate::clock::TimeSource;
+use crate::stats::Counters;
+use crate::sync::Ordering;
+use crate::{Error, Id};
+
+impl<C: TimeSource> Generator<C> {
+    /// Reserves `n >= 1` consecutive state values with one compare-exchange and returns the
+    /// first and the last.
+    #[inline]
+    pub(crate) fn reserve(&self, n: u64) -> Result<(u64, u64), Error> {
+        // A forked child must not issue under the parent's node: checked once per call.
+        let forked = self.core.fence.forked();
+        // Clock: the cheap reading first; a coarse one is replaced by a precise one (once)
+        // before anything depends on it being current.
+        let mut now = self.tick_of(self.clock.now_ms());
+        let mut precise = !self.clock.is_coarse();
+        // Ordering: Relaxed; a stale value only makes the first compare-exchange fail.
+        let mut cur = self.core.state.load(Ordering::Relaxed);
+        loop {
+            // Step: pure.
+            let step = next_state(cur, now, n, &self.params);
+            if !precise && step.wants_precise_time(now, self.params.sequence_bits) {
+                now = self.tick_of(self.clock.precise_now_ms());
+                precise = true;
+                continue;
+            }
+            let Step::Issue { first, last } = step else {
+                return Err(self.refuse(step));
+            };
+            // Fence: never a tick the store has not acknowledged, never after the lease
+            // deadline, never in a forked child.
+            let last_tick = last >> self.params.sequence_bits;
+            if forked | self.core.fence.refuses(now, last_tick) {
+                return Err(self.fenced(forked, now));
+            }
+            // Compare-exchange.
+            match self.commit(cur, last) {
+                Ok(()) => {
+                    if (first != cur + 1) | (last_tick > now) {
+                        self.count_jump_or_borrow(cur, first, last, now);
+                    }
+                    return Ok((first, last));
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Moves the state from `cur` to `last`, or returns the value found instead.
+    #[inline]
+    #[cfg(not(monoflake_broken_cas))]
+    fn commit(&self, cur: u64, last: u64) -> Result<(), u64> {
+        // Ordering: Relaxed on success and failure; the value is all there is to agree on,
+        // and the modification order of this one atomic decides it.
+        self.core
+            .state
+            .compare_exchange_weak(cur, last, Ordering::Relaxed, Ordering::Relaxed)
+            .map(drop)
+    }
+
+    /// A deliberately broken variant (a plain store instead of a compare-exchange), compiled
+    /// only to check that the loom models catch it.
+    #[cfg(monoflake_broken_cas)]
+    fn commit(&self, _cur: u64, last: u64) -> Result<(), u64> {
+        self.core.state.store(last, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The error for a step that did not issue (lead limit or end of the time field).
+    #[cold]
+    #[inline(never)]
+    fn refuse(&self, step: Step) -> Error {
+        match step {
+            Step::Lead { ticks } => {
+                Counters::add(&self.counters.would_block, 1);
+                Error::WouldBlock {
+                    retry_after: Duration::from_millis(ticks.saturating_mul(self.tick_ms)),
+                }
+            }
+            // A sealed generator's state is u64::MAX: the step reads it as exhausted.
+            Step::Exhausted { .. } if self.core.fence.is_closed() => self.fenced(false, 0),
+            Step::Exhausted { for_good } => {
+                if for_good {
+                    // Pin the state at its largest value so every later call fails too,
+                    // whatever a clock does afterwards.
+                    let end = self.params.max_tick << self.params.sequence_bits
+                        | crate::layout::mask(self.params.sequence_bits);
+                    // Ordering: Relaxed; fetch_max only ever raises the state.
+                    let before = self.core.state.fetch_max(end, Ordering::Relaxed);
+                    Counters::add(&self.counters.skipped, end.saturating_sub(before));
+                }
+                Error::Exhausted {
+                    expired_at_ms: self.expires_at_ms,
+                }
+            }
+            Step::Issue { .. } => unreachable!("an issuing step is not a refusal"),
+        }
+    }
+
+    /// Why the fence refused: the fork, the lease deadline or the reservation.
+    #[cold]
+    #[inline(never)]
+    fn fenced(&self, forked: bool, now: u64) -> Error {
+        if forked {
+            return Error::Forked { node: self.node };
+        }
+        let deadline_passed = self.core.fence.late(now);
+        match &self.refusal {
+            Some(owner) => owner.refusal(self.node, deadline_passed),
+            None => Error::LeaseLost {
+                node: self.node,
+                reason: "no lease".into(),
+            },
+        }
+    }
+
+    /// Issues one ID without waiting.
+    ///
+    /// # Errors
+    ///
+    /// * [`Error::WouldBlock`]: the sequence is full and borrowing another tick would exceed
+    ///   `max_lead`; nothing was issued. `retry_after` says when the clock will have caught up.
+    /// * [`Error::Exhausted`]: the layout's time field has run out.
+    /// * [`Error::Forked`]: the process forked after the generator was built.
+    /// * [`Error::LeaseLost`], [`Error::ReservationUnavailable`]: only for a leased generator
+    ///   (see [`Leased`](crate::Leased)): its lease or its time reservation is gone.
+    ///
+    /// ```
+    /// use monoflake::{Error, Generator, Layout};
+    ///
+    /// let generator = Generator::new(Layout::twitter(), 1)?;
+    /// let id = generator.try_next_id()?;
+    /// assert_eq!(id.parts(generator.layout())?.node(), 1);
+    /// // Baidu's default layout ran out in November 2024.
+    /// let baidu = Generator::new(Layout::baidu(), 1)?;
+    /// assert!(matches!(baidu.try_next_id(), Err(Error::Exhausted { .. })));
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[inline]
+    pub fn try_next_id(&self) -> Result<Id, Error> {
+        self.reserve(1).map(|(first, _)| self.out.id(first))
+    }
+
+    /// Reserves `n` consecutive IDs with one compare-exchange, without waiting. The IDs are
+    /// strictly increasing and may run into later ticks (within `max_lead`). `n = 0` gives an
+    /// empty run.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::try_next_id`]; a batch larger than the sequence space within
+    /// `max_lead` can never succeed and reports [`Error::WouldBlock`].
+    ///
+    /// ```
+    /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
+    /// let ids: Vec<_> = generator.try_next_ids(64)?.collect();
+    /// assert_eq!(ids.len(), 64);
+    /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn try_next_ids(&self, n: u64) -> Result<Ids, Error> {
+        if n == 0 {
+            return Ok(Ids::empty(self.out));
+        }
+        self.reserve(n)
+            .map(|(first, last)| Ids::new(first, last, self.out))
+    }
+}

@@ -1,0 +1,328 @@
+//! The lock-free generator: one `AtomicU64` advanced by compare-exchange around the pure step.
+//!
+//! * `mod.rs`: [`Generator`], its state words and accessors.
+//! * `hot.rs`: the hot path — clock → step → fence → compare-exchange.
+//! * `wait.rs`: the waiting calls (`next_id`, `next_ids`).
+//! * `step.rs`: the pure state step every flavour shares.
+//! * `fence.rs`: the words that stop issuing (reservation limit, lease deadline, fork).
+//! * `builder.rs`, `batch.rs` ([`Ids`]), `per_core.rs` ([`PerCore`]).
+//! * `id_generator.rs`: the [`IdGenerator`] contract every flavour implements.
+
+mod batch;
+mod builder;
+mod fence;
+mod hot;
+mod id_generator;
+mod per_core;
+pub(crate) mod step;
+mod wait;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+pub use self::batch::Ids;
+pub use self::builder::GeneratorBuilder;
+pub(crate) use self::fence::{Fence, Refusal};
+pub use self::id_generator::IdGenerator;
+pub(crate) use self::id_generator::id_generator_by_inherent_methods;
+pub use self::per_core::PerCore;
+use self::step::StepParams;
+use crate::clock::{LockedClock, TimeSource};
+use crate::stats::{Counters, Stats};
+use crate::sync::{AtomicU64, Ordering};
+use crate::{Error, Id, Layout};
+
+/// How far the time field may run ahead of the clock by default when the sequence is full.
+pub const DEFAULT_MAX_LEAD: Duration = Duration::from_millis(100);
+/// How long [`Generator::next_id`] waits at most by default before it gives up.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
+
+/// Issues unique, strictly increasing IDs for one node under one layout.
+///
+/// * **Lock-free, no syscall, no allocation per ID.** The state (`tick << sequence_bits |
+///   sequence`) is one `AtomicU64` on its own cache line; an ID is a clock read, a load, the
+///   pure step and one `compare_exchange_weak`.
+/// * **Unique and strictly increasing.** Every value comes from the atomic's modification
+///   order, and the step only moves it up: IDs from one generator, across all threads, are
+///   distinct and each is greater than every ID issued before it.
+/// * **The clock cannot move IDs back.** A clock read that goes back continues the sequence
+///   of the tick already held.
+/// * **A full sequence borrows future ticks** instead of stalling, at most `max_lead` ahead of
+///   the clock ([`GeneratorBuilder::max_lead`]). Beyond that [`Generator::try_next_id`]
+///   returns [`Error::WouldBlock`] and [`Generator::next_id`] waits (spin, yield, then sleep),
+///   at most `max_wait`.
+/// * **Fails loudly.** Past the end of the time field every call returns
+///   [`Error::Exhausted`]; the field never wraps.
+///
+/// # Memory ordering
+///
+/// All operations on the state are `Relaxed`. The state publishes no other memory: an ID is
+/// computed from the state value alone, so there is nothing for Acquire/Release to order.
+/// Uniqueness and increase follow from the single atomic's modification order, which every
+/// read-modify-write observes in full (a successful compare-exchange replaces exactly the value
+/// it read). The loom models in `loom-tests/` check this.
+///
+/// # Example
+///
+/// ```
+/// use monoflake::{Generator, Layout};
+///
+/// let generator = Generator::new(Layout::twitter(), 7)?;
+/// let a = generator.next_id()?;
+/// let b = generator.next_id()?;
+/// assert!(b > a);
+/// assert_eq!(b.parts(generator.layout())?.node(), 7);
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+pub struct Generator<C: TimeSource = LockedClock> {
+    core: CachePadded<Core>,
+    counters: CachePadded<Counters>,
+    /// The state the generator started from, for counting what it issued.
+    start: u64,
+    /// Who explains a refusal of the fence (the lease), if anyone owns it.
+    refusal: Option<Arc<dyn Refusal>>,
+    params: StepParams,
+    out: Output,
+    epoch_ms: u64,
+    tick_ms: u64,
+    max_wait: Duration,
+    expires_at_ms: u64,
+    clock: C,
+    layout: Layout,
+    node: u64,
+}
+
+/// The words the hot path touches, on one cache line of their own.
+#[derive(Debug)]
+pub(crate) struct Core {
+    /// The last value issued: `tick << sequence_bits | sequence`.
+    // Ordering: Relaxed for every access; see the type docs.
+    pub(crate) state: AtomicU64,
+    /// What stops issuing: reservation limit, lease deadline, fork guard.
+    pub(crate) fence: Fence,
+}
+
+/// How a state value becomes an ID.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Output {
+    /// Width of the sequence part of the state (the layout's, less any per-core slot bits).
+    pub(crate) sequence_bits: u32,
+    /// `mask(sequence_bits)`, precomputed.
+    pub(crate) sequence_mask: u64,
+    pub(crate) time_shift: u32,
+    pub(crate) sequence_shift: u32,
+    /// The node value and the per-core slot, already shifted into place.
+    pub(crate) fixed: u64,
+}
+
+impl Output {
+    #[inline]
+    pub(crate) const fn id(&self, state: u64) -> Id {
+        let tick = state >> self.sequence_bits;
+        let sequence = state & self.sequence_mask;
+        Id::from_u64(tick << self.time_shift | self.fixed | sequence << self.sequence_shift)
+    }
+}
+
+impl<C: TimeSource + fmt::Debug> fmt::Debug for Generator<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Generator")
+            .field("layout", &self.layout.name())
+            .field("node", &self.node)
+            .field("state", &self.core.state.load(Ordering::Relaxed))
+            .field("fence", &self.core.fence.words())
+            .field("max_lead_ticks", &self.params.max_lead)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Generator<LockedClock> {
+    /// A generator for `node` under `layout` on a new [`LockedClock`], with the defaults.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfRange`] when `node` does not fit the layout.
+    ///
+    /// ```
+    /// use monoflake::{Error, Generator, Layout};
+    /// assert!(Generator::new(Layout::twitter(), 1023).is_ok());
+    /// assert!(matches!(
+    ///     Generator::new(Layout::twitter(), 1024),
+    ///     Err(Error::OutOfRange { value: 1024, max: 1023, .. })
+    /// ));
+    /// ```
+    pub fn new(layout: Layout, node: u64) -> Result<Self, Error> {
+        Self::builder(layout).node(node).build()
+    }
+
+    /// Starts configuring a generator for `layout` (node 0, [`LockedClock`], the defaults).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let generator = monoflake::Generator::builder(monoflake::Layout::discord())
+    ///     .node(5)
+    ///     .max_lead(Duration::from_millis(10))
+    ///     .build()?;
+    /// assert_eq!(generator.node(), 5);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn builder(layout: Layout) -> GeneratorBuilder<LockedClock> {
+        GeneratorBuilder::new(layout, LockedClock::new())
+    }
+}
+
+impl<C: TimeSource> Generator<C> {
+    /// The layout IDs are issued under.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::new(monoflake::Layout::sonyflake(), 1)?;
+    /// assert_eq!(g.layout().name(), "sonyflake");
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The node value every ID carries.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::new(monoflake::Layout::sonyflake(), 9)?;
+    /// assert_eq!(g.node(), 9);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub const fn node(&self) -> u64 {
+        self.node
+    }
+
+    /// The time source.
+    ///
+    /// ```
+    /// use monoflake::TimeSource;
+    /// let g = monoflake::Generator::new(monoflake::Layout::twitter(), 0)?;
+    /// assert!(g.clock().now_ms() > 0);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The time-field value of the last ID issued (or of the start point), for monitoring
+    /// how far the generator runs ahead of its clock.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::new(monoflake::Layout::twitter(), 0)?;
+    /// let id = g.next_id()?;
+    /// assert_eq!(g.last_tick(), id.parts(g.layout())?.tick());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn last_tick(&self) -> u64 {
+        self.core.state.load(Ordering::Relaxed) >> self.params.sequence_bits
+    }
+
+    /// The fence words, for the owner of the node (the lease keeper).
+    pub(crate) fn fence(&self) -> &Fence {
+        &self.core.fence
+    }
+
+    /// Stops the generator for good and returns the last state value issued: after this
+    /// returns no call issues anything — a compare-exchange still in flight fails against the
+    /// sealed value, and every later call sees the zero limit.
+    pub(crate) fn seal(&self) -> u64 {
+        self.core.fence.close();
+        // Ordering: Relaxed; the swap is a read-modify-write, so it returns the last value in
+        // the atomic's modification order, which holds every value ever issued.
+        let last = self.core.state.swap(u64::MAX, Ordering::Relaxed);
+        if last != u64::MAX {
+            // Ordering: Relaxed; a statistic (the issued count after the seal).
+            self.counters.sealed_state.store(last, Ordering::Relaxed);
+        }
+        last
+    }
+
+    /// The time-field value of a state value.
+    pub(crate) const fn tick_of_state(&self, state: u64) -> u64 {
+        state >> self.params.sequence_bits
+    }
+
+    /// [`Generator::seal`] for the loom models (only in `--cfg loom` builds).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_seal(&self) -> (u64, u64) {
+        let last = self.seal();
+        (
+            self.tick_of_state(last),
+            last & crate::layout::mask(self.params.sequence_bits),
+        )
+    }
+
+    /// Off the common path: a jump to a later tick (values passed over) or a borrowed tick.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn count_jump_or_borrow(&self, cur: u64, first: u64, last: u64, now: u64) {
+        let s = self.params.sequence_bits;
+        Counters::add(&self.counters.skipped, first - cur - 1);
+        let now = now.max(self.params.floor_tick);
+        let (cur_tick, last_tick) = (cur >> s, last >> s);
+        if last_tick > now {
+            Counters::add(&self.counters.borrowed_ticks, last_tick - cur_tick.max(now));
+            // Ordering: Relaxed; a statistic.
+            self.counters
+                .max_lead_ticks
+                .fetch_max(last_tick - now, Ordering::Relaxed);
+        }
+    }
+
+    /// What the generator has been doing: see [`Stats`].
+    ///
+    /// ```
+    /// use monoflake::{Generator, Layout, ManualClock};
+    ///
+    /// // 4 IDs per tick at a clock that stands still: the fifth borrows the next tick.
+    /// let layout = Layout::builder().sequence_bits(2).build()?;
+    /// let g = Generator::builder(layout).clock(ManualClock::new(1_700_000_000_000)).build()?;
+    /// for _ in 0..5 {
+    ///     g.try_next_id()?;
+    /// }
+    /// let stats = g.stats();
+    /// assert_eq!((stats.issued, stats.borrowed_ticks, stats.max_lead_ticks), (5, 1, 1));
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let state = match self.core.state.load(Ordering::Relaxed) {
+            // Sealed: count up to the last value issued.
+            u64::MAX => self.counters.sealed_state.load(Ordering::Relaxed),
+            state => state,
+        };
+        let (reanchors, max_skew_ns) = self.clock.reanchor_stats();
+        Stats {
+            issued: state
+                .wrapping_sub(self.start)
+                .saturating_sub(load(&c.skipped)),
+            borrowed_ticks: load(&c.borrowed_ticks),
+            max_lead_ticks: load(&c.max_lead_ticks),
+            would_block: load(&c.would_block),
+            waits: load(&c.waits),
+            reanchors,
+            max_skew_ns,
+            ..Stats::default()
+        }
+    }
+
+    /// The time-field value of a Unix millisecond (0 before the epoch).
+    #[inline]
+    pub(crate) fn tick_of(&self, unix_ms: u64) -> u64 {
+        let since = unix_ms.saturating_sub(self.epoch_ms);
+        // Most layouts tick in milliseconds: skip the division.
+        if self.tick_ms == 1 {
+            since
+        } else {
+            since / self.tick_ms
+        }
+    }
+}

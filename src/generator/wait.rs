@@ -1,0 +1,78 @@
+//! The waiting calls: at the lead limit, spin, then yield, then sleep until the clock has
+//! caught up, for at most `max_wait`.
+
+use std::time::Duration;
+
+use super::{Generator, Ids};
+use crate::clock::TimeSource;
+use crate::stats::Counters;
+use crate::sync;
+use crate::{Error, Id};
+
+/// The shortest sleep a waiting call takes once spinning and yielding are used up.
+const MIN_NAP: Duration = Duration::from_micros(50);
+
+impl<C: TimeSource> Generator<C> {
+    /// Issues one ID, waiting when the generator is at its lead limit: a few spins, then
+    /// yields, then sleeps until the clock has caught up, for at most `max_wait`
+    /// ([`GeneratorBuilder::max_wait`](crate::GeneratorBuilder::max_wait)).
+    ///
+    /// # Errors
+    ///
+    /// * [`Error::TimedOut`]: still at the lead limit after waiting `max_wait` (a clock that
+    ///   stands still); nothing was issued.
+    /// * Every error of [`Generator::try_next_id`] other than [`Error::WouldBlock`].
+    ///
+    /// ```
+    /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
+    /// let ids: Vec<_> = (0..10_000).map(|_| generator.next_id()).collect::<Result<_, _>>()?;
+    /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn next_id(&self) -> Result<Id, Error> {
+        self.waiting(|| self.try_next_id())
+    }
+
+    /// [`Generator::try_next_ids`], waiting like [`Generator::next_id`] when at the lead limit.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::next_id`].
+    ///
+    /// ```
+    /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
+    /// let first_run: Vec<_> = generator.next_ids(4096)?.collect();
+    /// let next = generator.next_id()?;
+    /// assert!(next > *first_run.last().unwrap());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
+        self.waiting(|| self.try_next_ids(n))
+    }
+
+    /// Retries `attempt` while it reports `WouldBlock`, backing off, for at most `max_wait`.
+    fn waiting<T>(&self, mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
+        let mut step = 0;
+        let mut slept = Duration::ZERO;
+        loop {
+            match attempt() {
+                Err(Error::WouldBlock { retry_after }) => {
+                    if !sync::backoff(step) {
+                        if slept >= self.max_wait {
+                            return Err(Error::TimedOut {
+                                waited: slept,
+                                retry_after,
+                            });
+                        }
+                        let nap = retry_after.min(self.max_wait - slept).max(MIN_NAP);
+                        Counters::add(&self.counters.waits, 1);
+                        sync::sleep(nap);
+                        slept += nap;
+                    }
+                    step = step.saturating_add(1);
+                }
+                other => return other,
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Building a leased generator: claim a node, write the first reservation, learn the claim's
+//! validity, start the keeper.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use super::keeper::Keeper;
+use super::status::{LeaseStatus, deadline_ms, deadline_tick, first_tick_from, last_tick_before};
+use super::store::{NodeRequest, NodeStore};
+use super::{DEFAULT_RESERVATION_WINDOW, Leased};
+use crate::clock::TimeSource;
+use crate::generator::Refusal;
+use crate::sync::Ordering;
+use crate::{Error, GeneratorBuilder};
+
+impl<C: TimeSource + 'static> GeneratorBuilder<C> {
+    /// How far ahead of need the reservation is extended (default
+    /// [`DEFAULT_RESERVATION_WINDOW`]; at least two lease validity periods for stores whose
+    /// claims expire). Only used by [`GeneratorBuilder::build_leased`].
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-window-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .reservation_window(std::time::Duration::from_secs(2))
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// assert!(leased.next_id().is_ok());
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn reservation_window(mut self, window: Duration) -> Self {
+        self.set_window(window);
+        self
+    }
+
+    /// Claims a node ID from `store` and builds a generator that holds it (see [`Leased`]).
+    /// The builder's node is replaced by the claimed one.
+    ///
+    /// # Errors
+    ///
+    /// The store's errors from [`NodeStore::claim`] (e.g. [`Error::AllNodesHeld`],
+    /// [`Error::NodeHeld`]) and from writing the first reservation.
+    ///
+    /// ```
+    /// use monoflake::{Error, FileStore, Generator, Layout, NodeRequest};
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-build-leased-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
+    /// let leased = Generator::builder(Layout::twitter()).build_leased(store.clone(), NodeRequest::Exact(5))?;
+    /// assert_eq!(leased.node(), 5);
+    /// let again = Generator::builder(Layout::twitter()).build_leased(store, NodeRequest::Exact(5));
+    /// assert!(matches!(again, Err(Error::NodeHeld { node: 5, .. })));
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn build_leased(
+        self,
+        store: Arc<dyn NodeStore>,
+        request: NodeRequest,
+    ) -> Result<Leased<C>, Error> {
+        let layout = self.layout_ref().clone();
+        let claim = store.claim(&layout, request)?;
+        let node = claim.node();
+        let window = self.window().unwrap_or(DEFAULT_RESERVATION_WINDOW);
+        let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        let now_ms = self.clock_ref().precise_now_ms();
+        let floor_tick = claim
+            .reserved_until_ms()
+            .map_or(0, |u| first_tick_from(&layout, u));
+        let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
+        let until = start_ms.saturating_add(window_ms);
+        if let Err(e) = store.extend(&claim, until) {
+            let previous = claim.reserved_until_ms().unwrap_or(0);
+            let _ = store.release(claim, previous);
+            return Err(e);
+        }
+        let status = Arc::new(LeaseStatus::new(store.describe()));
+        LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
+        // The first renewal tells how long the claim lasts, before anything is issued.
+        let mut interval = window / 4;
+        let mut deadline = u64::MAX;
+        match store.renew(&claim) {
+            Ok(None) => LeaseStatus::count(&status.renewals),
+            Ok(Some(valid)) => {
+                LeaseStatus::count(&status.renewals);
+                let ms = deadline_ms(now_ms, valid);
+                status.deadline_ms.store(ms, Ordering::Relaxed);
+                deadline = deadline_tick(&layout, ms);
+                interval = interval.min(valid / 3);
+            }
+            Err(e) => {
+                let previous = claim.reserved_until_ms().unwrap_or(0).max(until);
+                let _ = store.release(claim, previous);
+                return Err(e);
+            }
+        }
+        let mut builder = self.node(node);
+        if let Some(after) = floor_tick.checked_sub(1) {
+            builder = builder.resume_after(after);
+        }
+        builder.raise_max_wait(window + layout.tick());
+        let refusal: Arc<dyn Refusal> = status.clone();
+        let generator = Arc::new(builder.build_with(
+            Some(refusal),
+            last_tick_before(&layout, until),
+            deadline,
+        )?);
+        let keeper = Keeper {
+            generator: Arc::clone(&generator),
+            store,
+            status: Arc::clone(&status),
+            window_ms,
+            interval,
+            reserved_until_ms: until,
+        };
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let keeper_stop = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name(format!("monoflake-lease-{node}"))
+            .spawn(move || keeper.run(claim, keeper_stop))
+            .map_err(|e| Error::LeaseLost {
+                node,
+                reason: format!("cannot start the keeper: {e}"),
+            })?;
+        Ok(Leased {
+            generator,
+            status,
+            stop,
+            keeper: Some(thread),
+        })
+    }
+}

@@ -1,0 +1,131 @@
+//! The keeper thread: renews the claim, extends the time reservation ahead of need, and
+//! publishes the generator's fence words; at the end, seals the generator and releases.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::status::{LeaseStatus, deadline_ms, deadline_tick, last_tick_before};
+use super::store::{Claim, NodeStore};
+use crate::clock::TimeSource;
+use crate::sync::Ordering;
+use crate::{Error, Generator};
+
+/// The keeper thread's state.
+pub(crate) struct Keeper<C: TimeSource + 'static> {
+    pub(crate) generator: Arc<Generator<C>>,
+    pub(crate) store: Arc<dyn NodeStore>,
+    pub(crate) status: Arc<LeaseStatus>,
+    pub(crate) window_ms: u64,
+    pub(crate) interval: Duration,
+    pub(crate) reserved_until_ms: u64,
+}
+
+impl<C: TimeSource + 'static> Keeper<C> {
+    pub(crate) fn run(
+        mut self,
+        claim: Claim,
+        stop: Arc<(Mutex<bool>, Condvar)>,
+    ) -> Result<(), Error> {
+        let (flag, wake) = &*stop;
+        let mut stopped = flag.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*stopped {
+            stopped = wake
+                .wait_timeout(stopped, self.interval)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+            if !*stopped {
+                drop(stopped);
+                self.maintain(&claim);
+                stopped = flag.lock().unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+        drop(stopped);
+        self.seal_and_release(claim)
+    }
+
+    /// Renews the claim, extends the reservation when less than half a window is left, and
+    /// publishes the new limit.
+    fn maintain(&mut self, claim: &Claim) {
+        let g = &*self.generator;
+        let layout = g.layout();
+        let start_ms = g.clock().precise_now_ms();
+        let mut error = None;
+        let was_lost = start_ms >= self.status.deadline_ms.load(Ordering::Relaxed);
+        match self.store.renew(claim) {
+            Ok(valid) => {
+                LeaseStatus::count(&self.status.renewals);
+                if !was_lost {
+                    let deadline = valid.map_or(u64::MAX, |v| deadline_ms(start_ms, v));
+                    self.status.deadline_ms.store(deadline, Ordering::Relaxed);
+                }
+                if let Some(valid) = valid {
+                    // The reservation runs at least two validity periods ahead, so a store that
+                    // goes away shows up as LeaseLost at the deadline, not as a reservation gap.
+                    let twice = u64::try_from(valid.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .saturating_mul(2);
+                    self.window_ms = self.window_ms.max(twice);
+                    self.interval = self.interval.min(valid / 3);
+                }
+            }
+            Err(e) => {
+                if matches!(e, Error::LeaseLost { .. }) {
+                    self.status.deadline_ms.store(0, Ordering::Relaxed);
+                }
+                #[cfg(feature = "tracing")]
+                tracing::warn!(node = self.generator.node(), error = %e, "monoflake: lease renewal failed");
+                error = Some(e);
+            }
+        }
+        // Once the deadline has passed the lease is lost for good: the node may already be
+        // someone else's. Count it once; issuing stays stopped.
+        if !was_lost && start_ms >= self.status.deadline_ms.load(Ordering::Relaxed) {
+            LeaseStatus::count(&self.status.losses);
+            #[cfg(feature = "tracing")]
+            tracing::error!(
+                node = self.generator.node(),
+                "monoflake: lease lost; issuing stopped"
+            );
+        }
+        let lost = start_ms >= self.status.deadline_ms.load(Ordering::Relaxed);
+        if error.is_none() && !lost {
+            let issued_end = layout.unix_ms_of_tick(g.last_tick().saturating_add(1));
+            let base = start_ms.max(issued_end);
+            if self.reserved_until_ms < base.saturating_add(self.window_ms / 2) {
+                let want = base.saturating_add(self.window_ms);
+                match self.store.extend(claim, want) {
+                    Ok(()) => {
+                        LeaseStatus::count(&self.status.reservation_writes);
+                        self.reserved_until_ms = want;
+                    }
+                    Err(e) => {
+                        LeaseStatus::count(&self.status.reservation_failures);
+                        #[cfg(feature = "tracing")]
+                        tracing::warn!(node = self.generator.node(), error = %e, "monoflake: reservation write failed");
+                        error = Some(e);
+                    }
+                }
+            }
+        }
+        self.status.record(error.as_ref());
+        let deadline = self.status.deadline_ms.load(Ordering::Relaxed);
+        // The keeper is the fence's only writer until the release.
+        g.fence().set(
+            last_tick_before(layout, self.reserved_until_ms),
+            deadline_tick(layout, deadline),
+        );
+    }
+
+    /// Stops the generator for good, then writes the end of the last tick issued as the final
+    /// reservation and releases the claim.
+    fn seal_and_release(self, claim: Claim) -> Result<(), Error> {
+        let g = &*self.generator;
+        self.status.released.store(true, Ordering::Relaxed);
+        let last = g.seal();
+        let last_tick = g.tick_of_state(last);
+        let until = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
+        // Never below what was read at the claim: a node that issued nothing keeps the old one.
+        let until = until.max(claim.reserved_until_ms().unwrap_or(0));
+        self.store.release(claim, until)
+    }
+}

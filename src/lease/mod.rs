@@ -1,0 +1,302 @@
+//! Leases: a generator that holds its node ID through a [`NodeStore`] and never issues a tick
+//! the store has not acknowledged as reserved.
+//!
+//! * `mod.rs`: [`Leased`], the handle (releases on drop).
+//! * `build.rs`: [`GeneratorBuilder::build_leased`](crate::GeneratorBuilder::build_leased):
+//!   claim, first reservation, first renewal, keeper start.
+//! * `keeper.rs`: the keeper thread: renewals, reservation extensions, the fence words.
+//! * `status.rs`: what the keeper knows, for refusals and statistics; store time ↔ ticks.
+//! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file.rs` and `etcd.rs` implement it.
+
+mod build;
+#[cfg(feature = "etcd")]
+mod etcd;
+#[cfg(unix)]
+mod file;
+mod keeper;
+mod status;
+mod store;
+
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+#[cfg(feature = "etcd")]
+pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
+#[cfg(unix)]
+pub use self::file::FileStore;
+use self::status::LeaseStatus;
+pub use self::store::{Claim, NodeRequest, NodeStore};
+use crate::clock::TimeSource;
+use crate::generator::id_generator_by_inherent_methods;
+use crate::{Error, Generator, Id, IdGenerator, Ids, Layout, LockedClock, Stats};
+
+/// How far ahead of need a leased generator reserves time, by default.
+pub const DEFAULT_RESERVATION_WINDOW: Duration = Duration::from_secs(5);
+
+/// A [`Generator`] holding its node ID through a [`NodeStore`], with a keeper thread that
+/// renews the claim and extends the time reservation ahead of need.
+///
+/// * **Never a shared node ID**: the node ID comes from [`NodeStore::claim`].
+/// * **Never a reissued tick**: the generator starts after the reservation the previous holder
+///   left, and issues only ticks the store has acknowledged (two relaxed loads on the hot path,
+///   on the state's own cache line).
+/// * **Stops on its own**: when the reservation cannot be extended in time, issuing stops with
+///   [`Error::ReservationUnavailable`]; when the claim is not renewed before its deadline
+///   (measured on the generator's clock, which is monotonic), with [`Error::LeaseLost`].
+/// * **Released on drop**: dropping (or [`Leased::release`]) stops the keeper, seals the
+///   generator (a call racing the release then reports [`Error::LeaseLost`]), writes the final
+///   reservation — the end of the last tick issued — and gives the node ID up.
+/// * After an unclean stop the next holder starts at the old reservation, up to the
+///   reservation window ahead of its clock; it issues `max_lead` beyond that and then waits
+///   for its clock (so `next_id` waits up to the window).
+///
+/// * **One handle.** `Leased` is not a smart pointer to a [`Generator`]: it implements
+///   [`IdGenerator`] itself, and nothing it hands out outlives it. Share it across threads by
+///   reference (scoped threads) or in an `Arc`; the lease is released when the last owner drops
+///   it.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use monoflake::{FileStore, Generator, Layout, NodeRequest};
+///
+/// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-{}", std::process::id()));
+/// let store = Arc::new(FileStore::open(&dir)?);
+/// let first = Generator::builder(Layout::twitter()).build_leased(store.clone(), NodeRequest::Any)?;
+/// let second = Generator::builder(Layout::twitter()).build_leased(store.clone(), NodeRequest::Any)?;
+/// assert_ne!(first.node(), second.node());
+/// let a = first.next_id()?;
+/// first.release()?;
+/// // The node is free again, and its next holder starts after everything issued.
+/// let third = Generator::builder(Layout::twitter()).build_leased(store, NodeRequest::Any)?;
+/// assert_eq!(third.node(), 0);
+/// assert!(third.next_id()? > a);
+/// # drop((second, third)); std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+pub struct Leased<C: TimeSource + 'static = LockedClock> {
+    /// Shared with the keeper thread only.
+    generator: Arc<Generator<C>>,
+    status: Arc<LeaseStatus>,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    keeper: Option<JoinHandle<Result<(), Error>>>,
+}
+
+impl<C: TimeSource + 'static> fmt::Debug for Leased<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leased")
+            .field("node", &self.generator.node())
+            .field("layout", &self.generator.layout().name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: TimeSource + 'static> Leased<C> {
+    /// Issues one ID without waiting; see [`Generator::try_next_id`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::try_next_id`], notably [`Error::LeaseLost`] once the lease is lost or
+    /// released and [`Error::ReservationUnavailable`] when the store has not acknowledged the
+    /// time needed.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-try-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// assert!(leased.try_next_id()? < leased.try_next_id()?);
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    #[inline]
+    pub fn try_next_id(&self) -> Result<Id, Error> {
+        self.generator.try_next_id()
+    }
+
+    /// Issues one ID, waiting at the lead limit; see [`Generator::next_id`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Leased::try_next_id`], and [`Error::TimedOut`] instead of [`Error::WouldBlock`].
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-next-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Exact(3))?;
+    /// assert_eq!(leased.next_id()?.parts(leased.layout())?.node(), 3);
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn next_id(&self) -> Result<Id, Error> {
+        self.generator.next_id()
+    }
+
+    /// Reserves `n` consecutive IDs without waiting; see [`Generator::try_next_ids`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Leased::try_next_id`].
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-tryids-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// assert_eq!(leased.try_next_ids(100)?.len(), 100);
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn try_next_ids(&self, n: u64) -> Result<Ids, Error> {
+        self.generator.try_next_ids(n)
+    }
+
+    /// Reserves `n` consecutive IDs, waiting at the lead limit; see [`Generator::next_ids`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Leased::next_id`].
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-ids-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// let ids: Vec<_> = leased.next_ids(5000)?.collect();
+    /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
+        self.generator.next_ids(n)
+    }
+
+    /// The generator's counters plus the lease's: reservation writes and failures, renewals,
+    /// losses.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-stats-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// leased.next_id()?;
+    /// let stats = leased.stats();
+    /// assert_eq!((stats.issued, stats.reservation_writes), (1, 1));
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.generator.stats();
+        self.status.fill(&mut stats);
+        stats
+    }
+
+    /// The layout IDs are issued under.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-layout-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::discord())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// assert_eq!(leased.layout().name(), "discord");
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn layout(&self) -> &Layout {
+        self.generator.layout()
+    }
+
+    /// The node ID held.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-node-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Exact(9))?;
+    /// assert_eq!(leased.node(), 9);
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn node(&self) -> u64 {
+        self.generator.node()
+    }
+
+    /// The time source.
+    ///
+    /// ```
+    /// use monoflake::TimeSource;
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-clock-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// assert!(leased.clock().now_ms() > 0);
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn clock(&self) -> &C {
+        self.generator.clock()
+    }
+
+    /// The time-field value of the last ID issued (or of the start point).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-tick-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// let id = leased.next_id()?;
+    /// assert_eq!(leased.last_tick(), id.parts(leased.layout())?.tick());
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn last_tick(&self) -> u64 {
+        self.generator.last_tick()
+    }
+
+    /// Stops issuing, writes the final reservation and gives the node ID up.
+    ///
+    /// # Errors
+    ///
+    /// The store's error if the final write fails (the node ID is given up all the same; the
+    /// reservation then stays at the last extension, which is later, so nothing is unsafe).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-release-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Exact(7))?;
+    /// leased.release()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn release(mut self) -> Result<(), Error> {
+        self.stop_keeper()
+    }
+
+    fn stop_keeper(&mut self) -> Result<(), Error> {
+        let Some(keeper) = self.keeper.take() else {
+            return Ok(());
+        };
+        let (flag, wake) = &*self.stop;
+        *flag.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        wake.notify_all();
+        keeper.join().unwrap_or_else(|_| {
+            Err(Error::LeaseLost {
+                node: self.generator.node(),
+                reason: "the keeper panicked".into(),
+            })
+        })
+    }
+}
+
+impl<C: TimeSource + 'static> Drop for Leased<C> {
+    fn drop(&mut self) {
+        let _ = self.stop_keeper();
+    }
+}
+
+id_generator_by_inherent_methods!(Leased, TimeSource + 'static);
