@@ -11,12 +11,21 @@ static CONFIG: Mutex<Option<Builder>> = Mutex::new(None);
 
 /// Issues an ID from the process-wide default generator, building it on the first call.
 ///
-/// The default is the embedded one: the Twitter layout, a node ID claimed from the file store
-/// in the default state directory ([`FileStore::open_default`]), the locked clock. Configure
-/// another with [`configure_default`] before the first call.
+/// **The first call has side effects**, like any leased generator's start:
 ///
-/// The generator lives as long as the process; its node is freed when the process exits (the
-/// lock dies with it) and its reservation stays at most one window ahead.
+/// * it creates the default state directory if it is missing
+///   ([`FileStore::open_default`]) and takes a lock file in it for the node it claims;
+/// * it writes a time reservation there (an fsynced file, about a millisecond);
+/// * it starts one background thread, `monoflake-lease-<node>`, that extends the reservation
+///   every few seconds.
+///
+/// Later calls are the plain hot path. The generator lives as long as the process: the node is
+/// freed when the process exits (the lock dies with it) and its reservation stays at most one
+/// window ahead. To choose the layout, the store or the directory, call [`configure_default`]
+/// before the first call; to avoid the side effects altogether, build a [`Generator`] yourself.
+///
+/// The default is the embedded one: the Twitter layout, a node ID claimed from the file store
+/// in the default state directory, the locked clock.
 ///
 /// # Errors
 ///

@@ -19,7 +19,8 @@ use crate::{Error, Layout};
 /// // Discord's documentation: this snowflake was made 2016-04-30T11:18:25.796Z by
 /// // worker 1, process 0, as increment 7.
 /// let id: Id = "175928847299117063".parse()?;
-/// let parts = id.parts(&Layout::discord())?;
+/// let discord = Layout::discord();
+/// let parts = id.parts(&discord)?;
 /// assert_eq!(parts.unix_ms(), 1_462_015_105_796);
 /// assert_eq!(parts.to_string(), "2016-04-30T11:18:25.796Z worker=1 process=0 sequence=7");
 /// assert_eq!(parts.field("worker"), Some(1));
@@ -78,13 +79,14 @@ impl Id {
     /// use monoflake::{Id, Layout};
     /// // Discord's documentation: 90339695967350784 was made at unix ms 1441609061949
     /// // by process 3, increment 0.
-    /// let parts = Id::from_u64(90_339_695_967_350_784).parts(&Layout::discord())?;
+    /// let discord = Layout::discord();
+    /// let parts = Id::from_u64(90_339_695_967_350_784).parts(&discord)?;
     /// assert_eq!(parts.unix_ms(), 1_441_609_061_949);
     /// assert_eq!(parts.field("process"), Some(3));
     /// assert_eq!(parts.sequence(), 0);
     /// # Ok::<(), monoflake::Error>(())
     /// ```
-    pub fn parts(self, layout: &Layout) -> Result<Parts, Error> {
+    pub fn parts(self, layout: &Layout) -> Result<Parts<'_>, Error> {
         let bits = layout.total_bits();
         if bits < 64 && self.0 >> bits != 0 {
             return Err(Error::IdTooWide {
@@ -100,12 +102,51 @@ impl Id {
             unix_ms: layout.unix_ms_of_tick(tick),
             node,
             sequence,
-            fields: layout
-                .node_fields_of(node)
-                .into_iter()
-                .map(|(name, value)| (name.to_owned(), value))
-                .collect(),
+            layout,
         })
+    }
+}
+
+/// Composing IDs: the reverse of [`Id::parts`]. (Defined here, beside `Id`, so that the layout
+/// module does not depend on the ID module.)
+impl Layout {
+    /// Builds an ID from its time-field value, node value and sequence, each range-checked.
+    ///
+    /// ```
+    /// let layout = monoflake::Layout::discord();
+    /// let node = layout.node_from_fields(&[("worker", 1)])?;
+    /// let id = layout.compose(layout.tick_at(1_462_015_105_796), node, 7)?;
+    /// assert_eq!(id.as_u64(), 175_928_847_299_117_063);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn compose(&self, tick: u64, node: u64, sequence: u64) -> Result<Id, Error> {
+        let tick = crate::layout::check("time", tick, self.max_tick())?;
+        let node = self.check_node(node)?;
+        let sequence = crate::layout::check("sequence", sequence, self.max_sequence())?;
+        Ok(Id::from_u64(
+            tick << self.time_shift()
+                | node << self.node_shift()
+                | sequence << self.sequence_shift(),
+        ))
+    }
+
+    /// Like [`Layout::compose`], from a Unix millisecond instead of a time-field value.
+    ///
+    /// ```
+    /// let layout = monoflake::Layout::twitter();
+    /// let id = layout.compose_at(1_700_000_000_000, 5, 0)?;
+    /// assert_eq!(id.parts(&layout)?.unix_ms(), 1_700_000_000_000);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn compose_at(&self, unix_ms: u64, node: u64, sequence: u64) -> Result<Id, Error> {
+        if unix_ms < self.epoch_ms() {
+            return Err(Error::OutOfRange {
+                field: "time (unix ms before the epoch)".to_owned(),
+                value: unix_ms,
+                max: self.expires_at_ms().saturating_sub(1),
+            });
+        }
+        self.compose(self.tick_at(unix_ms), node, sequence)
     }
 }
 
@@ -209,7 +250,8 @@ impl FromStr for Id {
     }
 }
 
-/// An ID split into its parts by [`Id::parts`].
+/// An ID split into its parts by [`Id::parts`]. It borrows the layout, so taking an ID apart
+/// allocates nothing.
 ///
 /// Its `Display` is `<RFC 3339 time> <field>=<value>... sequence=<n>`.
 ///
@@ -222,16 +264,16 @@ impl FromStr for Id {
 /// assert_eq!(parts.node(), 35);
 /// # Ok::<(), monoflake::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Parts {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Parts<'a> {
     tick: u64,
     unix_ms: u64,
     node: u64,
     sequence: u64,
-    fields: Vec<(String, u64)>,
+    layout: &'a Layout,
 }
 
-impl Parts {
+impl<'a> Parts<'a> {
     /// The raw time field: ticks since the layout's epoch.
     ///
     /// ```
@@ -309,11 +351,27 @@ impl Parts {
     /// ```
     /// let l = monoflake::Layout::twitter();
     /// let parts = l.compose(0, 33, 0)?.parts(&l)?;
-    /// assert_eq!(parts.fields(), [("datacenter".to_owned(), 1), ("worker".to_owned(), 1)]);
+    /// assert!(parts.fields().eq([("datacenter", 1), ("worker", 1)]));
     /// # Ok::<(), monoflake::Error>(())
     /// ```
-    pub fn fields(&self) -> &[(String, u64)] {
-        &self.fields
+    pub fn fields(&self) -> impl Iterator<Item = (&'a str, u64)> + use<'a> {
+        let node = self.node;
+        let mut shift = self.layout.node_bits();
+        self.layout.node_fields().iter().map(move |f| {
+            shift -= f.bits();
+            (f.name(), (node >> shift) & crate::layout::mask(f.bits()))
+        })
+    }
+
+    /// The layout the ID was taken apart with.
+    ///
+    /// ```
+    /// let l = monoflake::Layout::discord();
+    /// assert_eq!(l.compose(0, 1, 0)?.parts(&l)?.layout().name(), "discord");
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub const fn layout(&self) -> &'a Layout {
+        self.layout
     }
 
     /// One node field's value by name.
@@ -326,14 +384,14 @@ impl Parts {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn field(&self, name: &str) -> Option<u64> {
-        self.fields.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
+        self.fields().find(|&(n, _)| n == name).map(|(_, v)| v)
     }
 }
 
-impl fmt::Display for Parts {
+impl fmt::Display for Parts<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.rfc3339())?;
-        for (name, value) in &self.fields {
+        write!(f, "{}", Rfc3339(self.unix_ms))?;
+        for (name, value) in self.fields() {
             write!(f, " {name}={value}")?;
         }
         write!(f, " sequence={}", self.sequence)
@@ -348,23 +406,34 @@ impl fmt::Display for Parts {
 /// assert_eq!(monoflake::rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
 /// ```
 pub fn rfc3339(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm, era of 400 years).
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        unix_ms % 1000
-    )
+    Rfc3339(unix_ms).to_string()
+}
+
+/// Writes a Unix millisecond as RFC 3339 without allocating.
+pub(crate) struct Rfc3339(pub(crate) u64);
+
+impl fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unix_ms = self.0;
+        let secs = unix_ms / 1000;
+        let (days, rem) = (secs / 86_400, secs % 86_400);
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm, era of 400 years).
+        let z = days + 719_468;
+        let era = z / 146_097;
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + u64::from(month <= 2);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+            rem / 3600,
+            rem / 60 % 60,
+            rem % 60,
+            unix_ms % 1000
+        )
+    }
 }

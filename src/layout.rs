@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::{Error, Id};
+use crate::Error;
 
 /// The names of the built-in presets, as [`Layout::preset`] takes them.
 pub const PRESETS: &[&str] = &[
@@ -604,45 +604,6 @@ impl Layout {
     pub fn check_node(&self, node: u64) -> Result<u64, Error> {
         check("node", node, self.max_node())
     }
-
-    /// Builds an ID from its time-field value, node value and sequence, each range-checked.
-    ///
-    /// ```
-    /// let layout = monoflake::Layout::discord();
-    /// let node = layout.node_from_fields(&[("worker", 1)])?;
-    /// let id = layout.compose(layout.tick_at(1_462_015_105_796), node, 7)?;
-    /// assert_eq!(id.as_u64(), 175_928_847_299_117_063);
-    /// # Ok::<(), monoflake::Error>(())
-    /// ```
-    pub fn compose(&self, tick: u64, node: u64, sequence: u64) -> Result<Id, Error> {
-        let tick = check("time", tick, self.max_tick())?;
-        let node = self.check_node(node)?;
-        let sequence = check("sequence", sequence, self.max_sequence())?;
-        Ok(Id::from_u64(
-            tick << self.time_shift()
-                | node << self.node_shift()
-                | sequence << self.sequence_shift(),
-        ))
-    }
-
-    /// Like [`Layout::compose`], from a Unix millisecond instead of a time-field value.
-    ///
-    /// ```
-    /// let layout = monoflake::Layout::twitter();
-    /// let id = layout.compose_at(1_700_000_000_000, 5, 0)?;
-    /// assert_eq!(id.parts(&layout)?.unix_ms(), 1_700_000_000_000);
-    /// # Ok::<(), monoflake::Error>(())
-    /// ```
-    pub fn compose_at(&self, unix_ms: u64, node: u64, sequence: u64) -> Result<Id, Error> {
-        if unix_ms < self.epoch_ms {
-            return Err(Error::OutOfRange {
-                field: "time (unix ms before the epoch)".to_owned(),
-                value: unix_ms,
-                max: self.expires_at_ms().saturating_sub(1),
-            });
-        }
-        self.compose(self.tick_at(unix_ms), node, sequence)
-    }
 }
 
 impl Default for Layout {
@@ -652,7 +613,7 @@ impl Default for Layout {
     }
 }
 
-fn check(field: &str, value: u64, max: u64) -> Result<u64, Error> {
+pub(crate) fn check(field: &str, value: u64, max: u64) -> Result<u64, Error> {
     if value > max {
         return Err(Error::OutOfRange {
             field: field.to_owned(),

@@ -16,12 +16,13 @@
 //!
 //! let generator = Generator::new(Layout::twitter(), 42)?;
 //! let id: Id = generator.next_id()?;
-//! let parts = id.parts(&Layout::twitter())?;
+//! let parts = id.parts(generator.layout())?;
 //! assert_eq!(parts.node(), 42);
 //! assert_eq!(id.to_string().parse::<Id>()?, id);
 //! # Ok::<(), monoflake::Error>(())
 //! ```
 #![deny(missing_docs, missing_debug_implementations)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
 mod clock;
