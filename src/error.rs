@@ -179,6 +179,17 @@ pub enum Error {
         /// What the system said.
         reason: String,
     },
+    /// A generator setting is outside what can be kept safely (a reservation window, a lead,
+    /// a number of per-core slots, a clock before the layout's epoch).
+    #[non_exhaustive]
+    InvalidConfig {
+        /// The setting, e.g. `"reservation_window"`.
+        setting: &'static str,
+        /// The value given, as a person reads it.
+        value: String,
+        /// What is allowed, with the numbers.
+        allowed: String,
+    },
     /// [`configure_default`](crate::configure_default) was called after the default generator
     /// was built.
     DefaultAlreadyBuilt,
@@ -336,6 +347,11 @@ impl fmt::Display for Error {
             Error::ForkDetection { reason } => {
                 write!(f, "cannot set up fork detection: {reason}")
             }
+            Error::InvalidConfig {
+                setting,
+                value,
+                allowed,
+            } => write!(f, "invalid {setting} {value}: {allowed}"),
             Error::DefaultAlreadyBuilt => write!(
                 f,
                 "the default generator is already built; configure it before the first next_id()"
@@ -479,6 +495,7 @@ impl Error {
                 | Error::IdTooWide { .. }
                 | Error::SignBitSet { .. }
                 | Error::InvalidKey { .. }
+                | Error::InvalidConfig { .. }
         )
     }
 

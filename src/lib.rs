@@ -47,7 +47,8 @@ pub use crate::clock::{
 pub use crate::encoding::{Encoded, Encoding};
 pub use crate::error::Error;
 pub use crate::generator::{
-    DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, IdGenerator, Ids, PerCore,
+    DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, IdGenerator, Ids,
+    MAX_LEAD_LIMIT, PerCore,
 };
 #[cfg(unix)]
 pub use crate::global::{configure_default, default_generator, next_id};
@@ -55,7 +56,10 @@ pub use crate::id::{Id, Parts, rfc3339};
 pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
 #[cfg(unix)]
 pub use crate::lease::FileStore;
-pub use crate::lease::{Claim, DEFAULT_RESERVATION_WINDOW, Leased, NodeRequest, NodeStore};
+pub use crate::lease::{
+    Claim, DEFAULT_RESERVATION_WINDOW, Leased, MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW,
+    NodeRequest, NodeStore,
+};
 #[cfg(feature = "etcd")]
 pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdStore};
 pub use crate::opaque::{Opaque, OpaqueKey};

@@ -12,9 +12,30 @@ use crate::Id;
 const MAX_SAFE: u64 = (1 << 53) - 1;
 
 impl Serialize for Id {
-    /// As a decimal string: `"175928847299117063"`.
+    /// In human-readable formats (JSON, TOML, YAML) as a decimal string:
+    /// `"175928847299117063"`. In compact binary formats (bincode, postcard), which are not
+    /// self-describing, as a plain `u64`.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        if serializer.is_human_readable() {
+            serializer.collect_str(self)
+        } else {
+            serializer.serialize_u64(self.as_u64())
+        }
+    }
+}
+
+/// Reads a `u64` from a binary format, where no JavaScript producer can have rounded it.
+struct RawVisitor;
+
+impl Visitor<'_> for RawVisitor {
+    type Value = Id;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an ID as a u64")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+        Ok(Id::from_u64(v))
     }
 }
 
@@ -50,10 +71,15 @@ impl Visitor<'_> for IdVisitor {
 }
 
 impl<'de> Deserialize<'de> for Id {
-    /// From a decimal string, or from a number no larger than 2^53 - 1 (larger numbers are
-    /// refused: they may have been rounded by a JavaScript producer).
+    /// In human-readable formats: from a decimal string, or from a number no larger than
+    /// 2^53 - 1 (larger numbers are refused: they may have been rounded by a JavaScript
+    /// producer). In binary formats: from a `u64`, as [`Serialize`] writes it.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Id, D::Error> {
-        deserializer.deserialize_any(IdVisitor)
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_any(IdVisitor)
+        } else {
+            deserializer.deserialize_u64(RawVisitor)
+        }
     }
 }
 

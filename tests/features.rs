@@ -196,6 +196,24 @@ mod serde_tests {
             "{err}"
         );
     }
+
+    /// bincode is not self-describing: an `Id` is a plain u64 there, and reads back, over the
+    /// whole range, inside a struct too.
+    #[test]
+    fn ids_round_trip_through_a_binary_format() {
+        for v in [0, 1, (1 << 53) - 1, 1 << 53, 175_928_847_299_117_063, u64::MAX] {
+            let bytes = bincode::serialize(&Id::from_u64(v)).unwrap();
+            assert_eq!(bytes, v.to_le_bytes());
+            assert_eq!(bincode::deserialize::<Id>(&bytes).unwrap().as_u64(), v);
+        }
+        let order = Order {
+            id: Id::from_u64(u64::MAX - 1),
+            raw: Id::from_u64(7),
+        };
+        let bytes = bincode::serialize(&order).unwrap();
+        assert_eq!(bincode::deserialize::<Order>(&bytes).unwrap(), order);
+        assert!(bincode::deserialize::<Id>(&[1, 2, 3]).is_err());
+    }
 }
 
 #[test]

@@ -14,6 +14,9 @@ use crate::clock::TimeSource;
 use crate::sync::AtomicU64;
 use crate::{Error, Layout};
 
+/// The longest `max_lead` a generator accepts: an hour.
+pub const MAX_LEAD_LIMIT: Duration = Duration::from_secs(3600);
+
 /// Configures a [`Generator`]; see [`Generator::builder`].
 ///
 /// ```
@@ -173,6 +176,39 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         self.window = Some(window);
     }
 
+    /// Checks the settings that do not depend on the node: the lead is at most
+    /// [`MAX_LEAD_LIMIT`] and the clock does not read before the layout's epoch (an ID would then carry
+    /// a time ahead of the real one).
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        let layout = &self.layout;
+        if self.max_lead > MAX_LEAD_LIMIT {
+            return Err(Error::InvalidConfig {
+                setting: "max_lead",
+                value: format!("{} ms", self.max_lead.as_millis()),
+                allowed: format!(
+                    "at most {} s: an ID's time may run ahead of the clock by the lead, and \
+                     further ahead it is no longer a time",
+                    MAX_LEAD_LIMIT.as_secs()
+                ),
+            });
+        }
+        let now_ms = self.clock.precise_now_ms();
+        if now_ms < layout.epoch_ms() {
+            return Err(Error::InvalidConfig {
+                setting: "clock",
+                value: format!("{} (unix ms {now_ms})", crate::rfc3339(now_ms)),
+                allowed: format!(
+                    "a clock at or after the layout's epoch {} (unix ms {}); this clock is {} ms \
+                     before it",
+                    crate::rfc3339(layout.epoch_ms()),
+                    layout.epoch_ms(),
+                    layout.epoch_ms() - now_ms
+                ),
+            });
+        }
+        Ok(())
+    }
+
     pub(crate) fn raise_max_wait(&mut self, at_least: Duration) {
         self.max_wait = self.max_wait.max(at_least);
     }
@@ -181,8 +217,9 @@ impl<C: TimeSource> GeneratorBuilder<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::OutOfRange`] when the node does not fit the layout; [`Error::ForkDetection`]
-    /// when `pthread_atfork` fails (out of memory).
+    /// [`Error::OutOfRange`] when the node does not fit the layout; [`Error::InvalidConfig`]
+    /// when `max_lead` is longer than [`MAX_LEAD_LIMIT`] or the clock reads before the
+    /// layout's epoch; [`Error::ForkDetection`] when `pthread_atfork` fails (out of memory).
     ///
     /// ```
     /// use monoflake::{Generator, Layout};
@@ -212,16 +249,18 @@ impl<C: TimeSource> GeneratorBuilder<C> {
     where
         C: Clone,
     {
-        let slots = slots.max(1).next_power_of_two();
-        let slot_bits = slots.trailing_zeros();
         let sequence_bits = self.layout.sequence_bits();
-        if slot_bits >= sequence_bits {
+        // Checked before rounding up, so no size overflows.
+        let max_slots = 1u64 << (sequence_bits - 1);
+        if slots as u64 > max_slots {
             return Err(Error::OutOfRange {
                 field: "slots".into(),
                 value: slots as u64,
-                max: 1 << (sequence_bits - 1),
+                max: max_slots,
             });
         }
+        let slots = slots.max(1).next_power_of_two();
+        let slot_bits = slots.trailing_zeros();
         let generators = (0..slots as u64)
             .map(|slot| {
                 self.clone()
@@ -252,6 +291,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         slot_bits: u32,
         slot: u64,
     ) -> Result<Generator<C>, Error> {
+        self.check()?;
         let layout = self.layout;
         let node = layout.check_node(self.node)?;
         let sequence_bits = layout.sequence_bits() - slot_bits;

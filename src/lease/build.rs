@@ -8,6 +8,13 @@ use super::keeper::Keeper;
 use super::status::{LeaseStatus, deadline_ms, deadline_tick, first_tick_from, last_tick_before};
 use super::store::{NodeRequest, NodeStore};
 use super::{DEFAULT_RESERVATION_WINDOW, Leased};
+
+/// The shortest reservation window: the keeper extends at half a window, so shorter ones
+/// would have it write to the store without pause.
+pub const MIN_RESERVATION_WINDOW: Duration = Duration::from_millis(10);
+/// The longest reservation window: a day. A crashed holder's node is ahead of the clock by
+/// up to one window, so longer ones only push restarts further into the future.
+pub const MAX_RESERVATION_WINDOW: Duration = Duration::from_secs(86_400);
 use crate::clock::TimeSource;
 use crate::generator::Refusal;
 use crate::sync::Ordering;
@@ -16,7 +23,9 @@ use crate::{Error, GeneratorBuilder};
 impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// How far ahead of need the reservation is extended (default
     /// [`DEFAULT_RESERVATION_WINDOW`]; at least two lease validity periods for stores whose
-    /// claims expire). Only used by [`GeneratorBuilder::build_leased`].
+    /// claims expire). Only used by [`GeneratorBuilder::build_leased`], which refuses a window
+    /// outside [`MIN_RESERVATION_WINDOW`]`..=`[`MAX_RESERVATION_WINDOW`] with
+    /// [`Error::InvalidConfig`] before it writes anything.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-window-{}", std::process::id()));
@@ -58,9 +67,24 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         request: NodeRequest,
     ) -> Result<Leased<C>, Error> {
         let layout = self.layout_ref().clone();
+        let window = self.window().unwrap_or(DEFAULT_RESERVATION_WINDOW);
+        // Checked before anything is written: a window too long would push the reservation
+        // past the layout's end (a bricked node); one too short would have the keeper write
+        // without pause.
+        if !(MIN_RESERVATION_WINDOW..=MAX_RESERVATION_WINDOW).contains(&window) {
+            return Err(Error::InvalidConfig {
+                setting: "reservation_window",
+                value: format!("{window:?}"),
+                allowed: format!(
+                    "from {} ms to {} s",
+                    MIN_RESERVATION_WINDOW.as_millis(),
+                    MAX_RESERVATION_WINDOW.as_secs()
+                ),
+            });
+        }
+        self.check()?;
         let claim = store.claim(&layout, request)?;
         let node = claim.node();
-        let window = self.window().unwrap_or(DEFAULT_RESERVATION_WINDOW);
         let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
         let now_ms = self.clock_ref().precise_now_ms();
         let floor_tick = claim

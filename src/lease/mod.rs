@@ -22,6 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+pub use self::build::{MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW};
 #[cfg(feature = "etcd")]
 pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
 #[cfg(unix)]
