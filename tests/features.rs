@@ -201,7 +201,14 @@ mod serde_tests {
     /// whole range, inside a struct too.
     #[test]
     fn ids_round_trip_through_a_binary_format() {
-        for v in [0, 1, (1 << 53) - 1, 1 << 53, 175_928_847_299_117_063, u64::MAX] {
+        for v in [
+            0,
+            1,
+            (1 << 53) - 1,
+            1 << 53,
+            175_928_847_299_117_063,
+            u64::MAX,
+        ] {
             let bytes = bincode::serialize(&Id::from_u64(v)).unwrap();
             assert_eq!(bytes, v.to_le_bytes());
             assert_eq!(bincode::deserialize::<Id>(&bytes).unwrap().as_u64(), v);

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use monoflake::{Error, FileStore, Generator, Layout, NodeRequest};
+use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore};
 
 /// Forks; the child runs `child` and exits with its code (without unwinding or allocating
 /// after the fork beyond what `child` does); the parent gets the child's exit code.
@@ -51,5 +51,99 @@ fn a_forked_child_refuses_to_issue_under_the_parents_node() {
     assert!(plain.next_id().unwrap() > before.0);
     assert!(leased.next_id().unwrap() > before.1);
     drop(leased);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Forks with the raw system call, which skips `pthread_atfork` (as `syscall(SYS_fork)` and
+/// glibc's `_Fork` do); otherwise as [`in_forked_child`].
+fn in_raw_forked_child(child: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: as in `in_forked_child`; the raw fork runs no atfork handlers.
+    let pid = unsafe { libc::syscall(libc::SYS_fork) } as libc::pid_t;
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = child();
+        // SAFETY: leaves the child at once.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status));
+    libc::WEXITSTATUS(status)
+}
+
+#[test]
+fn a_raw_fork_is_caught_at_the_next_tick_and_at_every_batch() {
+    let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));
+    let g = Generator::builder(Layout::twitter())
+        .node(6)
+        .clock(Arc::clone(&clock))
+        .build()
+        .unwrap();
+    let parent_last = g.next_id().unwrap();
+    let code = in_raw_forked_child(|| {
+        // A batch always asks the pid.
+        if !matches!(g.try_next_ids(2), Err(Error::Forked { node: 6, .. })) {
+            return 1;
+        }
+        // The next tick asks the pid too.
+        clock.advance_ms(1);
+        if !matches!(g.try_next_id(), Err(Error::Forked { node: 6, .. })) {
+            return 2;
+        }
+        0
+    });
+    assert_eq!(code, 0, "the raw-forked child issued (step {code})");
+    assert!(g.next_id().unwrap() > parent_last);
+}
+
+#[test]
+fn dropping_inherited_handles_in_a_child_neither_panics_nor_releases() {
+    let dir = std::env::temp_dir().join(format!("monoflake-test-fork-drop-{}", std::process::id()));
+    let store = Arc::new(FileStore::open(&dir).unwrap());
+    let leased = Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Exact(3))
+        .unwrap();
+    let (clock, ticker) =
+        monoflake::CoarseClock::start(monoflake::DEFAULT_TICKER_INTERVAL).unwrap();
+    let before = leased.next_id().unwrap();
+    for raw in [false, true] {
+        let run = || {
+            // A batch asks the pid, so a raw fork is caught whatever the tick.
+            let refused = matches!(leased.try_next_ids(2), Err(Error::Forked { .. }));
+            let released = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // The child's copy of the parent's memory holds these handles; it takes
+                // ownership of its copies and drops them. That must not join threads the
+                // child does not have, write a reservation or give the parent's node up.
+                // SAFETY: the parent's values are not used again in this child, which exits
+                // right after; the copies are dropped once.
+                let leased = unsafe { std::ptr::read(&leased) };
+                // SAFETY: as above.
+                let ticker = unsafe { std::ptr::read(&ticker) };
+                drop(ticker);
+                leased.release()
+            }));
+            match released {
+                Ok(Ok(())) if refused => 0,
+                Ok(_) => 3,
+                Err(_) => 4,
+            }
+        };
+        let code = if raw {
+            in_raw_forked_child(run)
+        } else {
+            in_forked_child(run)
+        };
+        assert_eq!(code, 0, "child (raw fork: {raw}) failed with {code}");
+    }
+    // The parent still holds node 3: the children released nothing.
+    assert!(matches!(
+        store.claim(&Layout::twitter(), NodeRequest::Exact(3)),
+        Err(Error::NodeHeld { node: 3, .. })
+    ));
+    assert!(leased.next_id().unwrap() > before);
+    let _ = monoflake::TimeSource::now_ms(&clock);
+    drop(ticker);
+    leased.release().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

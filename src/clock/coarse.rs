@@ -106,6 +106,7 @@ impl CoarseClock {
             Ticker {
                 inner,
                 thread: Some(thread),
+                pid: std::process::id(),
             },
         ))
     }
@@ -154,12 +155,19 @@ impl TimeSource for CoarseClock {
 pub struct Ticker {
     inner: Arc<CoarseInner>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The process that started the thread.
+    pid: u32,
 }
 
 impl Drop for Ticker {
     fn drop(&mut self) {
         self.inner.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            if std::process::id() != self.pid {
+                // A forked child has no ticker thread to join.
+                std::mem::forget(t);
+                return;
+            }
             t.thread().unpark();
             let _ = t.join();
         }

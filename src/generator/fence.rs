@@ -32,6 +32,9 @@ pub(crate) struct Fence {
     deadline: AtomicU64,
     /// The fork count seen when the generator was built.
     fork: forkguard::Guard,
+    /// The process that built the generator: a fork that skips `pthread_atfork` (a raw
+    /// `syscall(SYS_fork)`, glibc's `_Fork`) leaves the fork count alone, but not the pid.
+    pid: u32,
 }
 
 impl Fence {
@@ -47,13 +50,24 @@ impl Fence {
             fork: forkguard::Guard::try_new().map_err(|e| Error::ForkDetection {
                 reason: e.to_string(),
             })?,
+            pid: std::process::id(),
         })
     }
 
-    /// Whether the process forked since the generator was built.
+    /// Whether the process forked since the generator was built, as `pthread_atfork` saw it:
+    /// a load, checked on every call.
     #[inline]
     pub(crate) fn forked(&self) -> bool {
         self.fork.clone().detected_fork()
+    }
+
+    /// Whether this is another process than the one that built the generator, however it was
+    /// forked: a system call (`getpid`), so checked only off the common path — when a call
+    /// moves to a new tick, borrows one, is refused, or takes a batch.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn another_process(&self) -> bool {
+        std::process::id() != self.pid
     }
 
     /// Whether issuing up to `last_tick` at clock tick `now` is refused: the deadline has

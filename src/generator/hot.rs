@@ -35,15 +35,18 @@ impl<C: TimeSource> Generator<C> {
                 return Err(self.refuse(step));
             };
             // Fence: never a tick the store has not acknowledged, never after the lease
-            // deadline, never in a forked child.
+            // deadline, never in a forked child (a jump to a new tick or a borrow also asks
+            // the pid, to catch forks that skip pthread_atfork).
             let last_tick = last >> self.params.sequence_bits;
+            let slow = (first != cur + 1) | (last_tick > now) | (n > 1);
+            let forked = forked || (slow && self.core.fence.another_process());
             if forked | self.core.fence.refuses(now, last_tick) {
                 return Err(self.fenced(forked, now));
             }
             // Compare-exchange.
             match self.commit(cur, last) {
                 Ok(()) => {
-                    if (first != cur + 1) | (last_tick > now) {
+                    if slow {
                         self.count_jump_or_borrow(cur, first, last, now);
                     }
                     return Ok((first, last));
@@ -77,6 +80,9 @@ impl<C: TimeSource> Generator<C> {
     #[cold]
     #[inline(never)]
     fn refuse(&self, step: Step) -> Error {
+        if self.core.fence.another_process() {
+            return Error::Forked { node: self.node };
+        }
         match step {
             Step::Lead { ticks } => {
                 Counters::add(&self.counters.would_block, 1);

@@ -148,6 +148,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         Ok(Leased {
             generator,
             status,
+            pid: std::process::id(),
             stop,
             keeper: Some(thread),
         })

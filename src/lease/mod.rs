@@ -49,6 +49,9 @@ pub const DEFAULT_RESERVATION_WINDOW: Duration = Duration::from_secs(5);
 /// * **Released on drop**: dropping (or [`Leased::release`]) stops the keeper, seals the
 ///   generator (a call racing the release then reports [`Error::LeaseLost`]), writes the final
 ///   reservation — the end of the last tick issued — and gives the node ID up.
+/// * **Forks**: a forked child refuses to issue ([`Error::Forked`]); dropping or releasing the
+///   inherited handle in the child does nothing (the keeper, the claim and the node stay the
+///   parent's).
 /// * After an unclean stop the next holder starts at the old reservation, up to the
 ///   reservation window ahead of its clock; it issues `max_lead` beyond that and then waits
 ///   for its clock (so `next_id` waits up to the window).
@@ -82,6 +85,8 @@ pub struct Leased<C: TimeSource + 'static = LockedClock> {
     /// Shared with the keeper thread only.
     generator: Arc<Generator<C>>,
     status: Arc<LeaseStatus>,
+    /// The process that claimed the node: only it may stop the keeper and release.
+    pid: u32,
     stop: Arc<(Mutex<bool>, Condvar)>,
     keeper: Option<JoinHandle<Result<(), Error>>>,
 }
@@ -282,6 +287,13 @@ impl<C: TimeSource + 'static> Leased<C> {
         let Some(keeper) = self.keeper.take() else {
             return Ok(());
         };
+        if std::process::id() != self.pid {
+            // A forked child: the keeper thread, the claim and the node are the parent's. The
+            // child has no such thread to join, and must not write a reservation or give the
+            // node up; it leaves everything as it is.
+            std::mem::forget(keeper);
+            return Ok(());
+        }
         let (flag, wake) = &*self.stop;
         *flag.lock().unwrap_or_else(PoisonError::into_inner) = true;
         wake.notify_all();
