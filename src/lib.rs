@@ -54,14 +54,14 @@ pub use crate::generator::{
 pub use crate::global::{configure_default, default_generator, next_id};
 pub use crate::id::{Id, Parts, rfc3339};
 pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
-#[cfg(unix)]
-pub use crate::lease::FileStore;
 pub use crate::lease::{
     Claim, DEFAULT_RESERVATION_WINDOW, Leased, MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW,
     NodeRequest, NodeStore,
 };
 #[cfg(feature = "etcd")]
 pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdStore};
+#[cfg(unix)]
+pub use crate::lease::{DEFAULT_STATE_DIR, FileStore};
 pub use crate::opaque::{Opaque, OpaqueKey};
 #[cfg(feature = "serde")]
 pub use crate::serde_impl::as_u64;

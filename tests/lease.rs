@@ -179,11 +179,12 @@ fn state_directory_errors_are_typed() {
         ) => assert!(e.to_string().contains("garbage")),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(
-        FileStore::default_dir_from(None, None, None),
-        Err(Error::StateDir {
-            action: "locate",
-            ..
-        })
-    ));
+    assert_eq!(
+        FileStore::default_dir_from(None),
+        std::path::Path::new("/var/lib/monoflake")
+    );
+    assert_eq!(
+        FileStore::default_dir_from(Some("".into())),
+        std::path::Path::new("/var/lib/monoflake")
+    );
 }

@@ -31,8 +31,9 @@ pub struct GenArgs {
     /// The node ID to claim: `auto` for the lowest free one, or a number (an error if held).
     #[arg(long, default_value = "auto", value_parser = parse_node)]
     pub node: NodeArg,
-    /// Where the file backend keeps lock and reservation files [default:
-    /// $MONOFLAKE_STATE_DIR, else $XDG_STATE_HOME/monoflake, else ~/.local/state/monoflake].
+    /// Where the file backend keeps lock and reservation files, private to the users who can
+    /// write it [default: the host-wide $MONOFLAKE_STATE_DIR, else /var/lib/monoflake, shared
+    /// by every user on the host so that no two services take the same node].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<std::path::PathBuf>,
     /// Where node IDs are claimed and time reservations kept.

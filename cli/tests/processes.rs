@@ -237,3 +237,84 @@ fn the_etcd_backend_without_the_feature_or_server_is_a_clear_error() {
         assert!(err.contains("without the `etcd` feature"), "{err}");
     }
 }
+
+/// Runs `monoflake` as user `nobody` (uid/gid 65534) with `setpriv`, or `None` when this test
+/// process cannot change users (not root, or no setpriv).
+fn as_nobody(state: &Path) -> Option<Command> {
+    let uid = Command::new("id").arg("-u").output().ok();
+    let root = uid.is_some_and(|o| o.stdout.trim_ascii() == b"0");
+    let setpriv = Command::new("setpriv").arg("--version").output();
+    if !root || setpriv.map_or(true, |o| !o.status.success()) {
+        eprintln!("skipped: needs root and setpriv to run a second user");
+        return None;
+    }
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        env!("CARGO_BIN_EXE_monoflake"),
+    ]);
+    c.env("MONOFLAKE_STATE_DIR", state);
+    Some(c)
+}
+
+#[test]
+fn two_users_on_one_host_share_the_default_node_space() {
+    let base = common::TempDir::new("users");
+    let shared = base.path().join("shared");
+    let Some(mut nobody) = as_nobody(&shared) else {
+        return;
+    };
+    // root holds node 0 of the host-wide directory (as the default, it is created shared).
+    let store = std::sync::Arc::new(FileStore::open_shared(&shared).unwrap());
+    let root_holder = monoflake::Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    assert_eq!(root_holder.node(), 0);
+    let root_ids: Vec<Id> = (0..1000).map(|_| root_holder.next_id().unwrap()).collect();
+    // Another user's `gen` with the default settings takes another node, never root's.
+    let out = nobody.args(["gen", "-n", "1000"]).output().unwrap();
+    let theirs = ids(&out);
+    let layout = Layout::twitter();
+    let node = Id::from_u64(theirs[0]).parts(&layout).unwrap().node();
+    assert_ne!(node, 0, "the second user took the first user's node");
+    let mut all: HashSet<u64> = root_ids.iter().map(|id| id.as_u64()).collect();
+    all.extend(&theirs);
+    assert_eq!(all.len(), 2000);
+    // The other user's node can be taken over by root afterwards, reservation included.
+    let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+    let until = claim.reserved_until_ms().unwrap();
+    assert!(
+        until
+            > Id::from_u64(*theirs.last().unwrap())
+                .parts(&layout)
+                .unwrap()
+                .unix_ms()
+    );
+    store.extend(&claim, until + 1).unwrap();
+    store.release(claim, until + 1).unwrap();
+    root_holder.release().unwrap();
+}
+
+#[test]
+fn a_host_wide_directory_another_user_cannot_write_is_an_error_not_a_private_fallback() {
+    let base = common::TempDir::new("users-denied");
+    let locked = base.path().join("root-only");
+    std::fs::create_dir(&locked).unwrap();
+    let Some(mut nobody) = as_nobody(&locked) else {
+        return;
+    };
+    let out = nobody.args(["gen", "-n", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("must be writable by every user that runs monoflake"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("sudo install -d -m 0777 {}", locked.display())),
+        "{err}"
+    );
+}

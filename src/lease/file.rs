@@ -2,7 +2,7 @@
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -41,7 +41,19 @@ use crate::{Error, Layout};
 #[derive(Clone, Debug)]
 pub struct FileStore {
     dir: PathBuf,
+    /// The host-wide default: every user on the host shares its node space, so the files it
+    /// creates are usable by all of them (directories 0777, files 0666).
+    shared: bool,
 }
+
+/// The host-wide default state directory, shared by every user on the host so that two
+/// services under different users never take the same node ID.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/monoflake";
+
+/// Mode of the directories a shared store creates: every user may create and replace files.
+const SHARED_DIR_MODE: u32 = 0o777;
+/// Mode of the files a shared store creates: every user may lock and rewrite them.
+const SHARED_FILE_MODE: u32 = 0o666;
 
 /// The file store's claim token: the locked file (the lock lives as long as it is open).
 #[derive(Debug)]
@@ -49,6 +61,8 @@ struct FileClaim {
     lock: File,
     dir: PathBuf,
     lock_path: PathBuf,
+    /// Whether the store is shared by every user on the host.
+    shared: bool,
 }
 
 const RESERVATION_HEADER: &str = "monoflake-reservation v1";
@@ -74,72 +88,97 @@ impl FileStore {
         let probe = dir.join(format!(".probe-{}", std::process::id()));
         File::create(&probe).map_err(|e| state_dir(&dir, "write in", e))?;
         let _ = fs::remove_file(&probe);
-        Ok(FileStore { dir })
+        Ok(FileStore { dir, shared: false })
     }
 
-    /// Opens the default state directory: `$MONOFLAKE_STATE_DIR`, else
-    /// `$XDG_STATE_HOME/monoflake`, else `~/.local/state/monoflake`.
+    /// Opens the host-wide state directory `dir`, shared by every user on the host: creates it
+    /// (mode 0777) when missing, and makes every directory and file it creates usable by all
+    /// users (0777, 0666), so that services under different users share one node space.
     ///
     /// # Errors
     ///
-    /// As [`FileStore::open`]; [`Error::StateDir`] when none of the variables is set.
+    /// [`Error::StateDir`] when the directory cannot be created or written, with the command
+    /// that fixes it.
     ///
     /// ```
-    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-env-{}", std::process::id()));
-    /// assert_eq!(monoflake::FileStore::default_dir_from(Some(dir.clone().into()), None, None)?, dir);
-    /// # Ok::<(), monoflake::Error>(())
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-shared-{}", std::process::id()));
+    /// let store = monoflake::FileStore::open_shared(&dir)?;
+    /// use std::os::unix::fs::PermissionsExt;
+    /// assert_eq!(std::fs::metadata(&dir)?.permissions().mode() & 0o777, 0o777);
+    /// # drop(store); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open_default() -> Result<Self, Error> {
-        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-        Self::open(Self::default_dir_from(
-            var("MONOFLAKE_STATE_DIR"),
-            var("XDG_STATE_HOME"),
-            var("HOME"),
-        )?)
+    pub fn open_shared(dir: impl Into<PathBuf>) -> Result<Self, Error> {
+        let dir = dir.into();
+        let fix = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}; the host-wide state directory must be writable by every user that runs \
+                     monoflake: create it with `sudo install -d -m 0777 {0}` (or give those \
+                     users a shared group and `chmod 2770`), or choose a private directory with \
+                     --state-dir or MONOFLAKE_STATE_DIR (its node IDs are then not coordinated \
+                     with other users' processes)",
+                    dir.display()
+                ),
+            )
+        };
+        let existed = dir.is_dir();
+        fs::create_dir_all(&dir).map_err(|e| state_dir(&dir, "create", fix(e)))?;
+        if !existed {
+            let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(SHARED_DIR_MODE));
+        }
+        let probe = dir.join(format!(".probe-{}", std::process::id()));
+        File::create(&probe).map_err(|e| state_dir(&dir, "write in", fix(e)))?;
+        let _ = fs::remove_file(&probe);
+        Ok(FileStore { dir, shared: true })
     }
 
-    /// The default directory from the values of `MONOFLAKE_STATE_DIR`, `XDG_STATE_HOME` and
-    /// `HOME`, in that order of preference.
+    /// Makes a path this store created usable by every user, when the store is shared.
+    /// Failures are ignored: a path another user created keeps the mode they gave it.
+    fn share(&self, path: &Path, mode: u32) {
+        if self.shared {
+            let _ = fs::set_permissions(path, fs::Permissions::from_mode(mode));
+        }
+    }
+
+    /// Opens the default state directory, host-wide and shared by every user
+    /// ([`FileStore::open_shared`]): `$MONOFLAKE_STATE_DIR` when set, else
+    /// [`DEFAULT_STATE_DIR`] (`/var/lib/monoflake`).
+    ///
+    /// The default is host-wide on purpose: a per-user default would give two services under
+    /// different users two separate node spaces on one host, and both would take node 0.
     ///
     /// # Errors
     ///
-    /// [`Error::StateDir`] when all three are missing.
+    /// As [`FileStore::open_shared`]: a host-wide directory that cannot be used is an error
+    /// that says how to fix it, never a silent fallback to a private directory.
     ///
     /// ```
     /// use std::path::PathBuf;
     /// use monoflake::FileStore;
-    /// assert_eq!(
-    ///     FileStore::default_dir_from(None, Some("/x".into()), Some("/home/a".into()))?,
-    ///     PathBuf::from("/x/monoflake")
-    /// );
-    /// assert_eq!(
-    ///     FileStore::default_dir_from(None, None, Some("/home/a".into()))?,
-    ///     PathBuf::from("/home/a/.local/state/monoflake")
-    /// );
-    /// # Ok::<(), monoflake::Error>(())
+    /// assert_eq!(FileStore::default_dir_from(None), PathBuf::from("/var/lib/monoflake"));
+    /// assert_eq!(FileStore::default_dir_from(Some("/srv/ids".into())), PathBuf::from("/srv/ids"));
     /// ```
-    pub fn default_dir_from(
-        monoflake_state_dir: Option<std::ffi::OsString>,
-        xdg_state_home: Option<std::ffi::OsString>,
-        home: Option<std::ffi::OsString>,
-    ) -> Result<PathBuf, Error> {
-        if let Some(dir) = monoflake_state_dir {
-            return Ok(dir.into());
-        }
-        if let Some(state) = xdg_state_home {
-            return Ok(PathBuf::from(state).join("monoflake"));
-        }
-        if let Some(home) = home {
-            return Ok(PathBuf::from(home).join(".local/state/monoflake"));
-        }
-        Err(state_dir(
-            Path::new("~/.local/state/monoflake"),
-            "locate",
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "none of MONOFLAKE_STATE_DIR, XDG_STATE_HOME, HOME is set",
-            ),
-        ))
+    pub fn open_default() -> Result<Self, Error> {
+        Self::open_shared(Self::default_dir_from(std::env::var_os(
+            "MONOFLAKE_STATE_DIR",
+        )))
+    }
+
+    /// The default directory given the value of `MONOFLAKE_STATE_DIR`: that value, else
+    /// [`DEFAULT_STATE_DIR`].
+    ///
+    /// ```
+    /// assert_eq!(
+    ///     monoflake::FileStore::default_dir_from(None),
+    ///     std::path::Path::new(monoflake::DEFAULT_STATE_DIR)
+    /// );
+    /// ```
+    pub fn default_dir_from(monoflake_state_dir: Option<std::ffi::OsString>) -> PathBuf {
+        monoflake_state_dir
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| PathBuf::from(DEFAULT_STATE_DIR), PathBuf::from)
     }
 
     /// The state directory.
@@ -156,13 +195,22 @@ impl FileStore {
 
     fn try_node(&self, dir: &Path, node: u64) -> Result<Option<Claim>, Error> {
         let lock_path = dir.join(format!("node-{node}.lock"));
+        let existed = lock_path.exists();
         let lock = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(&lock_path)
+            .or_else(|e| match e.kind() {
+                // Another user's lock file: a read-only descriptor locks it just as well.
+                io::ErrorKind::PermissionDenied => File::open(&lock_path),
+                _ => Err(e),
+            })
             .map_err(|e| state_dir(&lock_path, "open", e))?;
+        if !existed {
+            self.share(&lock_path, SHARED_FILE_MODE);
+        }
         match lock.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => return Ok(None),
@@ -176,6 +224,7 @@ impl FileStore {
                 lock,
                 dir: dir.to_owned(),
                 lock_path,
+                shared: self.shared,
             },
         )))
     }
@@ -235,9 +284,17 @@ impl FileClaim {
 
     fn write_reservation(&self, node: u64, until_ms: u64) -> Result<(), Error> {
         let path = self.dir.join(format!("node-{node}.reservation"));
-        let tmp = self.dir.join(format!("node-{node}.reservation.tmp"));
+        // One temporary name per process: a leftover from another user's crash is never in
+        // the way.
+        let tmp = self.dir.join(format!(
+            "node-{node}.reservation.tmp.{}",
+            std::process::id()
+        ));
         let write = || -> io::Result<()> {
             let mut f = File::create(&tmp)?;
+            if self.shared {
+                f.set_permissions(fs::Permissions::from_mode(SHARED_FILE_MODE))?;
+            }
             writeln!(f, "{RESERVATION_HEADER}\nuntil_ms={until_ms}")?;
             f.sync_all()?;
             fs::rename(&tmp, &path)?;
@@ -261,7 +318,10 @@ impl NodeStore for FileStore {
 
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
         let dir = self.dir.join(layout.name());
-        fs::create_dir_all(&dir).map_err(|e| state_dir(&dir, "create", e))?;
+        if !dir.is_dir() {
+            fs::create_dir_all(&dir).map_err(|e| state_dir(&dir, "create", e))?;
+            self.share(&dir, SHARED_DIR_MODE);
+        }
         match request {
             NodeRequest::Exact(node) => {
                 layout.check_node(node)?;

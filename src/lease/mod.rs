@@ -26,7 +26,7 @@ pub use self::build::{MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW};
 #[cfg(feature = "etcd")]
 pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
 #[cfg(unix)]
-pub use self::file::FileStore;
+pub use self::file::{DEFAULT_STATE_DIR, FileStore};
 use self::status::LeaseStatus;
 pub use self::store::{Claim, NodeRequest, NodeStore};
 use crate::clock::TimeSource;
