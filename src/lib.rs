@@ -55,8 +55,8 @@ pub use crate::global::{configure_default, default_generator, next_id};
 pub use crate::id::{Id, Parts, rfc3339};
 pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
 pub use crate::lease::{
-    Claim, DEFAULT_RESERVATION_WINDOW, Leased, MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW,
-    NodeRequest, NodeStore,
+    Claim, DEFAULT_CHECK_INTERVAL, DEFAULT_RESERVATION_WINDOW, Leased, MAX_RESERVATION_WINDOW,
+    MIN_RESERVATION_WINDOW, NodeRequest, NodeStore,
 };
 #[cfg(feature = "etcd")]
 pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdStore};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use monoflake::{Error, FileStore, Generator, Layout, ManualClock, NodeRequest, NodeStore};
+use monoflake::{Error, FileStore, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -15,6 +15,10 @@ const T0: u64 = 1_700_000_000_000;
 fn a_reservation_that_cannot_be_extended_stops_issuing() {
     let dir = common::TempDir::new("fence");
     let store = common::Flaky::new(dir.path(), None);
+    // A node with a record (a node without one starts past what a vanished holder could
+    // have issued: see the deleted-directory test).
+    let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(0)).unwrap();
+    store.release(claim, T0).unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let leased = Generator::builder(Layout::twitter())
         .clock(Arc::clone(&clock))
@@ -187,4 +191,70 @@ fn state_directory_errors_are_typed() {
         FileStore::default_dir_from(Some("".into())),
         std::path::Path::new("/var/lib/monoflake")
     );
+}
+
+/// The state directory is deleted under a live holder (`rm -rf`, a tmp cleaner) and a new
+/// process claims the same node in the fresh directory: the old holder stops at its next
+/// check, and the newcomer starts past everything the old one could still issue.
+#[test]
+fn a_state_directory_deleted_under_a_holder_gives_no_duplicates() {
+    let base = common::TempDir::new("deleted");
+    let dir = base.path().join("state");
+    let old = Generator::builder(Layout::twitter())
+        .build_leased(
+            Arc::new(FileStore::open(&dir).unwrap()),
+            NodeRequest::Exact(0),
+        )
+        .unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (old_ids, old_err, new_ids) = std::thread::scope(|s| {
+        let issuer = s.spawn(|| {
+            let mut ids = Vec::new();
+            loop {
+                match old.next_id() {
+                    Ok(id) => ids.push(id),
+                    Err(e) => return (ids, e),
+                }
+                if ids.len() % 64 == 0 {
+                    // Stay below the layout's cap: the old holder issues at the real time.
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                assert!(
+                    !stop.load(std::sync::atomic::Ordering::Relaxed),
+                    "never fenced"
+                );
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let new = Generator::builder(Layout::twitter())
+            .build_leased(
+                Arc::new(FileStore::open(&dir).unwrap()),
+                NodeRequest::Exact(0),
+            )
+            .unwrap();
+        let new_ids: Vec<Id> = (0..20_000).map(|_| new.next_id().unwrap()).collect();
+        // Liveness bound only: the old holder must stop long before this.
+        let give_up = std::time::Instant::now() + Duration::from_secs(60);
+        while !issuer.is_finished() && std::time::Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (old_ids, err) = issuer.join().unwrap();
+        (old_ids, err, new_ids)
+    });
+    assert!(
+        matches!(old_err, Error::LeaseLost { node: 0, .. }),
+        "{old_err:?}"
+    );
+    let mut all: Vec<Id> = old_ids.iter().chain(&new_ids).copied().collect();
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        n,
+        "the old and the new holder of node 0 shared an ID"
+    );
+    assert!(new_ids[0] > *old_ids.last().unwrap());
 }

@@ -118,6 +118,40 @@ fn leased_generators_never_share_a_node_or_an_id(store: Arc<dyn NodeStore>) {
     assert!(last > ids[0]);
 }
 
+/// The store's records are removed under a live holder (the state directory deleted, the etcd
+/// prefix cleared): the holder's next keeper round finds its claim gone and stops issuing for
+/// good — never at the end of the reservation it had already written.
+fn a_store_cleared_under_its_holder_fences_it(store: Arc<dyn NodeStore>, clear: impl Fn()) {
+    let g = Generator::builder(tiny())
+        .reservation_window(std::time::Duration::from_secs(3600))
+        .build_leased(store, NodeRequest::Any)
+        .unwrap();
+    let before = g.next_id().unwrap();
+    clear();
+    // A liveness bound only (the keeper runs every few seconds at most).
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut last = before;
+    let err = loop {
+        match g.next_id() {
+            Ok(id) => {
+                assert!(id > last);
+                last = id;
+            }
+            Err(e) => break e,
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the holder kept issuing after its store was cleared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert!(matches!(err, Error::LeaseLost { .. }), "{err:?}");
+    // Stopped for good, for single IDs and batches.
+    assert!(matches!(g.try_next_id(), Err(Error::LeaseLost { .. })));
+    assert!(matches!(g.next_ids(3), Err(Error::LeaseLost { .. })));
+    assert!(g.stats().lease_losses >= 1);
+}
+
 fn run_suite(mut make: impl FnMut() -> Arc<dyn NodeStore>) {
     claims_are_exclusive(&*make());
     reservation_survives_release_and_is_read_at_claim(&*make());
@@ -132,6 +166,10 @@ fn file_store_conformance() {
     run_suite(|| {
         n += 1;
         Arc::new(FileStore::open(dir.path().join(format!("s{n}"))).unwrap())
+    });
+    let doomed = dir.path().join("doomed");
+    a_store_cleared_under_its_holder_fences_it(Arc::new(FileStore::open(&doomed).unwrap()), || {
+        std::fs::remove_dir_all(&doomed).unwrap()
     });
 }
 
@@ -159,5 +197,24 @@ fn etcd_store_conformance() {
             )
             .unwrap(),
         )
+    });
+    let prefix = format!("{run}/cleared");
+    let store = monoflake::EtcdStore::connect(
+        &[&etcd.endpoint],
+        &prefix,
+        std::time::Duration::from_secs(3),
+    )
+    .unwrap();
+    a_store_cleared_under_its_holder_fences_it(Arc::new(store), || {
+        let out = std::process::Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", &etcd.endpoint, "del", "--prefix", &prefix])
+            .output()
+            .expect("etcdctl is not installed: apt-get install -y etcd-client");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     });
 }

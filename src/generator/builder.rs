@@ -167,6 +167,10 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         &self.clock
     }
 
+    pub(crate) fn max_lead_ref(&self) -> Duration {
+        self.max_lead
+    }
+
     /// The reservation window asked for, if any (the lease picks its default otherwise).
     pub(crate) fn window(&self) -> Option<Duration> {
         self.window

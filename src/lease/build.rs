@@ -5,7 +5,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::keeper::Keeper;
-use super::status::{LeaseStatus, deadline_ms, deadline_tick, first_tick_from, last_tick_before};
+use super::status::{
+    LeaseStatus, deadline_ms, deadline_tick, duration_ms, first_tick_from, last_tick_before,
+};
 use super::store::{NodeRequest, NodeStore};
 use super::{DEFAULT_RESERVATION_WINDOW, Leased};
 
@@ -85,11 +87,23 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         self.check()?;
         let claim = store.claim(&layout, request)?;
         let node = claim.node();
-        let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        let window_ms = duration_ms(window);
         let now_ms = self.clock_ref().precise_now_ms();
-        let floor_tick = claim
-            .reserved_until_ms()
-            .map_or(0, |u| first_tick_from(&layout, u));
+        let check = store.check_interval();
+        // A node with no record at all may have had one that was deleted under a live holder
+        // (the state directory removed, the store's keys cleared). That holder stops within one
+        // check interval, and never issued a time beyond the real time plus its lead: start
+        // past both (with a margin of one more interval), and wait that out first (below), so
+        // no ID can be shared and the first IDs are at most `max_lead` ahead of the clock.
+        // Twice the interval: a margin for a keeper that runs late on a loaded host.
+        let unrecorded_wait = check.saturating_mul(2);
+        let unrecorded_floor_ms = now_ms
+            .saturating_add(duration_ms(unrecorded_wait))
+            .saturating_add(duration_ms(self.max_lead_ref()));
+        let floor_tick = match claim.reserved_until_ms() {
+            Some(u) => first_tick_from(&layout, u),
+            None => first_tick_from(&layout, unrecorded_floor_ms),
+        };
         let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
         let until = start_ms.saturating_add(window_ms);
         if let Err(e) = store.extend(&claim, until) {
@@ -97,10 +111,13 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             let _ = store.release(claim, previous);
             return Err(e);
         }
+        if claim.reserved_until_ms().is_none() {
+            std::thread::sleep(unrecorded_wait);
+        }
         let status = Arc::new(LeaseStatus::new(store.describe()));
         LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
         // The first renewal tells how long the claim lasts, before anything is issued.
-        let mut interval = window / 4;
+        let mut interval = (window / 4).min(check);
         let mut deadline = u64::MAX;
         match store.renew(&claim) {
             Ok(None) => LeaseStatus::count(&status.renewals),

@@ -198,6 +198,9 @@ impl EtcdStore {
 }
 
 /// Runs `f` for at most `limit`.
+/// How often an etcd holder checks its claim: see [`NodeStore::check_interval`].
+const ETCD_CHECK_INTERVAL: Duration = Duration::from_millis(500);
+
 async fn bounded<T>(
     limit: Duration,
     f: impl Future<Output = Result<T, etcd_client::Error>>,
@@ -231,6 +234,12 @@ impl Unanswered {
 impl NodeStore for EtcdStore {
     fn describe(&self) -> String {
         format!("etcd {}", self.endpoints.join(","))
+    }
+
+    /// Half a second, or a third of the TTL when shorter: each check is a keep-alive and one
+    /// read of the claim key.
+    fn check_interval(&self) -> Duration {
+        ETCD_CHECK_INTERVAL.min(self.ttl / 3)
     }
 
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
@@ -314,6 +323,20 @@ impl NodeStore for EtcdStore {
 
     fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
         let token = self.token(claim)?;
+        // The lease may live on while the claim key is gone (`etcdctl del --prefix`, a bad
+        // migration): then the node is free for anyone, and this claim is lost.
+        let mut client = self.client.clone();
+        let held = self
+            .run("read the claim", client.get(token.node_key.as_str(), None))?
+            .kvs()
+            .first()
+            .is_some_and(|kv| kv.create_revision() == token.create_revision);
+        if !held {
+            return Err(Error::LeaseLost {
+                node: claim.node(),
+                reason: format!("{} was deleted or taken over", token.node_key),
+            });
+        }
         let mut slot = token
             .keep_alive
             .lock()

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::status::{LeaseStatus, deadline_ms, deadline_tick, last_tick_before};
+use super::status::{LeaseStatus, deadline_ms, deadline_tick, duration_ms, last_tick_before};
 use super::store::{Claim, NodeStore};
 use crate::clock::TimeSource;
 use crate::sync::Ordering;
@@ -44,7 +44,8 @@ impl<C: TimeSource + 'static> Keeper<C> {
     }
 
     /// Renews the claim, extends the reservation when less than half a window is left, and
-    /// publishes the new limit.
+    /// publishes the new limit. A `LeaseLost` from either closes the fence at the end of this
+    /// round, for good.
     fn maintain(&mut self, claim: &Claim) {
         let g = &*self.generator;
         let layout = g.layout();
@@ -61,9 +62,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
                 if let Some(valid) = valid {
                     // The reservation runs at least two validity periods ahead, so a store that
                     // goes away shows up as LeaseLost at the deadline, not as a reservation gap.
-                    let twice = u64::try_from(valid.as_millis())
-                        .unwrap_or(u64::MAX)
-                        .saturating_mul(2);
+                    let twice = duration_ms(valid).saturating_mul(2);
                     self.window_ms = self.window_ms.max(twice);
                     self.interval = self.interval.min(valid / 3);
                 }
@@ -102,6 +101,13 @@ impl<C: TimeSource + 'static> Keeper<C> {
                         LeaseStatus::count(&self.status.reservation_failures);
                         #[cfg(feature = "tracing")]
                         tracing::warn!(node = self.generator.node(), error = %e, "monoflake: reservation write failed");
+                        if matches!(e, Error::LeaseLost { .. }) {
+                            // The store says the claim is gone (its key deleted, taken over):
+                            // the node may be someone else's already. Stop now, for good —
+                            // not when the reservation already written runs out.
+                            self.status.deadline_ms.store(0, Ordering::Relaxed);
+                            LeaseStatus::count(&self.status.losses);
+                        }
                         error = Some(e);
                     }
                 }

@@ -28,7 +28,7 @@ pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
 #[cfg(unix)]
 pub use self::file::{DEFAULT_STATE_DIR, FileStore};
 use self::status::LeaseStatus;
-pub use self::store::{Claim, NodeRequest, NodeStore};
+pub use self::store::{Claim, DEFAULT_CHECK_INTERVAL, NodeRequest, NodeStore};
 use crate::clock::TimeSource;
 use crate::generator::id_generator_by_inherent_methods;
 use crate::{Error, Generator, Id, IdGenerator, Ids, Layout, LockedClock, Stats};

@@ -93,6 +93,12 @@ impl Refusal for LeaseStatus {
 }
 
 /// The first tick that starts at or after `unix_ms`.
+/// A duration in whole milliseconds, saturating at `u64::MAX`.
+pub(crate) fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The first tick that starts at or after `unix_ms`.
 pub(crate) fn first_tick_from(layout: &Layout, unix_ms: u64) -> u64 {
     let since = unix_ms.saturating_sub(layout.epoch_ms());
     since.div_ceil(layout.tick_ms())
@@ -101,7 +107,7 @@ pub(crate) fn first_tick_from(layout: &Layout, unix_ms: u64) -> u64 {
 /// The deadline of a claim renewed at `start_ms` and valid for `valid`, in Unix ms, with the
 /// margin taken off.
 pub(crate) fn deadline_ms(start_ms: u64, valid: Duration) -> u64 {
-    let valid_ms = u64::try_from(valid.as_millis()).unwrap_or(u64::MAX);
+    let valid_ms = duration_ms(valid);
     start_ms
         .saturating_add(valid_ms)
         .saturating_sub(DEADLINE_MARGIN_MS)

@@ -95,6 +95,10 @@ impl Claim {
     }
 }
 
+/// How often a leased generator checks its claim with the store, by default: see
+/// [`NodeStore::check_interval`].
+pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
 /// Where node IDs are claimed and time reservations kept.
 ///
 /// A store guarantees that:
@@ -127,6 +131,23 @@ impl Claim {
 pub trait NodeStore: Send + Sync + fmt::Debug {
     /// Names the store in messages, e.g. `file /var/lib/monoflake`.
     fn describe(&self) -> String;
+
+    /// How often a holder asks [`NodeStore::renew`] whether its claim still stands (default
+    /// [`DEFAULT_CHECK_INTERVAL`]). It bounds how long a holder whose records were deleted
+    /// under it (a removed state directory, cleared keys) keeps issuing, so it is also how long
+    /// a claimant that finds no record of a node waits before it issues.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-check-{}", std::process::id()));
+    /// use monoflake::NodeStore;
+    /// let store = monoflake::FileStore::open(&dir)?;
+    /// assert_eq!(store.check_interval(), monoflake::DEFAULT_CHECK_INTERVAL);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    fn check_interval(&self) -> Duration {
+        DEFAULT_CHECK_INTERVAL
+    }
 
     /// Claims a node ID of `layout` (`0..=layout.max_node()`), reading its reservation in the
     /// same atomic step.
