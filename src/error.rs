@@ -215,6 +215,15 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A node's reservation record is damaged (truncated, changed, unreadable as a time). It is
+    /// never read as a smaller time: the node is refused until an operator acts.
+    #[non_exhaustive]
+    DamagedReservation {
+        /// The file (or key) holding the reservation.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The node store cannot be reached or refused a request.
     #[non_exhaustive]
     Store {
@@ -374,6 +383,13 @@ impl fmt::Display for Error {
                     path.display()
                 )
             }
+            Error::DamagedReservation { path, reason } => write!(
+                f,
+                "the reservation {} is damaged: {reason}. It is not read as a smaller time. If \
+                 the clock has passed every ID this node issued (a window after its last use), \
+                 delete the file; otherwise restore it, or claim another node",
+                path.display()
+            ),
             Error::Store { store, reason, .. } => write!(f, "node store {store}: {reason}"),
         }
     }

@@ -17,7 +17,9 @@ fn a_reservation_that_cannot_be_extended_stops_issuing() {
     let store = common::Flaky::new(dir.path(), None);
     // A node with a record (a node without one starts past what a vanished holder could
     // have issued: see the deleted-directory test).
-    let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(0)).unwrap();
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(0))
+        .unwrap();
     store.release(claim, T0).unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let leased = Generator::builder(Layout::twitter())
@@ -113,9 +115,11 @@ fn a_restart_never_reissues_a_reserved_tick() {
         last = a.try_next_id().unwrap();
     }
     // A crash leaves the last extension on disk, ahead of what was issued.
+    let crash_state =
+        std::fs::read_to_string(dir.path().join("twitter/node-9.reservation")).unwrap();
     let until_on_disk = {
-        let text = std::fs::read_to_string(dir.path().join("twitter/node-9.reservation")).unwrap();
-        text.lines()
+        crash_state
+            .lines()
             .nth(1)
             .unwrap()
             .strip_prefix("until_ms=")
@@ -126,11 +130,7 @@ fn a_restart_never_reissues_a_reserved_tick() {
     assert!(until_on_disk >= T0 + 5000);
     // Release (which writes the end of the last tick), then put the crash state back.
     drop(a);
-    std::fs::write(
-        dir.path().join("twitter/node-9.reservation"),
-        format!("monoflake-reservation v1\nuntil_ms={until_on_disk}\n"),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("twitter/node-9.reservation"), &crash_state).unwrap();
     // Restart with the clock set back an hour.
     let b = Generator::builder(layout.clone())
         .clock(ManualClock::new(T0 - 3_600_000))
@@ -176,11 +176,7 @@ fn state_directory_errors_are_typed() {
     std::fs::create_dir_all(dir.path().join("s/twitter")).unwrap();
     std::fs::write(dir.path().join("s/twitter/node-0.reservation"), "garbage").unwrap();
     match store.claim(&Layout::twitter(), NodeRequest::Exact(0)) {
-        Err(
-            e @ Error::StateDir {
-                action: "parse", ..
-            },
-        ) => assert!(e.to_string().contains("garbage")),
+        Err(e @ Error::DamagedReservation { .. }) => assert!(e.to_string().contains("garbage")),
         other => panic!("{other:?}"),
     }
     assert_eq!(
@@ -257,4 +253,88 @@ fn a_state_directory_deleted_under_a_holder_gives_no_duplicates() {
         "the old and the new holder of node 0 shared an ID"
     );
     assert!(new_ids[0] > *old_ids.last().unwrap());
+}
+
+/// Damaged reservation files are refused with the file's name, never read as a smaller time
+/// (a value that lost its last digits would restart the node years in the past).
+#[test]
+fn damaged_reservations_are_refused_not_read_as_smaller_times() {
+    let dir = common::TempDir::new("damaged");
+    let store = FileStore::open(dir.path()).unwrap();
+    let layout = Layout::twitter();
+    let g = Generator::builder(layout.clone())
+        .build_leased(Arc::new(store.clone()), NodeRequest::Exact(1))
+        .unwrap();
+    g.next_id().unwrap();
+    g.release().unwrap();
+    let path = dir.path().join("twitter/node-1.reservation");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let mut lines = good.lines();
+    assert_eq!(lines.next(), Some("monoflake-reservation v2"));
+    let value = lines.next().unwrap().to_owned();
+    let sum = lines.next().unwrap().to_owned();
+    assert!(sum.starts_with("sum=") && sum.len() == 4 + 16, "{sum}");
+    let truncated = &value[..value.len() - 3];
+    let mut flipped = value.clone().into_bytes();
+    let last = flipped.len() - 1;
+    flipped[last] = if flipped[last] == b'9' {
+        b'8'
+    } else {
+        flipped[last] + 1
+    };
+    let flipped = String::from_utf8(flipped).unwrap();
+    let cases = [
+        (
+            "truncated digits",
+            format!("monoflake-reservation v2\n{truncated}\n{sum}\n"),
+            "checksum does not match",
+        ),
+        (
+            "a changed digit",
+            format!("monoflake-reservation v2\n{flipped}\n{sum}\n"),
+            "checksum does not match",
+        ),
+        (
+            "a missing checksum",
+            format!("monoflake-reservation v2\n{value}\n"),
+            "no sum=<hex> line",
+        ),
+        ("an empty file", String::new(), "no until_ms=<digits> line"),
+        (
+            "garbage",
+            "\u{0}\u{1}garbage".to_owned(),
+            "no until_ms=<digits> line",
+        ),
+        (
+            "an unknown version",
+            format!("monoflake-reservation v9\n{value}\n{sum}\n"),
+            "unknown header",
+        ),
+    ];
+    for (what, text, expect) in cases {
+        std::fs::write(&path, text).unwrap();
+        match store.claim(&layout, NodeRequest::Exact(1)) {
+            Err(e @ Error::DamagedReservation { .. }) => {
+                let msg = e.to_string();
+                assert!(msg.contains(expect), "{what}: {msg}");
+                assert!(msg.contains("node-1.reservation"), "{what}: {msg}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // A well-formed v1 file written now is still read (an upgrade keeps its nodes).
+    std::fs::write(&path, format!("monoflake-reservation v1\n{value}\n")).unwrap();
+    let claim = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    let until: u64 = value.strip_prefix("until_ms=").unwrap().parse().unwrap();
+    assert_eq!(claim.reserved_until_ms(), Some(until));
+    drop(claim);
+    // And the good v2 file again.
+    std::fs::write(&path, &good).unwrap();
+    assert_eq!(
+        store
+            .claim(&layout, NodeRequest::Exact(1))
+            .unwrap()
+            .reserved_until_ms(),
+        Some(until)
+    );
 }

@@ -65,7 +65,10 @@ struct FileClaim {
     shared: bool,
 }
 
-const RESERVATION_HEADER: &str = "monoflake-reservation v1";
+/// The first line of a reservation file written by this version.
+const RESERVATION_HEADER: &str = "monoflake-reservation v2";
+/// The first line of a reservation file written by monoflake 0.1 (no checksum).
+const RESERVATION_HEADER_V1: &str = "monoflake-reservation v1";
 
 impl FileStore {
     /// Opens (creating it when missing) a state directory.
@@ -247,20 +250,54 @@ fn read_reservation(path: &Path) -> Result<Option<u64>, Error> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(state_dir(path, "read", e)),
     };
-    let until = text
-        .strip_prefix(RESERVATION_HEADER)
-        .and_then(|rest| rest.trim().strip_prefix("until_ms="))
-        .and_then(|v| v.parse::<u64>().ok());
-    match until {
-        Some(until) => Ok(Some(until)),
-        None => Err(state_dir(
-            path,
-            "parse",
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("not a reservation: {text:?}"),
-            ),
-        )),
+    parse_reservation(&text)
+        .map(Some)
+        .map_err(|reason| Error::DamagedReservation {
+            path: path.to_owned(),
+            reason,
+        })
+}
+
+/// The checksum of a reservation's value line: SipHash-2-4 with a fixed key, so that a value
+/// that lost or changed digits is not read as another time.
+fn reservation_sum(value_line: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher24::new_with_keys(0x6d6f_6e6f, 0x0066_6c61_6b65);
+    h.write(value_line.as_bytes());
+    h.finish()
+}
+
+/// Parses a reservation file: v2 (`until_ms=N` and `sum=<hex>`), or v1 (no checksum, from
+/// monoflake 0.1).
+fn parse_reservation(text: &str) -> Result<u64, String> {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let value_line = lines.next().unwrap_or_default();
+    let until = value_line
+        .strip_prefix("until_ms=")
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse::<u64>().ok())
+        .ok_or_else(|| format!("no until_ms=<digits> line in {text:?}"))?;
+    match header {
+        RESERVATION_HEADER => {
+            let sum = lines
+                .next()
+                .and_then(|l| l.strip_prefix("sum="))
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("no sum=<hex> line in {text:?}"))?;
+            if sum != reservation_sum(value_line) || lines.any(|l| !l.is_empty()) {
+                return Err(format!(
+                    "its checksum does not match {value_line:?} (the file was changed or \
+                     damaged)"
+                ));
+            }
+            Ok(until)
+        }
+        // Written by monoflake 0.1, without a checksum: read as it is (a damaged v1 value
+        // cannot be told from a good one), and replaced by a v2 file at the claim's first
+        // write, which follows at once.
+        RESERVATION_HEADER_V1 => Ok(until),
+        other => Err(format!("unknown header {other:?}")),
     }
 }
 
@@ -295,7 +332,9 @@ impl FileClaim {
             if self.shared {
                 f.set_permissions(fs::Permissions::from_mode(SHARED_FILE_MODE))?;
             }
-            writeln!(f, "{RESERVATION_HEADER}\nuntil_ms={until_ms}")?;
+            let value_line = format!("until_ms={until_ms}");
+            let sum = reservation_sum(&value_line);
+            writeln!(f, "{RESERVATION_HEADER}\n{value_line}\nsum={sum:016x}")?;
             f.sync_all()?;
             fs::rename(&tmp, &path)?;
             File::open(&self.dir)?.sync_all()
