@@ -93,7 +93,37 @@ fn open_store(args: &GenArgs) -> Result<Arc<dyn NodeStore>, Failure> {
     }
 }
 
+/// Fails when standard output was closed when the command started (`monoflake gen >&-`):
+/// the IDs would be issued and lost without a word. Rust's runtime reopens a closed standard
+/// output on `/dev/null`, read-write; a shell's `> /dev/null` opens it write-only. On Linux
+/// that difference tells the two apart (`/proc/self/fd/1` and its `fdinfo` flags); elsewhere
+/// nothing is checked.
+fn check_stdout_open() -> Result<(), Failure> {
+    let target = std::fs::read_link("/proc/self/fd/1").ok();
+    let flags = std::fs::read_to_string("/proc/self/fdinfo/1")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        });
+    const O_ACCMODE: u32 = 0o3;
+    const O_RDWR: u32 = 0o2;
+    match (target, flags) {
+        (Some(t), Some(f)) if t == Path::new("/dev/null") && f & O_ACCMODE == O_RDWR => {
+            Err(Failure {
+                code: 1,
+                message: "standard output is closed: the IDs would be lost, so none were \
+                          issued (redirect to /dev/null to discard them on purpose)"
+                    .into(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 fn generate(args: &GenArgs) -> Result<(), Failure> {
+    check_stdout_open()?;
     let layout = Layout::preset(&args.layout)?;
     let request = match args.node {
         NodeArg::Auto => NodeRequest::Any,

@@ -318,3 +318,66 @@ fn a_host_wide_directory_another_user_cannot_write_is_an_error_not_a_private_fal
         "{err}"
     );
 }
+
+#[test]
+fn gen_with_standard_output_closed_fails_instead_of_losing_ids() {
+    let state = common::TempDir::new("closed-stdout");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec {} gen -n 5 >&-",
+            env!("CARGO_BIN_EXE_monoflake")
+        ))
+        .env("MONOFLAKE_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("standard output is closed"), "{err}");
+    // Sent to /dev/null on purpose, the IDs are discarded and the run succeeds.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec {} gen -n 5 >/dev/null",
+            env!("CARGO_BIN_EXE_monoflake")
+        ))
+        .env("MONOFLAKE_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn sigterm_releases_the_node_like_ctrl_c() {
+    let state = common::TempDir::new("sigterm");
+    let mut child = monoflake(state.path())
+        .args(["gen", "-n", "2000000000", "--node", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: u64 = lines.next().unwrap().unwrap().parse().unwrap();
+    common::signal(child.id(), "TERM");
+    // Drain what it printed before it stopped.
+    let mut last = first;
+    for line in lines {
+        last = line.unwrap().parse().unwrap();
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        !status.success(),
+        "an interrupted run must not report success"
+    );
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "released and exited, not killed by the signal"
+    );
+    // The node is free at once, and its next holder starts above everything printed.
+    let next = ids(&monoflake(state.path())
+        .args(["gen", "-n", "1", "--node", "0"])
+        .output()
+        .unwrap());
+    assert!(next[0] > last);
+}
