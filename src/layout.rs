@@ -5,15 +5,22 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::Error;
 
-/// The names of the built-in presets, as [`Layout::preset`] takes them.
-pub const PRESETS: &[&str] = &[
-    "twitter",
-    "discord",
-    "sonyflake",
-    "baidu",
-    "js-safe",
-    "game-server",
-];
+/// The names of the built-in presets, as [`Layout::preset`] takes them (from the one preset
+/// table, `ALL_PRESETS`).
+///
+/// ```
+/// assert_eq!(monoflake::PRESETS[0], "twitter");
+/// assert!(monoflake::PRESETS.iter().all(|name| monoflake::Layout::preset(name).is_ok()));
+/// ```
+pub const PRESETS: &[&str] = &{
+    let mut names = [""; ALL_PRESETS.len()];
+    let mut i = 0;
+    while i < ALL_PRESETS.len() {
+        names[i] = ALL_PRESETS[i].name;
+        i += 1;
+    }
+    names
+};
 
 /// Names a node field may not take: they are the keys of a decoded ID.
 const RESERVED_NAMES: &[&str] = &["id", "unix_ms", "time", "node", "sequence"];
@@ -222,14 +229,23 @@ const GAME_SERVER: Preset = Preset {
     allow_sign_bit: false,
 };
 
+/// The one preset table: every name, lookup and check goes through it.
+const ALL_PRESETS: [&Preset; 6] = [
+    &TWITTER,
+    &DISCORD,
+    &SONYFLAKE,
+    &BAIDU,
+    &JS_SAFE,
+    &GAME_SERVER,
+];
+
 // Every preset is a valid layout: checked when the crate compiles, not when it is used.
 const _: () = {
-    assert!(TWITTER.is_valid());
-    assert!(DISCORD.is_valid());
-    assert!(SONYFLAKE.is_valid());
-    assert!(BAIDU.is_valid());
-    assert!(JS_SAFE.is_valid());
-    assert!(GAME_SERVER.is_valid());
+    let mut i = 0;
+    while i < ALL_PRESETS.len() {
+        assert!(ALL_PRESETS[i].is_valid());
+        i += 1;
+    }
     // js-safe IDs must stay below 2^53.
     assert!(JS_SAFE.time_bits + JS_SAFE.fields[0].1 + JS_SAFE.sequence_bits <= 53);
 };
@@ -257,20 +273,14 @@ impl Layout {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn preset(name: &str) -> Result<Layout, Error> {
-        Ok(match name {
-            "twitter" => Self::twitter(),
-            "discord" => Self::discord(),
-            "sonyflake" => Self::sonyflake(),
-            "baidu" => Self::baidu(),
-            "js-safe" => Self::js_safe(),
-            "game-server" => Self::game_server(),
-            _ => {
-                return Err(Error::UnknownPreset {
-                    name: name.to_owned(),
-                    known: PRESETS,
-                });
-            }
-        })
+        ALL_PRESETS
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.layout())
+            .ok_or_else(|| Error::UnknownPreset {
+                name: name.to_owned(),
+                known: PRESETS,
+            })
     }
 
     /// Twitter's Snowflake, the default: 41 bits of milliseconds since 2010-11-04T01:42:54.657Z,

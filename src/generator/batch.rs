@@ -3,7 +3,7 @@
 use super::Output;
 use crate::Id;
 
-/// A run of consecutive IDs reserved by [`Generator::next_ids`]; iterating allocates nothing.
+/// A run of consecutive IDs reserved by [`Generator::next_ids`](crate::Generator::next_ids); iterating allocates nothing.
 ///
 /// ```
 /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;

@@ -75,7 +75,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         self
     }
 
-    /// The time source (default a new [`LockedClock`]).
+    /// The time source (default a new [`LockedClock`](crate::LockedClock)).
     ///
     /// ```
     /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
