@@ -7,11 +7,26 @@ use std::sync::Arc;
 
 use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore};
 
-/// Forks; the child runs `child` and exits with its code (without unwinding or allocating
-/// after the fork beyond what `child` does); the parent gets the child's exit code.
+/// Forks with libc's `fork` (which runs the `pthread_atfork` handlers); the child runs
+/// `child` and exits with its code (without unwinding or running destructors); the parent gets
+/// the child's exit code.
 fn in_forked_child(child: impl FnOnce() -> i32) -> i32 {
     // SAFETY: the child only runs `child` (atomic loads in the generator) and `_exit`s.
-    let pid = unsafe { libc::fork() };
+    in_child(|| unsafe { libc::fork() }, child)
+}
+
+/// Forks with the raw system call, which skips `pthread_atfork` (as `syscall(SYS_fork)` and
+/// glibc's `_Fork` do); otherwise as [`in_forked_child`].
+fn in_raw_forked_child(child: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: as in `in_forked_child`; the raw fork runs no atfork handlers.
+    in_child(
+        || unsafe { libc::syscall(libc::SYS_fork) } as libc::pid_t,
+        child,
+    )
+}
+
+fn in_child(fork: impl FnOnce() -> libc::pid_t, child: impl FnOnce() -> i32) -> i32 {
+    let pid = fork();
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
         let code = child();
@@ -52,24 +67,6 @@ fn a_forked_child_refuses_to_issue_under_the_parents_node() {
     assert!(leased.next_id().unwrap() > before.1);
     drop(leased);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Forks with the raw system call, which skips `pthread_atfork` (as `syscall(SYS_fork)` and
-/// glibc's `_Fork` do); otherwise as [`in_forked_child`].
-fn in_raw_forked_child(child: impl FnOnce() -> i32) -> i32 {
-    // SAFETY: as in `in_forked_child`; the raw fork runs no atfork handlers.
-    let pid = unsafe { libc::syscall(libc::SYS_fork) } as libc::pid_t;
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let code = child();
-        // SAFETY: leaves the child at once.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(libc::WIFEXITED(status));
-    libc::WEXITSTATUS(status)
 }
 
 #[test]
