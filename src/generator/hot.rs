@@ -39,9 +39,9 @@ impl<C: TimeSource> Generator<C> {
             // the pid, to catch forks that skip pthread_atfork).
             let last_tick = last >> self.params.sequence_bits;
             let slow = (first != cur + 1) | (last_tick > now) | (n > 1);
-            let forked = forked || (slow && self.core.fence.another_process());
-            if forked | self.core.fence.refuses(now, last_tick) {
-                return Err(self.fenced(forked, now));
+            // One branch on the common path for all of it.
+            if forked | slow | self.core.fence.refuses(now, last_tick) {
+                self.check_slow(forked, now, last_tick)?;
             }
             // Compare-exchange.
             match self.commit(cur, last) {
@@ -108,6 +108,18 @@ impl<C: TimeSource> Generator<C> {
             }
             Step::Issue { .. } => unreachable!("an issuing step is not a refusal"),
         }
+    }
+
+    /// Off the common path (a new tick, a borrow, a batch, or a refusal already seen): asks
+    /// the process id too, then the fence.
+    #[cold]
+    #[inline(never)]
+    fn check_slow(&self, forked: bool, now: u64, last_tick: u64) -> Result<(), Error> {
+        let forked = forked || self.core.fence.another_process();
+        if forked || self.core.fence.refuses(now, last_tick) {
+            return Err(self.fenced(forked, now));
+        }
+        Ok(())
     }
 
     /// Why the fence refused: the fork, the lease deadline or the reservation.
