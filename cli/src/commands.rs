@@ -11,7 +11,7 @@ use monoflake::{
     OpaqueKey, PRESETS, rfc3339,
 };
 
-use crate::args::{Backend, Command, DecodeArgs, Format, GenArgs, InputFormat, NodeArg};
+use crate::args::{Backend, Command, DecodeArgs, Format, GenArgs, InputFormat, NodeArg, NodeArgs};
 
 /// A failed command: what to print and the exit code.
 #[derive(Debug)]
@@ -52,6 +52,8 @@ pub fn run(command: Command) -> Result<(), Failure> {
         Command::Gen(args) => generate(&args),
         Command::Decode(args) => decode(&args),
         Command::Layouts => layouts(),
+        #[cfg(feature = "server")]
+        Command::Serve(args) => crate::serve::run(&args),
     };
     match result {
         Err(Failure { code: 0, .. }) => Ok(()),
@@ -67,7 +69,7 @@ const BATCH: u64 = 256;
 /// Set by Ctrl-C: writers stop, the claim is released, the command fails.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-fn open_store(args: &GenArgs) -> Result<Arc<dyn NodeStore>, Failure> {
+pub(crate) fn open_store(args: &NodeArgs) -> Result<Arc<dyn NodeStore>, Failure> {
     match args.backend {
         Backend::File => Ok(Arc::new(match &args.state_dir {
             Some(dir) => FileStore::open(dir)?,
@@ -124,8 +126,8 @@ fn check_stdout_open() -> Result<(), Failure> {
 
 fn generate(args: &GenArgs) -> Result<(), Failure> {
     check_stdout_open()?;
-    let layout = Layout::preset(&args.layout)?;
-    let request = match args.node {
+    let layout = Layout::preset(&args.node_args.layout)?;
+    let request = match args.node_args.node {
         NodeArg::Auto => NodeRequest::Any,
         NodeArg::Exact(n) => NodeRequest::Exact(layout.check_node(n)?),
     };
@@ -134,7 +136,7 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
         (Format::Opaque, None) => return Err(usage("--format opaque needs --key-file F")),
         _ => None,
     };
-    let store = open_store(args)?;
+    let store = open_store(&args.node_args)?;
     let leased = Generator::builder(layout).build_leased(store, request)?;
     let progress = progress_bar(args.count);
     // Ctrl-C stops the writers; the lease is then released as on a normal exit.

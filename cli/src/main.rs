@@ -5,6 +5,8 @@
 
 mod args;
 mod commands;
+#[cfg(feature = "server")]
+mod serve;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,305 @@
+//! The HTTP API: routes, handlers, JSON and text bodies, status codes.
+//!
+//! IDs travel as decimal strings in JSON (JavaScript loses precision above 2^53), or as bare
+//! decimal lines with `Accept: text/plain`. Errors are `{"error":"…"}`: 400 for a bad count or
+//! ID, 401 for a missing or wrong token, 404 for an unknown path, 405 for a method other than
+//! GET, 503 with `Retry-After` when the generator cannot issue.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use monoflake::{Id, Layout};
+
+use super::auth::Token;
+use super::issue::{Issuer, Refusal};
+use super::metrics::{Endpoint, Exposition};
+
+/// What every handler shares.
+#[derive(Debug)]
+pub struct App {
+    pub issuer: Arc<Issuer>,
+    pub exposition: Exposition,
+    pub token: Option<Token>,
+    /// Set when a stop began: `/readyz` answers 503 so load balancers move away.
+    pub draining: AtomicBool,
+}
+
+type Shared = State<Arc<App>>;
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/v1/id", get(id))
+        .route("/v1/ids", get(ids))
+        .route("/v1/decode/{id}", get(decode))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(app)
+}
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
+const OPENMETRICS: HeaderValue =
+    HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
+
+fn body(status: StatusCode, kind: HeaderValue, text: String) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, kind);
+    response
+}
+
+/// `{"error":"…"}` with `status`.
+pub fn error(status: StatusCode, message: &str) -> Response {
+    body(
+        status,
+        JSON,
+        serde_json::json!({ "error": message }).to_string(),
+    )
+}
+
+fn refused(refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::BadInput(message) => error(StatusCode::BAD_REQUEST, &message),
+        Refusal::Unavailable {
+            message,
+            retry_after,
+        } => {
+            let mut response = body(
+                StatusCode::SERVICE_UNAVAILABLE,
+                JSON,
+                serde_json::json!({
+                    "error": message,
+                    "retry_after_ms": u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX),
+                })
+                .to_string(),
+            );
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(Refusal::retry_after_secs(retry_after)),
+            );
+            response
+        }
+    }
+}
+
+/// Records the answer in the metrics.
+fn finish(app: &App, endpoint: Endpoint, start: Instant, response: Response) -> Response {
+    app.issuer
+        .metrics
+        .observe(endpoint, response.status().as_u16(), start.elapsed());
+    response
+}
+
+/// `Err(401)` unless the request carries the token (when there is one).
+fn authorize(app: &App, headers: &HeaderMap) -> Result<(), Response> {
+    match &app.token {
+        None => Ok(()),
+        Some(token) if token.admits(headers.get(header::AUTHORIZATION).map(|v| v.as_bytes())) => {
+            Ok(())
+        }
+        Some(_) => {
+            app.issuer.metrics.unauthorized();
+            let mut response = error(
+                StatusCode::UNAUTHORIZED,
+                "a bearer token is required: Authorization: Bearer <token>",
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"monoflake\""),
+            );
+            Err(response)
+        }
+    }
+}
+
+/// Whether the caller asked for bare decimal lines.
+fn wants_text(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/plain") && !v.contains("application/json"))
+}
+
+async fn id(State(app): Shared, headers: HeaderMap) -> Response {
+    let start = Instant::now();
+    let response = match authorize(&app, &headers) {
+        Err(r) => r,
+        Ok(()) => match app.issuer.id().await {
+            Ok(id) => {
+                app.issuer.metrics.served(1);
+                if wants_text(&headers) {
+                    body(StatusCode::OK, TEXT, format!("{id}\n"))
+                } else {
+                    body(StatusCode::OK, JSON, format!("{{\"id\":\"{id}\"}}"))
+                }
+            }
+            Err(r) => refused(r),
+        },
+    };
+    finish(&app, Endpoint::Id, start, response)
+}
+
+/// The value of `count` in a query string, as written.
+fn count_param(query: Option<&str>) -> Option<&str> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("count="))
+}
+
+async fn ids(State(app): Shared, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    let start = Instant::now();
+    let response = match authorize(&app, &headers) {
+        Err(r) => r,
+        Ok(()) => match app.issuer.parse_count(count_param(query.as_deref())) {
+            Err(r) => refused(r),
+            Ok(n) => match app.issuer.ids(n).await {
+                Err(r) => refused(r),
+                Ok(run) => {
+                    app.issuer.metrics.served(n);
+                    let mut out = String::with_capacity(usize::try_from(n).unwrap_or(0) * 22 + 16);
+                    // Writing to a String cannot fail.
+                    if wants_text(&headers) {
+                        for id in run {
+                            let _ = writeln!(out, "{id}");
+                        }
+                        body(StatusCode::OK, TEXT, out)
+                    } else {
+                        out.push_str("{\"ids\":[");
+                        for (i, id) in run.enumerate() {
+                            let sep = if i == 0 { "" } else { "," };
+                            let _ = write!(out, "{sep}\"{id}\"");
+                        }
+                        out.push_str("]}");
+                        body(StatusCode::OK, JSON, out)
+                    }
+                }
+            },
+        },
+    };
+    finish(&app, Endpoint::Ids, start, response)
+}
+
+/// Reads an ID written in decimal, or in hex with a `0x` prefix.
+fn parse_id(raw: &str) -> Result<Id, monoflake::Error> {
+    match raw.strip_prefix("0x").or_else(|| raw.strip_prefix("0X")) {
+        Some(_) => Id::from_hex(raw),
+        None => raw.parse(),
+    }
+}
+
+/// The object `monoflake decode --json` prints for `id`.
+pub fn decode_json(id: Id, layout: &Layout) -> Result<String, monoflake::Error> {
+    let parts = id.parts(layout)?;
+    let mut out = format!(
+        "{{\"id\":\"{id}\",\"unix_ms\":{},\"time\":\"{}\",\"node\":{},\"sequence\":{}",
+        parts.unix_ms(),
+        parts.rfc3339(),
+        parts.node(),
+        parts.sequence()
+    );
+    for (name, value) in parts.fields() {
+        let _ = write!(out, ",\"{name}\":{value}");
+    }
+    out.push('}');
+    Ok(out)
+}
+
+async fn decode(State(app): Shared, headers: HeaderMap, Path(raw): Path<String>) -> Response {
+    let start = Instant::now();
+    let response = match authorize(&app, &headers) {
+        Err(r) => r,
+        Ok(()) => match parse_id(&raw).and_then(|id| decode_json(id, app.issuer.layout())) {
+            Ok(json) => body(StatusCode::OK, JSON, json),
+            Err(e) => error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "cannot decode {raw:?} under the {} layout: {e}",
+                    app.issuer.layout().name()
+                ),
+            ),
+        },
+    };
+    finish(&app, Endpoint::Decode, start, response)
+}
+
+async fn healthz(State(app): Shared) -> Response {
+    let start = Instant::now();
+    let response = body(StatusCode::OK, JSON, "{\"status\":\"ok\"}".into());
+    finish(&app, Endpoint::Healthz, start, response)
+}
+
+async fn readyz(State(app): Shared) -> Response {
+    let start = Instant::now();
+    let issuer = &app.issuer;
+    let response = if app.draining.load(Ordering::Relaxed) {
+        unavailable("stopping: the node is being released")
+    } else {
+        match issuer.ready() {
+            Ok(()) => body(
+                StatusCode::OK,
+                JSON,
+                format!(
+                    "{{\"status\":\"ready\",\"node\":{},\"layout\":\"{}\"}}",
+                    issuer.node(),
+                    issuer.layout().name()
+                ),
+            ),
+            Err(e) => unavailable(&e.to_string()),
+        }
+    };
+    finish(&app, Endpoint::Readyz, start, response)
+}
+
+fn unavailable(message: &str) -> Response {
+    let mut response = error(StatusCode::SERVICE_UNAVAILABLE, message);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+async fn metrics(State(app): Shared) -> Response {
+    let start = Instant::now();
+    let response = body(StatusCode::OK, OPENMETRICS, app.exposition.render());
+    finish(&app, Endpoint::Metrics, start, response)
+}
+
+async fn not_found(State(app): Shared, uri: axum::http::Uri) -> Response {
+    let start = Instant::now();
+    let response = error(
+        StatusCode::NOT_FOUND,
+        &format!(
+            "no such path: {}; the API is GET /v1/id, /v1/ids?count=N, /v1/decode/{{id}}, \
+             /healthz, /readyz, /metrics",
+            uri.path()
+        ),
+    );
+    finish(&app, Endpoint::Other, start, response)
+}
+
+async fn method_not_allowed(
+    State(app): Shared,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> Response {
+    let start = Instant::now();
+    let mut response = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &format!("{method} is not allowed on {}: use GET", uri.path()),
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    finish(&app, Endpoint::Other, start, response.into_response())
+}

@@ -1,0 +1,69 @@
+//! Starting and stopping: the runtime, the listeners, the signals, the drain, the release.
+//!
+//! SIGTERM or SIGINT: `/readyz` turns 503, the listeners stop accepting, requests in flight
+//! finish (for at most the drain timeout), then the lease is released — the final
+//! reservation written and the node freed, so a new `serve` on the same store gets it at
+//! once — and the process exits 0.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+use super::http::App;
+use super::listener::{self, Limits};
+
+/// A bound listener and what it serves.
+pub struct Endpoint {
+    pub listener: TcpListener,
+    pub router: Router,
+    pub name: &'static str,
+}
+
+/// Binds `addr`, or says why not.
+pub async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen for {what} on {addr}: {e}"))
+}
+
+/// Serves every endpoint until SIGTERM or SIGINT, then drains them.
+pub async fn run(
+    app: Arc<App>,
+    endpoints: Vec<Endpoint>,
+    tls: Option<TlsAcceptor>,
+    limits: Limits,
+) -> Result<(), String> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| format!("cannot watch for SIGINT: {e}"))?;
+    let mut tasks = tokio::task::JoinSet::new();
+    for e in endpoints {
+        tasks.spawn(listener::serve(
+            e.listener,
+            e.router,
+            tls.clone(),
+            limits.clone(),
+            Arc::clone(&app.issuer),
+            stop_rx.clone(),
+        ));
+    }
+    let signal = tokio::select! {
+        _ = terminate.recv() => "SIGTERM",
+        _ = interrupt.recv() => "SIGINT",
+    };
+    eprintln!(
+        "monoflake: {signal}: draining, then releasing node {}",
+        app.issuer.node()
+    );
+    app.draining.store(true, Ordering::Relaxed);
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}

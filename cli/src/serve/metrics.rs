@@ -1,0 +1,357 @@
+//! `/metrics`: the generator's and the lease's counters, the service's own, and request
+//! latency per endpoint, in Prometheus text through `prometheus-client`.
+//!
+//! The hot path touches only relaxed atomics: a request adds to its endpoint's latency
+//! bucket, count and sum (prometheus-client's own histogram takes a lock per observation,
+//! which two cores serving 100,000 requests a second would fight over). Everything else —
+//! the generator's [`Stats`](monoflake::Stats), the lease state — is read when scraped.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+use super::issue::Issuer;
+
+/// The endpoints whose latency is measured, in the order of [`ENDPOINTS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Id,
+    Ids,
+    Decode,
+    Healthz,
+    Readyz,
+    Metrics,
+    GrpcNext,
+    GrpcDecode,
+    Other,
+}
+
+/// Label values, indexed by `Endpoint as usize`.
+const ENDPOINTS: [&str; 9] = [
+    "/v1/id",
+    "/v1/ids",
+    "/v1/decode",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "grpc Next",
+    "grpc Decode",
+    "other",
+];
+
+/// Upper bounds of the latency buckets, in seconds (the last, +Inf, is implicit).
+const BOUNDS: [f64; 14] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0,
+];
+/// The same bounds in nanoseconds, for the hot path.
+const BOUNDS_NS: [u64; 14] = [
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+];
+
+/// The status codes counted one by one; anything else counts as `other`.
+const CODES: [u16; 7] = [200, 400, 401, 404, 405, 503, 0];
+const CODE_LABELS: [&str; 7] = ["200", "400", "401", "404", "405", "503", "other"];
+
+/// One endpoint's latency histogram: per-bucket counts (not cumulative), count and sum.
+// Ordering: Relaxed for all; each is a lone statistic.
+#[derive(Debug, Default)]
+struct Latency {
+    buckets: [AtomicU64; 15],
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+}
+
+/// The service's own counters.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    latency: [Latency; 9],
+    codes: [AtomicU64; 7],
+    ids_served: AtomicU64,
+    refused: AtomicU64,
+    waited: AtomicU64,
+    unauthorized: AtomicU64,
+    connections_open: AtomicU64,
+    connections_total: AtomicU64,
+    connections_timed_out: AtomicU64,
+}
+
+impl Metrics {
+    /// Records one answered request.
+    #[inline]
+    pub fn observe(&self, endpoint: Endpoint, code: u16, elapsed: Duration) {
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        let l = &self.latency[endpoint as usize];
+        let bucket = BOUNDS_NS.iter().position(|&b| ns <= b).unwrap_or(14);
+        // Ordering: Relaxed (statistics).
+        l.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        l.count.fetch_add(1, Ordering::Relaxed);
+        l.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        let slot = CODES.iter().position(|&c| c == code).unwrap_or(6);
+        self.codes[slot].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// IDs handed to callers (the generator's `issued` also counts readiness probes).
+    #[inline]
+    pub fn served(&self, n: u64) {
+        self.ids_served.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn waited(&self) {
+        self.waited.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn unauthorized(&self) {
+        self.unauthorized.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+        self.connections_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_timed_out(&self) {
+        self.connections_timed_out.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Encodes everything at scrape time.
+#[derive(Debug)]
+struct Scrape {
+    issuer: Arc<Issuer>,
+}
+
+fn counter(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: u64,
+) -> Result<(), std::fmt::Error> {
+    ConstCounter::new(value).encode(encoder.encode_descriptor(
+        name,
+        help,
+        None,
+        MetricType::Counter,
+    )?)
+}
+
+fn gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: i64,
+) -> Result<(), std::fmt::Error> {
+    ConstGauge::new(value).encode(encoder.encode_descriptor(name, help, None, MetricType::Gauge)?)
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let issuer = &self.issuer;
+        let e = &mut encoder;
+        let stats = issuer.leased().stats();
+        let m = &issuer.metrics;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        counter(
+            e,
+            "monoflake_ids_issued",
+            "IDs issued by the generator (readiness probes included).",
+            stats.issued,
+        )?;
+        counter(
+            e,
+            "monoflake_ids_served",
+            "IDs sent to callers.",
+            load(&m.ids_served),
+        )?;
+        counter(
+            e,
+            "monoflake_borrowed_ticks",
+            "Ticks entered ahead of the clock because the sequence was full.",
+            stats.borrowed_ticks,
+        )?;
+        gauge(
+            e,
+            "monoflake_max_lead_ticks",
+            "The furthest the time field ran ahead of the clock, in ticks.",
+            i64::try_from(stats.max_lead_ticks).unwrap_or(i64::MAX),
+        )?;
+        counter(
+            e,
+            "monoflake_would_block",
+            "Generator calls refused at the lead limit (WouldBlock).",
+            stats.would_block,
+        )?;
+        counter(
+            e,
+            "monoflake_request_waits",
+            "Naps requests took at the lead limit before they were answered.",
+            load(&m.waited),
+        )?;
+        counter(
+            e,
+            "monoflake_requests_refused",
+            "Requests answered 503 because the generator could not issue.",
+            load(&m.refused),
+        )?;
+        counter(
+            e,
+            "monoflake_clock_reanchors",
+            "Times the clock moved forward to the wall clock.",
+            stats.reanchors,
+        )?;
+        ConstGauge::new(Duration::from_nanos(stats.max_skew_ns).as_secs_f64()).encode(
+            e.encode_descriptor(
+                "monoflake_clock_max_skew_seconds",
+                "The largest difference seen between the clock and the wall clock.",
+                None,
+                MetricType::Gauge,
+            )?,
+        )?;
+        counter(
+            e,
+            "monoflake_reservation_writes",
+            "Time reservations written to the node store.",
+            stats.reservation_writes,
+        )?;
+        counter(
+            e,
+            "monoflake_reservation_failures",
+            "Time reservation writes that failed.",
+            stats.reservation_failures,
+        )?;
+        counter(
+            e,
+            "monoflake_lease_renewals",
+            "Successful lease renewals.",
+            stats.lease_renewals,
+        )?;
+        counter(
+            e,
+            "monoflake_lease_losses",
+            "Leases lost.",
+            stats.lease_losses,
+        )?;
+        let held = i64::from(issuer.ready().is_ok());
+        gauge(
+            e,
+            "monoflake_lease_held",
+            "1 while the node lease is held and issuing works, else 0.",
+            held,
+        )?;
+        gauge(
+            e,
+            "monoflake_node",
+            "The node ID held.",
+            i64::try_from(issuer.node()).unwrap_or(-1),
+        )?;
+        counter(
+            e,
+            "monoflake_unauthorized",
+            "Requests refused for a missing or wrong token.",
+            load(&m.unauthorized),
+        )?;
+        gauge(
+            e,
+            "monoflake_connections_open",
+            "Connections open now.",
+            i64::try_from(load(&m.connections_open)).unwrap_or(0),
+        )?;
+        counter(
+            e,
+            "monoflake_connections",
+            "Connections accepted.",
+            load(&m.connections_total),
+        )?;
+        counter(
+            e,
+            "monoflake_connections_timed_out",
+            "Connections closed for moving no byte within --idle-timeout.",
+            load(&m.connections_timed_out),
+        )?;
+        {
+            let mut family = e.encode_descriptor(
+                "monoflake_responses",
+                "Responses by status code.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (label, value) in CODE_LABELS.iter().zip(&m.codes) {
+                ConstCounter::new(load(value))
+                    .encode(family.encode_family(&[("code", *label)])?)?;
+            }
+        }
+        let mut family = e.encode_descriptor(
+            "monoflake_request_duration_seconds",
+            "Time from a request's arrival at its handler to its answer, per endpoint.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (label, l) in ENDPOINTS.iter().zip(&m.latency) {
+            let mut buckets = [(0.0, 0); 15];
+            for (i, slot) in buckets.iter_mut().enumerate() {
+                *slot = (
+                    BOUNDS.get(i).copied().unwrap_or(f64::MAX),
+                    load(&l.buckets[i]),
+                );
+            }
+            let count = buckets.iter().map(|b| b.1).sum();
+            let sum = Duration::from_nanos(load(&l.sum_ns)).as_secs_f64();
+            family
+                .encode_family(&[("endpoint", *label)])?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                sum, count, &buckets, None,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The registry behind `/metrics`.
+#[derive(Debug)]
+pub struct Exposition {
+    registry: Registry,
+}
+
+impl Exposition {
+    pub fn new(issuer: Arc<Issuer>) -> Self {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Scrape { issuer }));
+        Exposition { registry }
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(8 * 1024);
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

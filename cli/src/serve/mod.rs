@@ -1,0 +1,160 @@
+//! `monoflake serve`: one leased generator behind HTTP (and gRPC), a thin layer over the
+//! library's public API.
+//!
+//! * `issue.rs`: the generator behind an async retry; refusals and what they mean.
+//! * `http.rs`: the HTTP routes and bodies; `grpc.rs`: the `monoflake.v1.Ids` service.
+//! * `metrics.rs`: `/metrics`; `auth.rs`: the bearer token; `tls.rs`: rustls.
+//! * `listener.rs`: accept loop, connection limit, idle timeout, graceful stop.
+//! * `lifecycle.rs`: signals, drain, release.
+
+mod auth;
+mod grpc;
+mod http;
+mod issue;
+mod lifecycle;
+mod listener;
+mod metrics;
+mod tls;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use monoflake::{DEFAULT_MAX_LEAD, Generator, Layout, NodeRequest};
+
+use crate::args::{NodeArg, ServeArgs};
+use crate::commands::{Failure, open_store};
+
+fn runtime_failure(message: String) -> Failure {
+    Failure { code: 1, message }
+}
+
+fn usage(message: String) -> Failure {
+    Failure { code: 2, message }
+}
+
+/// The most IDs one batch can hold under `layout`: the sequence space of the ticks the
+/// generator may borrow (its lead), less one tick for the partly used current one.
+fn batch_capacity(layout: &Layout) -> u64 {
+    let lead_ticks =
+        u64::try_from(DEFAULT_MAX_LEAD.as_millis()).unwrap_or(u64::MAX) / layout.tick_ms();
+    lead_ticks.max(1).saturating_mul(layout.max_sequence() + 1)
+}
+
+pub fn run(args: &ServeArgs) -> Result<(), Failure> {
+    let layout = Layout::preset(&args.node_args.layout)?;
+    let request = match args.node_args.node {
+        NodeArg::Auto => NodeRequest::Any,
+        NodeArg::Exact(n) => NodeRequest::Exact(layout.check_node(n)?),
+    };
+    let max_wait = Duration::from_secs_f64(args.max_wait);
+    let idle = Duration::from_secs_f64(args.idle_timeout);
+    if max_wait >= idle {
+        return Err(usage(format!(
+            "--max-wait ({} s) must be shorter than --idle-timeout ({} s)",
+            args.max_wait, args.idle_timeout
+        )));
+    }
+    let capacity = batch_capacity(&layout);
+    if args.max_count > capacity {
+        return Err(usage(format!(
+            "--max-count {} is more than the {} layout can issue in one batch ({capacity}: \
+             {} IDs per {} ms tick within a lead of {} ms)",
+            args.max_count,
+            layout.name(),
+            layout.max_sequence() + 1,
+            layout.tick_ms(),
+            DEFAULT_MAX_LEAD.as_millis()
+        )));
+    }
+    let token = args
+        .token_file
+        .as_deref()
+        .map(auth::Token::read)
+        .transpose()?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
+        _ => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("monoflake-serve")
+        .build()
+        .map_err(|e| runtime_failure(format!("cannot start the I/O runtime: {e}")))?;
+    // Listen first: a port in use fails before any node is claimed.
+    let http_listener = runtime
+        .block_on(lifecycle::bind(args.listen, "HTTP"))
+        .map_err(runtime_failure)?;
+    let grpc_listener = match args.grpc_listen {
+        Some(addr) => Some(
+            runtime
+                .block_on(lifecycle::bind(addr, "gRPC"))
+                .map_err(runtime_failure)?,
+        ),
+        None => None,
+    };
+    let store = open_store(&args.node_args)?;
+    let leased = Generator::builder(layout).build_leased(store, request)?;
+    let issuer = Arc::new(issue::Issuer::new(
+        leased,
+        args.max_count,
+        max_wait,
+        metrics::Metrics::default(),
+    ));
+    let app = Arc::new(http::App {
+        issuer: Arc::clone(&issuer),
+        exposition: metrics::Exposition::new(Arc::clone(&issuer)),
+        token,
+        draining: AtomicBool::new(false),
+    });
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut endpoints = Vec::new();
+    let local = |l: &tokio::net::TcpListener| {
+        l.local_addr()
+            .map_or_else(|e| e.to_string(), |a| a.to_string())
+    };
+    eprintln!(
+        "monoflake: node {} ({} layout) serving HTTP on {scheme}://{}",
+        issuer.node(),
+        issuer.layout().name(),
+        local(&http_listener)
+    );
+    endpoints.push(lifecycle::Endpoint {
+        listener: http_listener,
+        router: http::router(Arc::clone(&app)),
+        name: "HTTP",
+    });
+    if let Some(listener) = grpc_listener {
+        eprintln!(
+            "monoflake: node {} serving gRPC monoflake.v1.Ids on {}://{}",
+            issuer.node(),
+            scheme,
+            local(&listener)
+        );
+        endpoints.push(lifecycle::Endpoint {
+            listener,
+            router: grpc::router(Arc::clone(&app)),
+            name: "gRPC",
+        });
+    }
+    let limits = listener::Limits {
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        idle,
+        drain: Duration::from_secs_f64(args.drain_timeout),
+    };
+    let served = runtime.block_on(lifecycle::run(Arc::clone(&app), endpoints, tls, limits));
+    // Connections still open after the drain are cut here; nothing then holds the generator.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    drop(app);
+    let released = match Arc::into_inner(issuer) {
+        Some(issuer) => {
+            let node = issuer.node();
+            issuer.release().map(|()| node)
+        }
+        None => Ok(u64::MAX),
+    };
+    served.map_err(runtime_failure)?;
+    let node = released?;
+    eprintln!("monoflake: node {node} released");
+    Ok(())
+}
