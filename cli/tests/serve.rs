@@ -1,0 +1,428 @@
+//! `monoflake serve` over HTTP: every endpoint, every error status, uniqueness under
+//! concurrent clients, SIGTERM handover, lease loss, start-up errors.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod server;
+
+use std::collections::HashSet;
+use std::process::Command;
+
+use server::{GUARD, Server, agent, get, ids_of, wait_for_status};
+
+fn state_args(dir: &common::TempDir) -> Vec<String> {
+    vec!["--state-dir".into(), dir.path().display().to_string()]
+}
+
+fn start(dir: &common::TempDir, extra: &[&str]) -> Server {
+    let mut args: Vec<String> = state_args(dir);
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Server::start(&args)
+}
+
+#[test]
+fn id_ids_and_text_plain() {
+    let dir = common::TempDir::new("serve-ids");
+    let s = start(&dir, &["--node", "5"]);
+    let a = agent();
+    let one = get(&a, &s.url("/v1/id"), &[]);
+    assert_eq!(one.content_type, "application/json");
+    let first = ids_of(&one)[0];
+    assert_eq!((first >> 12) & 0x3FF, 5, "node 5 in the Twitter layout");
+    let batch = get(&a, &s.url("/v1/ids?count=1000"), &[]);
+    let batch = ids_of(&batch);
+    assert_eq!(batch.len(), 1000);
+    assert!(batch[0] > first);
+    assert!(
+        batch.windows(2).all(|w| w[0] < w[1]),
+        "a batch strictly increases"
+    );
+    // The whole batch is one run: consecutive sequence values within each tick.
+    // Bare decimal lines for shell users.
+    let text = get(&a, &s.url("/v1/ids?count=3"), &[("Accept", "text/plain")]);
+    assert_eq!(text.status, 200);
+    assert!(text.content_type.starts_with("text/plain"), "{text:?}");
+    let lines: Vec<u64> = text.body.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0] > *batch.last().unwrap());
+    let single = get(&a, &s.url("/v1/id"), &[("Accept", "text/plain")]);
+    assert!(single.body.ends_with('\n'));
+    assert!(single.body.trim().parse::<u64>().unwrap() > lines[2]);
+    // The largest count allowed works.
+    let max = get(&a, &s.url("/v1/ids?count=100000"), &[]);
+    assert_eq!(ids_of(&max).len(), 100_000);
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn decode_matches_the_decode_command() {
+    let dir = common::TempDir::new("serve-decode");
+    let s = start(&dir, &["--layout", "discord"]);
+    let a = agent();
+    for id in ["175928847299117063", "90339695967350784"] {
+        let served = get(&a, &s.url(&format!("/v1/decode/{id}")), &[]);
+        assert_eq!(served.status, 200, "{served:?}");
+        let cli = Command::new(env!("CARGO_BIN_EXE_monoflake"))
+            .args(["decode", "--layout", "discord", "--json", id])
+            .output()
+            .unwrap();
+        assert!(cli.status.success());
+        assert_eq!(
+            served.body,
+            String::from_utf8(cli.stdout).unwrap().trim_end()
+        );
+    }
+    // Hex with 0x is read too.
+    let hex = get(&a, &s.url("/v1/decode/0x0271065ac1020007"), &[]);
+    assert_eq!(hex.json()["id"], "175928847299117063");
+}
+
+#[test]
+fn health_readiness_and_metrics() {
+    let dir = common::TempDir::new("serve-health");
+    let s = start(&dir, &[]);
+    let a = agent();
+    let health = get(&a, &s.url("/healthz"), &[]);
+    assert_eq!(
+        (health.status, health.json()["status"].as_str()),
+        (200, Some("ok"))
+    );
+    let ready = get(&a, &s.url("/readyz"), &[]);
+    assert_eq!(ready.status, 200);
+    assert_eq!(ready.json()["node"], s.node);
+    assert_eq!(ready.json()["layout"], "twitter");
+    ids_of(&get(&a, &s.url("/v1/ids?count=10"), &[]));
+    get(&a, &s.url("/v1/ids?count=0"), &[]);
+    let m = get(&a, &s.url("/metrics"), &[]);
+    assert_eq!(m.status, 200);
+    assert!(
+        m.content_type.starts_with("application/openmetrics-text"),
+        "{}",
+        m.content_type
+    );
+    for needle in [
+        "monoflake_ids_served_total 10\n",
+        "monoflake_lease_held 1\n",
+        "monoflake_responses_total{code=\"400\"} 1\n",
+        "monoflake_request_duration_seconds_count{endpoint=\"/v1/ids\"} 2\n",
+        "monoflake_request_duration_seconds_bucket{le=\"+Inf\",endpoint=\"/v1/ids\"} 2\n",
+        "monoflake_reservation_writes_total ",
+        "monoflake_lease_renewals_total ",
+        "monoflake_reservation_failures_total 0\n",
+        "monoflake_would_block_total 0\n",
+        "monoflake_request_waits_total 0\n",
+        "monoflake_clock_max_skew_seconds ",
+        "monoflake_connections_open ",
+        "# EOF",
+    ] {
+        assert!(
+            m.body.contains(needle),
+            "{needle:?} missing from\n{}",
+            m.body
+        );
+    }
+    let issued: u64 = m
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("monoflake_ids_issued_total "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        issued >= 10,
+        "issued counts what was served (and readiness probes)"
+    );
+}
+
+#[test]
+fn every_error_status_with_a_json_reason() {
+    let dir = common::TempDir::new("serve-errors");
+    let s = start(&dir, &["--max-count", "500"]);
+    let a = agent();
+    let cases: [(&str, u16, &str); 8] = [
+        (
+            "/v1/ids?count=0",
+            400,
+            "count 0 is out of range: from 1 to 500 (--max-count)",
+        ),
+        (
+            "/v1/ids?count=501",
+            400,
+            "count 501 is out of range: from 1 to 500 (--max-count)",
+        ),
+        (
+            "/v1/ids?count=-1",
+            400,
+            "count \"-1\" is not a whole number: give N from 1 to 500",
+        ),
+        (
+            "/v1/ids?count=99999999999999999999",
+            400,
+            "count \"99999999999999999999\" is not a whole number: give N from 1 to 500",
+        ),
+        (
+            "/v1/ids",
+            400,
+            "count is missing: give ?count=N with N from 1 to 500",
+        ),
+        (
+            "/v1/decode/12x",
+            400,
+            "cannot decode \"12x\" under the twitter layout: invalid ID \"12x\": not a decimal digit 'x' at position 2",
+        ),
+        (
+            "/v1/decode/18446744073709551615",
+            400,
+            "cannot decode \"18446744073709551615\" under the twitter layout: ",
+        ),
+        (
+            "/v2/id",
+            404,
+            "no such path: /v2/id; the API is GET /v1/id, /v1/ids?count=N, /v1/decode/{id}, /healthz, /readyz, /metrics",
+        ),
+    ];
+    for (path, status, message) in cases {
+        let answer = get(&a, &s.url(path), &[]);
+        assert_eq!(answer.status, status, "{path}: {answer:?}");
+        assert_eq!(answer.content_type, "application/json", "{path}");
+        assert!(
+            answer.error().starts_with(message),
+            "{path}: {}",
+            answer.error()
+        );
+    }
+    let post = server::answer(a.post(&s.url("/v1/id")).send("").unwrap());
+    assert_eq!(post.status, 405);
+    assert_eq!(post.error(), "POST is not allowed on /v1/id: use GET");
+}
+
+#[test]
+fn eight_clients_take_a_hundred_thousand_ids_each_all_unique() {
+    let dir = common::TempDir::new("serve-unique");
+    let s = start(&dir, &[]);
+    let url_one = s.url("/v1/id");
+    let url_batch = s.url("/v1/ids?count=999");
+    let runs: Vec<Vec<u64>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    let a = agent();
+                    let mut mine = Vec::with_capacity(100_000);
+                    // 100 batches of 999 and 100 single IDs, interleaved: 100,000 in all.
+                    for _ in 0..100 {
+                        mine.extend(ids_of(&get(&a, &url_batch, &[])));
+                        mine.extend(ids_of(&get(&a, &url_one, &[])));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut all = HashSet::new();
+    for run in &runs {
+        assert_eq!(run.len(), 100_000);
+        assert!(
+            run.windows(2).all(|w| w[0] < w[1]),
+            "one client's IDs went back"
+        );
+        all.extend(run.iter().copied());
+    }
+    assert_eq!(all.len(), 800_000, "duplicate IDs across clients");
+    assert!(all.iter().all(|id| (id >> 12) & 0x3FF == s.node));
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn sigterm_releases_the_node_and_the_next_server_gets_it_at_once() {
+    let dir = common::TempDir::new("serve-handover");
+    let first = start(&dir, &["--node", "3"]);
+    let a = agent();
+    let before = ids_of(&get(&a, &first.url("/v1/ids?count=1000"), &[]));
+    // While the first runs, node 3 is held: a second server asking for it fails to start.
+    let (code, log) =
+        match Server::try_start(&["--state-dir", dir.path().to_str().unwrap(), "--node", "3"]) {
+            Ok(_) => panic!("two servers held node 3"),
+            Err(e) => e,
+        };
+    assert_eq!(code, Some(1), "{log}");
+    assert!(log.contains("node 3 is held"), "{log}");
+    let (status, log) = first.stop();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(
+        log.contains("SIGTERM: draining, then releasing node 3"),
+        "{log}"
+    );
+    assert!(log.contains("node 3 released"), "{log}");
+    // The node is free at once, and its next holder starts after everything issued.
+    let second = start(&dir, &["--node", "3"]);
+    let after = ids_of(&get(&a, &second.url("/v1/id"), &[]));
+    assert!(after[0] > *before.last().unwrap());
+    let (status, _) = second.stop();
+    assert!(status.success());
+}
+
+#[test]
+fn requests_in_flight_finish_before_the_release() {
+    let dir = common::TempDir::new("serve-drain");
+    let s = start(&dir, &[]);
+    let url = s.url("/v1/ids?count=100000");
+    let pid = s.pid();
+    // Clients keep asking while SIGTERM arrives: every answer they get is whole (200 with all
+    // its IDs), or the connection is refused after the stop; never a cut or wrong body.
+    let answers: Vec<Vec<u64>> = std::thread::scope(|scope| {
+        let client = scope.spawn(|| {
+            let a = agent();
+            let mut got = Vec::new();
+            for _ in 0..200 {
+                match a.get(&url).call() {
+                    Ok(r) => {
+                        let answer = server::answer(r);
+                        if answer.status == 503 {
+                            continue;
+                        }
+                        got.push(ids_of(&answer));
+                    }
+                    Err(_) => break,
+                }
+            }
+            got
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        common::signal(pid, "TERM");
+        client.join().unwrap()
+    });
+    let mut all = HashSet::new();
+    for batch in &answers {
+        assert_eq!(batch.len(), 100_000);
+        all.extend(batch.iter().copied());
+    }
+    assert_eq!(all.len(), answers.len() * 100_000);
+    let (status, log) = s.wait_exit();
+    assert_eq!(status.code(), Some(0), "{log}");
+}
+
+#[test]
+fn a_lost_lease_turns_readiness_and_ids_to_503() {
+    let dir = common::TempDir::new("serve-lost");
+    let s = start(&dir, &[]);
+    let a = agent();
+    let before = ids_of(&get(&a, &s.url("/v1/id"), &[]))[0];
+    // The store's records deleted under the live holder: its next check finds the claim
+    // gone and the generator stops issuing for good.
+    std::fs::remove_dir_all(dir.path()).unwrap();
+    let ready = wait_for_status(&a, &s.url("/readyz"), 503);
+    assert_eq!(ready.retry_after.as_deref(), Some("1"));
+    assert!(ready.error().contains("node 0"), "{}", ready.error());
+    for path in ["/v1/id", "/v1/ids?count=10"] {
+        let refused = get(&a, &s.url(path), &[]);
+        assert_eq!(refused.status, 503, "{path}: {refused:?}");
+        assert_eq!(refused.retry_after.as_deref(), Some("1"), "{path}");
+        assert!(refused.error().contains("node 0"), "{}", refused.error());
+        assert!(refused.json()["retry_after_ms"].as_u64().is_some());
+    }
+    let m = get(&a, &s.url("/metrics"), &[]);
+    assert!(m.body.contains("monoflake_lease_held 0\n"), "{}", m.body);
+    assert!(
+        m.body.contains("monoflake_requests_refused_total 2\n"),
+        "{}",
+        m.body
+    );
+    // Health stays 200: the process runs; only readiness says it cannot serve.
+    assert_eq!(get(&a, &s.url("/healthz"), &[]).status, 200);
+    let _ = before;
+    let (status, log) = s.stop();
+    // The release cannot write to a store that is gone: the stop says so and fails.
+    assert_ne!(status.code(), None, "{log}");
+}
+
+#[test]
+fn the_lead_limit_is_a_503_with_retry_after_never_a_wrong_id() {
+    // Sonyflake: 256 IDs per 10 ms tick; a lead of 100 ms holds 2560. Taking it all twice
+    // in a row leaves the second request waiting about 100 ms, longer than --max-wait allows.
+    let dir = common::TempDir::new("serve-lead");
+    let s = start(
+        &dir,
+        &[
+            "--layout",
+            "sonyflake",
+            "--max-count",
+            "2560",
+            "--max-wait",
+            "0.001",
+        ],
+    );
+    let a = agent();
+    let url = s.url("/v1/ids?count=2560");
+    let mut refused = None;
+    let mut seen = HashSet::new();
+    let start = std::time::Instant::now();
+    while refused.is_none() {
+        assert!(start.elapsed() < GUARD, "never refused at the lead limit");
+        let answer = get(&a, &url, &[]);
+        match answer.status {
+            200 => {
+                let ids = ids_of(&answer);
+                assert_eq!(ids.len(), 2560);
+                assert!(ids.iter().all(|id| seen.insert(*id)), "a duplicate ID");
+            }
+            503 => refused = Some(answer),
+            other => panic!("status {other}: {answer:?}"),
+        }
+    }
+    let refused = refused.unwrap();
+    assert_eq!(refused.retry_after.as_deref(), Some("1"));
+    assert!(
+        refused
+            .error()
+            .starts_with("the generator is at its time lead limit; retry after "),
+        "{}",
+        refused.error()
+    );
+    let wait = refused.json()["retry_after_ms"].as_u64().unwrap();
+    assert!(wait <= 100, "retry after {wait} ms");
+}
+
+#[test]
+fn start_up_errors_exit_with_a_reason() {
+    let dir = common::TempDir::new("serve-start");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().to_string();
+    let state = dir.path().to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_monoflake"))
+            .arg("serve")
+            .args(["--state-dir", state])
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (code, err) = run(&["--listen", &port]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains(&format!("cannot listen for HTTP on {port}")),
+        "{err}"
+    );
+    let (code, err) = run(&["--layout", "sonyflake"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(
+            "--max-count 100000 is more than the sonyflake layout can issue in one batch (2560"
+        ),
+        "{err}"
+    );
+    let (code, err) = run(&["--max-wait", "5", "--idle-timeout", "2"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--max-wait (5 s) must be shorter than --idle-timeout (2 s)"),
+        "{err}"
+    );
+    let (code, err) = run(&["--layout", "nope"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, err) = run(&["--max-count", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+}
