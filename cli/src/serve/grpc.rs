@@ -1,11 +1,154 @@
-//! gRPC: the `monoflake.v1.Ids` service of `proto/monoflake/v1/ids.proto`.
+//! gRPC: the `monoflake.v1.Ids` service of `proto/monoflake/v1/ids.proto`, on the same
+//! issuer, token and metrics as HTTP.
+//!
+//! Status codes: `INVALID_ARGUMENT` for a bad count or an ID the layout cannot hold,
+//! `UNAVAILABLE` with a `retry-after-ms` trailer when the generator cannot issue,
+//! `UNAUTHENTICATED` for a missing or wrong token.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
+use tonic::metadata::MetadataValue;
+use tonic::{Code, Request, Response, Status};
 
 use super::http::App;
+use super::issue::Refusal;
+use super::metrics::Endpoint;
 
-pub fn router(_app: Arc<App>) -> Router {
-    Router::new()
+/// The code generated from the `.proto` file by `build.rs`.
+#[allow(clippy::all, clippy::pedantic, dead_code, missing_docs)]
+mod pb {
+    include!(concat!(env!("OUT_DIR"), "/monoflake.v1.rs"));
+}
+
+use pb::ids_server::{Ids, IdsServer};
+use pb::{DecodeRequest, DecodeResponse, NextRequest, NextResponse, NodeField};
+
+/// The gRPC routes, to be served by the listener like any router.
+pub fn router(app: Arc<App>) -> Router {
+    let guard = Arc::clone(&app);
+    let service = IdsServer::with_interceptor(Service { app }, move |request: Request<()>| {
+        authorize(&guard, request)
+    });
+    tonic::service::Routes::new(service).into_axum_router()
+}
+
+fn authorize(app: &App, request: Request<()>) -> Result<Request<()>, Status> {
+    let Some(token) = &app.token else {
+        return Ok(request);
+    };
+    let header = request
+        .metadata()
+        .get("authorization")
+        .map(MetadataValue::as_bytes);
+    if token.admits(header) {
+        Ok(request)
+    } else {
+        app.issuer.metrics.unauthorized();
+        Err(Status::unauthenticated(
+            "a bearer token is required: metadata authorization: Bearer <token>",
+        ))
+    }
+}
+
+struct Service {
+    app: Arc<App>,
+}
+
+fn status_of(refusal: Refusal) -> Status {
+    match refusal {
+        Refusal::BadInput(message) => Status::invalid_argument(message),
+        Refusal::Unavailable {
+            message,
+            retry_after,
+        } => {
+            let mut status = Status::unavailable(message);
+            let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+            status
+                .metadata_mut()
+                .insert("retry-after-ms", MetadataValue::from(ms));
+            status
+        }
+    }
+}
+
+/// The HTTP status a gRPC code is counted under in the metrics.
+fn http_code(code: Code) -> u16 {
+    match code {
+        Code::Ok => 200,
+        Code::InvalidArgument => 400,
+        Code::Unauthenticated => 401,
+        Code::Unavailable => 503,
+        _ => 0,
+    }
+}
+
+impl Service {
+    fn finish<T>(
+        &self,
+        endpoint: Endpoint,
+        start: Instant,
+        result: Result<T, Status>,
+    ) -> Result<Response<T>, Status> {
+        let code = result.as_ref().map_or_else(Status::code, |_| Code::Ok);
+        self.app
+            .issuer
+            .metrics
+            .observe(endpoint, http_code(code), start.elapsed());
+        result.map(Response::new)
+    }
+}
+
+#[tonic::async_trait]
+impl Ids for Service {
+    async fn next(&self, request: Request<NextRequest>) -> Result<Response<NextResponse>, Status> {
+        let start = Instant::now();
+        let issuer = &self.app.issuer;
+        let count = request.into_inner().count.max(1);
+        let result = match issuer.check_count(count) {
+            Err(r) => Err(status_of(r)),
+            Ok(n) => match issuer.ids(n).await {
+                Ok(run) => {
+                    issuer.metrics.served(n);
+                    Ok(NextResponse {
+                        ids: run.map(u64::from).collect(),
+                    })
+                }
+                Err(r) => Err(status_of(r)),
+            },
+        };
+        self.finish(Endpoint::GrpcNext, start, result)
+    }
+
+    async fn decode(
+        &self,
+        request: Request<DecodeRequest>,
+    ) -> Result<Response<DecodeResponse>, Status> {
+        let start = Instant::now();
+        let layout = self.app.issuer.layout();
+        let id = monoflake::Id::from(request.into_inner().id);
+        let result = match id.parts(layout) {
+            Ok(parts) => Ok(DecodeResponse {
+                id: u64::from(id),
+                layout: layout.name().to_owned(),
+                unix_ms: parts.unix_ms(),
+                time: parts.rfc3339().to_string(),
+                node: parts.node(),
+                sequence: parts.sequence(),
+                fields: parts
+                    .fields()
+                    .map(|(name, value)| NodeField {
+                        name: name.to_owned(),
+                        value,
+                    })
+                    .collect(),
+            }),
+            Err(e) => Err(Status::invalid_argument(format!(
+                "cannot decode {id} under the {} layout: {e}",
+                layout.name()
+            ))),
+        };
+        self.finish(Endpoint::GrpcDecode, start, result)
+    }
 }

@@ -73,10 +73,6 @@ impl Issuer {
         self.leased.node()
     }
 
-    pub fn max_count(&self) -> u64 {
-        self.max_count
-    }
-
     pub fn leased(&self) -> &Leased {
         &self.leased
     }

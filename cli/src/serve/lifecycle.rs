@@ -21,7 +21,6 @@ use super::listener::{self, Limits};
 pub struct Endpoint {
     pub listener: TcpListener,
     pub router: Router,
-    pub name: &'static str,
 }
 
 /// Binds `addr`, or says why not.

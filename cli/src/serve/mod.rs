@@ -122,7 +122,6 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     endpoints.push(lifecycle::Endpoint {
         listener: http_listener,
         router: http::router(Arc::clone(&app)),
-        name: "HTTP",
     });
     if let Some(listener) = grpc_listener {
         eprintln!(
@@ -134,7 +133,6 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         endpoints.push(lifecycle::Endpoint {
             listener,
             router: grpc::router(Arc::clone(&app)),
-            name: "gRPC",
         });
     }
     let limits = listener::Limits {

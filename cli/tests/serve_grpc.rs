@@ -1,0 +1,169 @@
+//! `monoflake serve --grpc-listen`: the `monoflake.v1.Ids` service through a tonic client.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod server;
+
+use std::collections::HashSet;
+
+use server::Server;
+use tonic::Code;
+use tonic::transport::Channel;
+
+#[allow(clippy::all, dead_code)]
+mod pb {
+    include!(concat!(env!("OUT_DIR"), "/monoflake.v1.rs"));
+}
+
+use pb::ids_client::IdsClient;
+use pb::{DecodeRequest, NextRequest};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn client(addr: &str) -> IdsClient<Channel> {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    IdsClient::new(channel)
+}
+
+#[test]
+fn next_and_decode_over_grpc() {
+    let dir = common::TempDir::new("grpc");
+    let s = Server::start(&[
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+        "--layout",
+        "discord",
+        "--node",
+        "33",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--max-count",
+        "5000",
+    ]);
+    let addr = s.grpc.clone().unwrap();
+    runtime().block_on(async {
+        let mut c = client(&addr).await;
+        let ids = c
+            .next(NextRequest { count: 5000 })
+            .await
+            .unwrap()
+            .into_inner()
+            .ids;
+        assert_eq!(ids.len(), 5000);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        // 0 means 1.
+        let one = c
+            .next(NextRequest { count: 0 })
+            .await
+            .unwrap()
+            .into_inner()
+            .ids;
+        assert_eq!(one.len(), 1);
+        assert!(one[0] > ids[4999]);
+        let too_many = c.next(NextRequest { count: 5001 }).await.unwrap_err();
+        assert_eq!(too_many.code(), Code::InvalidArgument);
+        assert_eq!(
+            too_many.message(),
+            "count 5001 is out of range: from 1 to 5000 (--max-count)"
+        );
+        // Discord's documented example.
+        let d = c
+            .decode(DecodeRequest {
+                id: 175928847299117063,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(d.layout, "discord");
+        assert_eq!(d.unix_ms, 1462015105796);
+        assert_eq!(d.time, "2016-04-30T11:18:25.796Z");
+        assert_eq!(d.sequence, 7);
+        assert_eq!(
+            d.fields
+                .iter()
+                .map(|f| (f.name.as_str(), f.value))
+                .collect::<Vec<_>>(),
+            [("worker", 1), ("process", 0)]
+        );
+        // The IDs issued carry the node held.
+        let mine = c
+            .decode(DecodeRequest { id: one[0] })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(mine.node, 33);
+    });
+    let m = server::get(&server::agent(), &s.url("/metrics"), &[]);
+    assert!(
+        m.body
+            .contains("monoflake_request_duration_seconds_count{endpoint=\"grpc Next\"} 3\n"),
+        "{}",
+        m.body
+    );
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn grpc_clients_in_parallel_never_share_an_id() {
+    let dir = common::TempDir::new("grpc-unique");
+    let s = Server::start(&[
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+        "--grpc-listen",
+        "127.0.0.1:0",
+    ]);
+    let addr = s.grpc.clone().unwrap();
+    let all: Vec<Vec<u64>> = runtime().block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let addr = addr.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut c = client(&addr).await;
+                let mut mine = Vec::new();
+                for _ in 0..20 {
+                    mine.extend(
+                        c.next(NextRequest { count: 1000 })
+                            .await
+                            .unwrap()
+                            .into_inner()
+                            .ids,
+                    );
+                }
+                mine
+            }));
+        }
+        // Twitter IDs fit in 63 bits: one with the sign bit set is refused, not decoded.
+        let mut c = client(&addr).await;
+        let signed = c.decode(DecodeRequest { id: u64::MAX }).await.unwrap_err();
+        assert_eq!(signed.code(), Code::InvalidArgument);
+        assert!(
+            signed
+                .message()
+                .starts_with("cannot decode 18446744073709551615 under the twitter layout: "),
+            "{}",
+            signed.message()
+        );
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
+    });
+    let mut seen = HashSet::new();
+    for run in &all {
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+        assert!(run.iter().all(|id| seen.insert(*id)), "a duplicate ID");
+    }
+    assert_eq!(seen.len(), 8 * 20 * 1000);
+}
