@@ -101,12 +101,12 @@ fn finish(app: &App, endpoint: Endpoint, start: Instant, response: Response) -> 
     response
 }
 
-/// `Err(401)` unless the request carries the token (when there is one).
-fn authorize(app: &App, headers: &HeaderMap) -> Result<(), Response> {
+/// A 401 answer unless the request carries the token (when there is one).
+fn unauthorized(app: &App, headers: &HeaderMap) -> Option<Response> {
     match &app.token {
-        None => Ok(()),
+        None => None,
         Some(token) if token.admits(headers.get(header::AUTHORIZATION).map(|v| v.as_bytes())) => {
-            Ok(())
+            None
         }
         Some(_) => {
             app.issuer.metrics.unauthorized();
@@ -118,7 +118,7 @@ fn authorize(app: &App, headers: &HeaderMap) -> Result<(), Response> {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"monoflake\""),
             );
-            Err(response)
+            Some(response)
         }
     }
 }
@@ -133,9 +133,9 @@ fn wants_text(headers: &HeaderMap) -> bool {
 
 async fn id(State(app): Shared, headers: HeaderMap) -> Response {
     let start = Instant::now();
-    let response = match authorize(&app, &headers) {
-        Err(r) => r,
-        Ok(()) => match app.issuer.id().await {
+    let response = match unauthorized(&app, &headers) {
+        Some(r) => r,
+        None => match app.issuer.id().await {
             Ok(id) => {
                 app.issuer.metrics.served(1);
                 if wants_text(&headers) {
@@ -159,9 +159,9 @@ fn count_param(query: Option<&str>) -> Option<&str> {
 
 async fn ids(State(app): Shared, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let start = Instant::now();
-    let response = match authorize(&app, &headers) {
-        Err(r) => r,
-        Ok(()) => match app.issuer.parse_count(count_param(query.as_deref())) {
+    let response = match unauthorized(&app, &headers) {
+        Some(r) => r,
+        None => match app.issuer.parse_count(count_param(query.as_deref())) {
             Err(r) => refused(r),
             Ok(n) => match app.issuer.ids(n).await {
                 Err(r) => refused(r),
@@ -217,9 +217,9 @@ pub fn decode_json(id: Id, layout: &Layout) -> Result<String, monoflake::Error> 
 
 async fn decode(State(app): Shared, headers: HeaderMap, Path(raw): Path<String>) -> Response {
     let start = Instant::now();
-    let response = match authorize(&app, &headers) {
-        Err(r) => r,
-        Ok(()) => match parse_id(&raw).and_then(|id| decode_json(id, app.issuer.layout())) {
+    let response = match unauthorized(&app, &headers) {
+        Some(r) => r,
+        None => match parse_id(&raw).and_then(|id| decode_json(id, app.issuer.layout())) {
             Ok(json) => body(StatusCode::OK, JSON, json),
             Err(e) => error(
                 StatusCode::BAD_REQUEST,
