@@ -59,7 +59,7 @@ pub use crate::lease::{
     MIN_RESERVATION_WINDOW, NodeRequest, NodeStore,
 };
 #[cfg(feature = "etcd")]
-pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdStore};
+pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdOptions, EtcdStore};
 #[cfg(unix)]
 pub use crate::lease::{DEFAULT_STATE_DIR, FileStore};
 pub use crate::opaque::{Opaque, OpaqueKey};

@@ -70,6 +70,13 @@ const BATCH: u64 = 256;
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 pub(crate) fn open_store(args: &NodeArgs) -> Result<Arc<dyn NodeStore>, Failure> {
+    let etcd_security =
+        args.etcd_ca.is_some() || args.etcd_cert.is_some() || args.etcd_user.is_some();
+    if etcd_security && args.backend != Backend::Etcd {
+        return Err(usage(
+            "--etcd-ca, --etcd-cert, --etcd-key and --etcd-user need --backend etcd",
+        ));
+    }
     match args.backend {
         Backend::File => Ok(Arc::new(match &args.state_dir {
             Some(dir) => FileStore::open(dir)?,
@@ -79,10 +86,11 @@ pub(crate) fn open_store(args: &NodeArgs) -> Result<Arc<dyn NodeStore>, Failure>
         Backend::Etcd => {
             let endpoints: Vec<&str> = args.etcd_endpoints.iter().map(String::as_str).collect();
             let ttl = std::time::Duration::from_secs(args.lease_ttl);
-            Ok(Arc::new(monoflake::EtcdStore::connect(
+            Ok(Arc::new(monoflake::EtcdStore::connect_with(
                 &endpoints,
                 &args.etcd_prefix,
                 ttl,
+                &etcd_options(args)?,
             )?))
         }
         #[cfg(not(feature = "etcd"))]
@@ -93,6 +101,38 @@ pub(crate) fn open_store(args: &NodeArgs) -> Result<Arc<dyn NodeStore>, Failure>
                 .into(),
         }),
     }
+}
+
+/// TLS and credentials for etcd from the `--etcd-*` flags (files read here).
+#[cfg(feature = "etcd")]
+fn etcd_options(args: &NodeArgs) -> Result<monoflake::EtcdOptions, Failure> {
+    let read = |path: &Path, what: &str| {
+        std::fs::read(path).map_err(|e| Failure {
+            code: 2,
+            message: format!("cannot read the etcd {what} {}: {e}", path.display()),
+        })
+    };
+    let mut options = monoflake::EtcdOptions::new();
+    if let Some(ca) = &args.etcd_ca {
+        options = options.ca_pem(read(ca, "CA file")?);
+    }
+    if let (Some(cert), Some(key)) = (&args.etcd_cert, &args.etcd_key) {
+        options = options.client_identity_pem(read(cert, "certificate")?, read(key, "key")?);
+    }
+    if let Some(user) = &args.etcd_user {
+        let password = match &args.etcd_password_file {
+            Some(path) => {
+                let text = String::from_utf8(read(path, "password file")?)
+                    .map_err(|_| usage("the etcd password file is not UTF-8 text"))?;
+                text.lines().next().unwrap_or("").to_owned()
+            }
+            None => std::env::var("MONOFLAKE_ETCD_PASSWORD").map_err(|_| {
+                usage("--etcd-user needs --etcd-password-file F or $MONOFLAKE_ETCD_PASSWORD")
+            })?,
+        };
+        options = options.user(user.clone(), password);
+    }
+    Ok(options)
 }
 
 /// Fails when standard output was closed when the command started (`monoflake gen >&-`):

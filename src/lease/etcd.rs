@@ -11,6 +11,7 @@ use etcd_client::{
     PutOptions, Txn, TxnOp, TxnOpResponse,
 };
 
+use super::etcd_options::EtcdOptions;
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -90,6 +91,33 @@ impl EtcdStore {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn connect(endpoints: &[&str], prefix: &str, ttl: Duration) -> Result<Self, Error> {
+        Self::connect_with(endpoints, prefix, ttl, &EtcdOptions::new())
+    }
+
+    /// [`EtcdStore::connect`] with TLS and credentials: what a production etcd cluster
+    /// requires (see [`EtcdOptions`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when no endpoint answers within a few seconds, the TLS handshake
+    /// fails or etcd refuses the credentials.
+    ///
+    /// ```no_run
+    /// let options = monoflake::EtcdOptions::new().user("monoflake", "s3cret");
+    /// let store = monoflake::EtcdStore::connect_with(
+    ///     &["http://127.0.0.1:2379"],
+    ///     "/ids",
+    ///     monoflake::DEFAULT_LEASE_TTL,
+    ///     &options,
+    /// )?;
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn connect_with(
+        endpoints: &[&str],
+        prefix: &str,
+        ttl: Duration,
+        extra: &EtcdOptions,
+    ) -> Result<Self, Error> {
         let endpoints: Vec<String> = endpoints.iter().map(|s| (*s).to_owned()).collect();
         let describe = format!("etcd {}", endpoints.join(","));
         let fail = |reason: String| Error::store(describe.clone(), reason);
@@ -98,9 +126,11 @@ impl EtcdStore {
             .build()
             .map_err(|e| fail(format!("cannot start the I/O runtime: {e}")))?;
         let timeout = Duration::from_secs(2).min(ttl.max(Duration::from_secs(1)));
-        let options = ConnectOptions::new()
-            .with_connect_timeout(timeout)
-            .with_timeout(timeout);
+        let options = extra.apply(
+            ConnectOptions::new()
+                .with_connect_timeout(timeout)
+                .with_timeout(timeout),
+        );
         let mut client = runtime
             .block_on(bounded(
                 timeout * 2,

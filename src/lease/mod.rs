@@ -11,6 +11,8 @@
 mod build;
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(feature = "etcd")]
+mod etcd_options;
 #[cfg(unix)]
 mod file;
 mod keeper;
@@ -25,6 +27,8 @@ use std::time::Duration;
 pub use self::build::{MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW};
 #[cfg(feature = "etcd")]
 pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
+#[cfg(feature = "etcd")]
+pub use self::etcd_options::EtcdOptions;
 #[cfg(unix)]
 pub use self::file::{DEFAULT_STATE_DIR, FileStore};
 use self::status::LeaseStatus;

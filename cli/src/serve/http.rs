@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -131,14 +131,15 @@ fn wants_text(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.contains("text/plain") && !v.contains("application/json"))
 }
 
-async fn id(State(app): Shared, headers: HeaderMap) -> Response {
+async fn id(State(app): Shared, request: Request) -> Response {
     let start = Instant::now();
-    let response = match unauthorized(&app, &headers) {
+    let headers = request.headers();
+    let response = match unauthorized(&app, headers) {
         Some(r) => r,
         None => match app.issuer.id().await {
             Ok(id) => {
                 app.issuer.metrics.served(1);
-                if wants_text(&headers) {
+                if wants_text(headers) {
                     body(StatusCode::OK, TEXT, format!("{id}\n"))
                 } else {
                     body(StatusCode::OK, JSON, format!("{{\"id\":\"{id}\"}}"))
@@ -157,11 +158,12 @@ fn count_param(query: Option<&str>) -> Option<&str> {
         .find_map(|pair| pair.strip_prefix("count="))
 }
 
-async fn ids(State(app): Shared, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+async fn ids(State(app): Shared, request: Request) -> Response {
     let start = Instant::now();
-    let response = match unauthorized(&app, &headers) {
+    let headers = request.headers();
+    let response = match unauthorized(&app, headers) {
         Some(r) => r,
-        None => match app.issuer.parse_count(count_param(query.as_deref())) {
+        None => match app.issuer.parse_count(count_param(request.uri().query())) {
             Err(r) => refused(r),
             Ok(n) => match app.issuer.ids(n).await {
                 Err(r) => refused(r),
@@ -169,7 +171,7 @@ async fn ids(State(app): Shared, headers: HeaderMap, RawQuery(query): RawQuery) 
                     app.issuer.metrics.served(n);
                     let mut out = String::with_capacity(usize::try_from(n).unwrap_or(0) * 22 + 16);
                     // Writing to a String cannot fail.
-                    if wants_text(&headers) {
+                    if wants_text(headers) {
                         for id in run {
                             let _ = writeln!(out, "{id}");
                         }
@@ -215,9 +217,10 @@ pub fn decode_json(id: Id, layout: &Layout) -> Result<String, monoflake::Error> 
     Ok(out)
 }
 
-async fn decode(State(app): Shared, headers: HeaderMap, Path(raw): Path<String>) -> Response {
+async fn decode(State(app): Shared, Path(raw): Path<String>, request: Request) -> Response {
     let start = Instant::now();
-    let response = match unauthorized(&app, &headers) {
+    let headers = request.headers();
+    let response = match unauthorized(&app, headers) {
         Some(r) => r,
         None => match parse_id(&raw).and_then(|id| decode_json(id, app.issuer.layout())) {
             Ok(json) => body(StatusCode::OK, JSON, json),
