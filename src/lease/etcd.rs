@@ -110,6 +110,7 @@ impl EtcdStore {
     ///     monoflake::DEFAULT_LEASE_TTL,
     ///     &options,
     /// )?;
+    /// println!("{store:?}");
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn connect_with(

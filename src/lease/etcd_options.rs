@@ -23,6 +23,7 @@ use std::fmt;
 ///     .client_identity_pem(std::fs::read("/etc/etcd/client.pem")?, std::fs::read("/etc/etcd/client-key.pem")?)
 ///     .user("monoflake", "s3cret");
 /// let store = EtcdStore::connect_with(&["https://etcd-0:2379"], "/monoflake", DEFAULT_LEASE_TTL, &options)?;
+/// println!("{store:?}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Default)]
