@@ -206,6 +206,10 @@ pub struct ServeArgs {
     /// written) before it is answered 503 with Retry-After.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_seconds)]
     pub max_wait: f64,
+    /// After a lost lease (`/readyz` 503), wait this long, then claim a node again and serve
+    /// from it; retried as often while the store refuses.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_seconds)]
+    pub reclaim_after: f64,
     /// How long a stop (SIGTERM, SIGINT) waits for requests in flight before it closes their
     /// connections and releases the node.
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_seconds)]

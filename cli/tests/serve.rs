@@ -308,7 +308,7 @@ fn requests_in_flight_finish_before_the_release() {
 #[test]
 fn a_lost_lease_turns_readiness_and_ids_to_503() {
     let dir = common::TempDir::new("serve-lost");
-    let s = start(&dir, &[]);
+    let s = start(&dir, &["--reclaim-after", "3600"]);
     let a = agent();
     let before = ids_of(&get(&a, &s.url("/v1/id"), &[]))[0];
     // The store's records deleted under the live holder: its next check finds the claim
@@ -337,6 +337,43 @@ fn a_lost_lease_turns_readiness_and_ids_to_503() {
     let (status, log) = s.stop();
     // The release cannot write to a store that is gone: the stop says so and fails.
     assert_ne!(status.code(), None, "{log}");
+}
+
+#[test]
+fn after_a_lost_lease_a_node_is_claimed_again_and_ids_keep_increasing() {
+    let dir = common::TempDir::new("serve-reclaim");
+    let s = start(&dir, &["--reclaim-after", "0.2"]);
+    let a = agent();
+    let before = ids_of(&get(&a, &s.url("/v1/ids?count=1000"), &[]));
+    std::fs::remove_dir_all(dir.path()).unwrap();
+    // The lease is lost, then a node claimed again (the state directory made anew).
+    let start = std::time::Instant::now();
+    while !s
+        .log()
+        .contains("the lease was lost; serving again from node")
+    {
+        assert!(start.elapsed() < GUARD, "no new claim:\n{}", s.log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    wait_for_status(&a, &s.url("/readyz"), 200);
+    let after = ids_of(&get(&a, &s.url("/v1/ids?count=1000"), &[]));
+    assert!(
+        after[0] > *before.last().unwrap(),
+        "the new lease starts after everything the lost one issued"
+    );
+    let m = get(&a, &s.url("/metrics"), &[]);
+    assert!(
+        m.body.contains("monoflake_lease_reclaims_total 1\n"),
+        "{}",
+        m.body
+    );
+    assert!(
+        m.body.contains("monoflake_ids_served_total 2000\n"),
+        "{}",
+        m.body
+    );
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
 }
 
 #[test]

@@ -7,9 +7,11 @@
 //! with the generator's own error and a `Retry-After`; nothing is ever issued past a lost
 //! lease or an unacknowledged reservation, because the generator itself refuses.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use monoflake::{Error, Id, Ids, Layout, Leased};
+use arc_swap::ArcSwap;
+use monoflake::{Error, Generator, Id, Ids, Layout, Leased, NodeRequest, NodeStore, Stats};
 use tokio::time::Instant;
 
 use super::metrics::Metrics;
@@ -17,13 +19,40 @@ use super::metrics::Metrics;
 /// The shortest asynchronous nap at the lead limit (tokio's timer has millisecond grain).
 const MIN_NAP: Duration = Duration::from_millis(1);
 
-/// The leased generator, shared by every connection and both listeners.
-#[derive(Debug)]
+/// Where leases come from: the store, the layout and the node asked for.
+pub struct Source {
+    pub store: Arc<dyn NodeStore>,
+    pub layout: Layout,
+    pub request: NodeRequest,
+}
+
+impl Source {
+    /// Claims a node and builds a generator holding it.
+    pub fn claim(&self) -> Result<Leased, Error> {
+        Generator::builder(self.layout.clone()).build_leased(Arc::clone(&self.store), self.request)
+    }
+}
+
+/// The leased generator, shared by every connection and both listeners. After a lost lease
+/// a new one is claimed ([`Issuer::reclaim`]) and swapped in; requests in flight finish on
+/// the old one, which refuses to issue.
 pub struct Issuer {
-    leased: Leased,
+    current: ArcSwap<Leased>,
+    /// The counters of the generators replaced after lost leases, so totals never go back.
+    retired: std::sync::Mutex<Stats>,
+    source: Source,
     max_count: u64,
     max_wait: Duration,
     pub metrics: Metrics,
+}
+
+impl std::fmt::Debug for Issuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Issuer")
+            .field("leased", &self.current.load())
+            .field("max_count", &self.max_count)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a request got no IDs.
@@ -56,30 +85,59 @@ impl Refusal {
 }
 
 impl Issuer {
-    pub fn new(leased: Leased, max_count: u64, max_wait: Duration, metrics: Metrics) -> Self {
-        Issuer {
-            leased,
+    /// Claims the first lease.
+    pub fn new(
+        source: Source,
+        max_count: u64,
+        max_wait: Duration,
+        metrics: Metrics,
+    ) -> Result<Self, Error> {
+        let leased = source.claim()?;
+        Ok(Issuer {
+            current: ArcSwap::from_pointee(leased),
+            retired: std::sync::Mutex::new(Stats::default()),
+            source,
             max_count,
             max_wait,
             metrics,
-        }
+        })
     }
 
     pub fn layout(&self) -> &Layout {
-        self.leased.layout()
+        &self.source.layout
     }
 
+    /// The node held now.
     pub fn node(&self) -> u64 {
-        self.leased.node()
+        self.current.load().node()
     }
 
-    pub fn leased(&self) -> &Leased {
-        &self.leased
+    /// The counters of every generator this process had, the current one included.
+    pub fn stats(&self) -> Stats {
+        let retired = *self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        add(retired, self.current.load().stats())
     }
 
-    /// Gives the generator up: the final reservation is written and the node freed.
-    pub fn release(self) -> Result<(), Error> {
-        self.leased.release()
+    /// Claims a node again after the lease was lost (blocking: store I/O) and swaps the new
+    /// generator in. The new one starts after everything the old one could have issued (the
+    /// store's reservation, or past the clock when the record is gone).
+    pub fn reclaim(&self) -> Result<u64, Error> {
+        let fresh = self.source.claim()?;
+        let node = fresh.node();
+        let old = self.current.swap(Arc::new(fresh));
+        {
+            let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+            *retired = add(*retired, old.stats());
+        }
+        drop(old); // released here, or by the last request holding it
+        self.metrics.reclaimed();
+        Ok(node)
+    }
+
+    /// Gives the generator up: the final reservation is written and the node freed. `None`
+    /// when something still holds it (it is then released when that lets go).
+    pub fn release(self) -> Option<Result<(), Error>> {
+        Arc::into_inner(self.current.into_inner()).map(Leased::release)
     }
 
     /// Checks a count given by a caller (`raw` as it was written).
@@ -112,17 +170,19 @@ impl Issuer {
 
     /// One ID.
     pub async fn id(&self) -> Result<Id, Refusal> {
-        match self.leased.try_next_id() {
+        let first = self.current.load().try_next_id();
+        match first {
             Ok(id) => Ok(id),
-            Err(e) => self.wait(e, || self.leased.try_next_id()).await,
+            Err(e) => self.wait(e, || self.current.load().try_next_id()).await,
         }
     }
 
     /// `n` strictly increasing IDs from one reservation (`n` already checked).
     pub async fn ids(&self, n: u64) -> Result<Ids, Refusal> {
-        match self.leased.try_next_ids(n) {
+        let first = self.current.load().try_next_ids(n);
+        match first {
             Ok(ids) => Ok(ids),
-            Err(e) => self.wait(e, || self.leased.try_next_ids(n)).await,
+            Err(e) => self.wait(e, || self.current.load().try_next_ids(n)).await,
         }
     }
 
@@ -156,9 +216,26 @@ impl Issuer {
     /// Whether the node is held and issuing works: one ID is taken and dropped (an ID at the
     /// lead limit counts as working: the generator is busy, not broken).
     pub fn ready(&self) -> Result<(), Error> {
-        match self.leased.try_next_id() {
+        match self.current.load().try_next_id() {
             Ok(_) | Err(Error::WouldBlock { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     }
+}
+
+/// Counters summed, maxima kept.
+fn add(a: Stats, b: Stats) -> Stats {
+    let mut sum = a;
+    sum.issued += b.issued;
+    sum.borrowed_ticks += b.borrowed_ticks;
+    sum.max_lead_ticks = a.max_lead_ticks.max(b.max_lead_ticks);
+    sum.would_block += b.would_block;
+    sum.waits += b.waits;
+    sum.reanchors += b.reanchors;
+    sum.max_skew_ns = a.max_skew_ns.max(b.max_skew_ns);
+    sum.reservation_writes += b.reservation_writes;
+    sum.reservation_failures += b.reservation_failures;
+    sum.lease_renewals += b.lease_renewals;
+    sum.lease_losses += b.lease_losses;
+    sum
 }

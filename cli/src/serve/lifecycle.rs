@@ -8,6 +8,9 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use monoflake::Error;
 
 use axum::Router;
 use tokio::net::TcpListener;
@@ -36,6 +39,7 @@ pub async fn run(
     endpoints: Vec<Endpoint>,
     tls: Option<TlsAcceptor>,
     limits: Limits,
+    reclaim_after: Duration,
 ) -> Result<(), String> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -53,6 +57,7 @@ pub async fn run(
             stop_rx.clone(),
         ));
     }
+    let reclaimer = tokio::spawn(reclaim(Arc::clone(&app), reclaim_after));
     let signal = tokio::select! {
         _ = terminate.recv() => "SIGTERM",
         _ = interrupt.recv() => "SIGINT",
@@ -62,7 +67,38 @@ pub async fn run(
         app.issuer.node()
     );
     app.draining.store(true, Ordering::Relaxed);
+    reclaimer.abort();
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// After a lost lease, waits `after`, then claims a node again (off the runtime's threads:
+/// claiming is store I/O), and so on while claiming fails.
+async fn reclaim(app: Arc<App>, after: Duration) {
+    let check = Duration::from_millis(250).min(after);
+    let mut lost_since: Option<Instant> = None;
+    loop {
+        tokio::time::sleep(check).await;
+        if !matches!(app.issuer.ready(), Err(Error::LeaseLost { .. })) {
+            lost_since = None;
+            continue;
+        }
+        let since = *lost_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < after {
+            continue;
+        }
+        let issuer = Arc::clone(&app.issuer);
+        match tokio::task::spawn_blocking(move || issuer.reclaim()).await {
+            Ok(Ok(node)) => {
+                eprintln!("monoflake: the lease was lost; serving again from node {node}");
+                lost_since = None;
+            }
+            Ok(Err(e)) => {
+                eprintln!("monoflake: the lease was lost and no node can be claimed yet: {e}");
+                lost_since = Some(Instant::now());
+            }
+            Err(_) => {}
+        }
+    }
 }

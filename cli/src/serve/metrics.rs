@@ -94,6 +94,7 @@ pub struct Metrics {
     connections_open: AtomicU64,
     connections_total: AtomicU64,
     connections_timed_out: AtomicU64,
+    reclaims: AtomicU64,
 }
 
 impl Metrics {
@@ -138,6 +139,10 @@ impl Metrics {
         self.connections_open.fetch_sub(1, Ordering::Relaxed);
     }
 
+    pub fn reclaimed(&self) {
+        self.reclaims.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn connection_timed_out(&self) {
         self.connections_timed_out.fetch_add(1, Ordering::Relaxed);
     }
@@ -176,7 +181,7 @@ impl Collector for Scrape {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let issuer = &self.issuer;
         let e = &mut encoder;
-        let stats = issuer.leased().stats();
+        let stats = issuer.stats();
         let m = &issuer.metrics;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         counter(
@@ -258,6 +263,12 @@ impl Collector for Scrape {
             "monoflake_lease_losses",
             "Leases lost.",
             stats.lease_losses,
+        )?;
+        counter(
+            e,
+            "monoflake_lease_reclaims",
+            "Nodes claimed again after a lost lease.",
+            load(&m.reclaims),
         )?;
         let held = i64::from(issuer.ready().is_ok());
         gauge(

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use monoflake::{DEFAULT_MAX_LEAD, Generator, Layout, NodeRequest};
+use monoflake::{DEFAULT_MAX_LEAD, Layout, NodeRequest};
 
 use crate::args::{NodeArg, ServeArgs};
 use crate::commands::{Failure, open_store};
@@ -93,14 +93,17 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         ),
         None => None,
     };
-    let store = open_store(&args.node_args)?;
-    let leased = Generator::builder(layout).build_leased(store, request)?;
+    let source = issue::Source {
+        store: open_store(&args.node_args)?,
+        layout,
+        request,
+    };
     let issuer = Arc::new(issue::Issuer::new(
-        leased,
+        source,
         args.max_count,
         max_wait,
         metrics::Metrics::default(),
-    ));
+    )?);
     let app = Arc::new(http::App {
         issuer: Arc::clone(&issuer),
         exposition: metrics::Exposition::new(Arc::clone(&issuer)),
@@ -140,19 +143,27 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         idle,
         drain: Duration::from_secs_f64(args.drain_timeout),
     };
-    let served = runtime.block_on(lifecycle::run(Arc::clone(&app), endpoints, tls, limits));
+    let reclaim_after = Duration::from_secs_f64(args.reclaim_after);
+    let served = runtime.block_on(lifecycle::run(
+        Arc::clone(&app),
+        endpoints,
+        tls,
+        limits,
+        reclaim_after,
+    ));
     // Connections still open after the drain are cut here; nothing then holds the generator.
     runtime.shutdown_timeout(Duration::from_millis(100));
     drop(app);
-    let released = match Arc::into_inner(issuer) {
-        Some(issuer) => {
-            let node = issuer.node();
-            issuer.release().map(|()| node)
-        }
-        None => Ok(u64::MAX),
-    };
+    let node = issuer.node();
+    let released = Arc::into_inner(issuer).and_then(issue::Issuer::release);
     served.map_err(runtime_failure)?;
-    let node = released?;
-    eprintln!("monoflake: node {node} released");
+    match released {
+        Some(result) => {
+            result?;
+            eprintln!("monoflake: node {node} released");
+        }
+        // A claim still under way on a blocking thread: its handle releases on drop.
+        None => eprintln!("monoflake: node {node} is released when its last user ends"),
+    }
     Ok(())
 }
