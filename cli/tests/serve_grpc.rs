@@ -167,3 +167,76 @@ fn grpc_clients_in_parallel_never_share_an_id() {
     }
     assert_eq!(seen.len(), 8 * 20 * 1000);
 }
+
+#[test]
+fn grpc_over_tls_with_a_token() {
+    let dir = common::TempDir::new("grpc-tls");
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert, key, token) = (
+        dir.path().join("cert.pem"),
+        dir.path().join("key.pem"),
+        dir.path().join("token"),
+    );
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    std::fs::write(&token, "grpc-token-0123456789\n").unwrap();
+    let state = dir.path().join("state");
+    let s = Server::start(&[
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--token-file",
+        token.to_str().unwrap(),
+    ]);
+    let port = s
+        .grpc
+        .clone()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let pem = certified.cert.pem();
+    runtime().block_on(async {
+        let tls = tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(&pem))
+            .domain_name("localhost");
+        let channel = Channel::from_shared(format!("https://localhost:{port}"))
+            .unwrap()
+            .tls_config(tls)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut c = IdsClient::new(channel);
+        // No token: UNAUTHENTICATED, no ID.
+        let refused = c.next(NextRequest { count: 5 }).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unauthenticated);
+        // A wrong token: the same.
+        let mut wrong = tonic::Request::new(NextRequest { count: 5 });
+        wrong.metadata_mut().insert(
+            "authorization",
+            "Bearer grpc-token-012345678X".parse().unwrap(),
+        );
+        assert_eq!(
+            c.next(wrong).await.unwrap_err().code(),
+            Code::Unauthenticated
+        );
+        // The token: IDs.
+        let mut good = tonic::Request::new(NextRequest { count: 5 });
+        good.metadata_mut().insert(
+            "authorization",
+            "Bearer grpc-token-0123456789".parse().unwrap(),
+        );
+        let ids = c.next(good).await.unwrap().into_inner().ids;
+        assert_eq!(ids.len(), 5);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    });
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}
