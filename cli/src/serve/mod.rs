@@ -33,8 +33,8 @@ fn usage(message: String) -> Failure {
     Failure { code: 2, message }
 }
 
-/// The most IDs one batch can hold under `layout`: the sequence space of the ticks the
-/// generator may borrow (its lead), less one tick for the partly used current one.
+/// The most IDs one batch can take under `layout`: the sequence space of the ticks within the
+/// generator's lead (a batch that large waits at most the lead for its first tick to open).
 fn batch_capacity(layout: &Layout) -> u64 {
     let lead_ticks =
         u64::try_from(DEFAULT_MAX_LEAD.as_millis()).unwrap_or(u64::MAX) / layout.tick_ms();
