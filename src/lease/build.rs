@@ -1,13 +1,11 @@
 //! Building a leased generator: claim a node, write the first reservation, learn the claim's
 //! validity, start the keeper.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::keeper::Keeper;
-use super::status::{
-    LeaseStatus, deadline_ms, deadline_tick, duration_ms, first_tick_from, last_tick_before,
-};
+use super::status::{LeaseStatus, deadline_tick, duration_ms, first_tick_from, last_tick_before};
 use super::store::{NodeRequest, NodeStore};
 use super::{DEFAULT_RESERVATION_WINDOW, Leased};
 
@@ -88,7 +86,9 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         let claim = store.claim(&layout, request)?;
         let node = claim.node();
         let window_ms = duration_ms(window);
+        let status = Arc::new(LeaseStatus::new(store.describe()));
         let now_ms = self.clock_ref().precise_now_ms();
+        let now_mono = status.mono_us();
         let check = store.check_interval();
         // A node with no record at all may have had one that was deleted under a live holder
         // (the state directory removed, the store's keys cleared). That holder stops within one
@@ -106,16 +106,19 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         };
         let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
         let until = start_ms.saturating_add(window_ms);
+        let first_round = std::time::Instant::now();
         if let Err(e) = store.extend(&claim, until) {
             let previous = claim.reserved_until_ms().unwrap_or(0);
             let _ = store.release(claim, previous);
             return Err(e);
         }
+        let write_us = first_round.elapsed().as_micros();
         if claim.reserved_until_ms().is_none() {
             std::thread::sleep(unrecorded_wait);
         }
-        let status = Arc::new(LeaseStatus::new(store.describe()));
         LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
+        let round_us = u64::try_from(write_us).unwrap_or(u64::MAX);
+        status.round_us.store(round_us, Ordering::Relaxed);
         // The first renewal tells how long the claim lasts, before anything is issued.
         let mut interval = (window / 4).min(check);
         let mut deadline = u64::MAX;
@@ -123,9 +126,8 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             Ok(None) => LeaseStatus::count(&status.renewals),
             Ok(Some(valid)) => {
                 LeaseStatus::count(&status.renewals);
-                let ms = deadline_ms(now_ms, valid);
-                status.deadline_ms.store(ms, Ordering::Relaxed);
-                deadline = deadline_tick(&layout, ms);
+                status.renewed(now_mono, Some(valid));
+                deadline = deadline_tick(&layout, status.fence_deadline_ms(now_ms, now_mono));
                 interval = interval.min(valid / 3);
             }
             Err(e) => {
@@ -153,11 +155,9 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             interval,
             reserved_until_ms: until,
         };
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let keeper_stop = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name(format!("monoflake-lease-{node}"))
-            .spawn(move || keeper.run(claim, keeper_stop))
+            .spawn(move || keeper.run(claim))
             .map_err(|e| Error::LeaseLost {
                 node,
                 reason: format!("cannot start the keeper: {e}"),
@@ -166,7 +166,6 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             generator,
             status,
             pid: std::process::id(),
-            stop,
             keeper: Some(thread),
         })
     }
