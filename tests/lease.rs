@@ -196,14 +196,110 @@ fn a_restart_never_reissues_a_reserved_tick() {
     // Release (which writes the end of the last tick), then put the crash state back.
     drop(a);
     std::fs::write(dir.path().join("twitter/node-9.reservation"), &crash_state).unwrap();
-    // Restart with the clock set back an hour.
+    // Restart with the clock set back an hour: the node's reservation is an hour ahead of
+    // this clock, far past the tolerance (window + lead): refused, with the numbers.
+    let back = T0 - 3_600_000;
+    match Generator::builder(layout.clone())
+        .clock(ManualClock::new(back))
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(9))
+    {
+        Err(Error::ReservationAhead {
+            node: 9,
+            reserved_until_ms,
+            ahead,
+            tolerance,
+            ..
+        }) => {
+            assert_eq!(reserved_until_ms, until_on_disk);
+            assert_eq!(ahead, Duration::from_millis(until_on_disk - back));
+            assert_eq!(tolerance, Duration::from_millis(5_100));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The refusal left the record alone.
+    let after_refusal =
+        std::fs::read_to_string(dir.path().join("twitter/node-9.reservation")).unwrap();
+    assert_eq!(after_refusal, crash_state);
+    // Any node passes it over (and says so), taking a settled one with honest time.
+    let any = Generator::builder(layout.clone())
+        .clock(ManualClock::new(back))
+        .build_leased(Arc::clone(&store), NodeRequest::Any)
+        .unwrap();
+    assert_eq!(any.node(), 0);
+    assert_eq!(
+        any.stats().nodes_skipped_ahead,
+        0,
+        "node 9 is not below node 0"
+    );
+    drop(any);
+    // Trusting the reservation: the clock moves to it, and the IDs stay above the old ones.
     let b = Generator::builder(layout.clone())
-        .clock(ManualClock::new(T0 - 3_600_000))
+        .clock(ManualClock::new(back))
+        .trust_future_reservation(true)
         .build_leased(store, NodeRequest::Exact(9))
         .unwrap();
     let first = b.try_next_id().unwrap();
     assert!(first > last);
     assert_eq!(first.parts(&layout).unwrap().unix_ms(), until_on_disk);
+}
+
+/// A claim of any node prefers a settled node over one a crashed holder left slightly ahead,
+/// skips (and counts) nodes reserved absurdly far ahead, and says what it found when nothing
+/// is usable.
+#[test]
+fn any_node_prefers_settled_nodes_and_skips_absurd_reservations() {
+    let dir = common::TempDir::new("prefer");
+    // Two node IDs only, so "nothing usable" is reachable.
+    let layout = Layout::builder()
+        .name("two")
+        .node_field("n", 1)
+        .build()
+        .unwrap();
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let set = |node: u64, until: u64| {
+        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+        store.release(claim, until).unwrap();
+    };
+    let build = |request| {
+        Generator::builder(layout.clone())
+            .clock(ManualClock::new(T0))
+            .build_leased(Arc::clone(&store), request)
+    };
+    // Node 0 just crashed (reservation 3 s ahead), node 1 is settled: node 1, no wait.
+    set(0, T0 + 3_000);
+    set(1, T0 - 1_000);
+    let g = build(NodeRequest::Any).unwrap();
+    assert_eq!(g.node(), 1);
+    assert_eq!(g.next_id().unwrap().parts(&layout).unwrap().unix_ms(), T0);
+    assert_eq!(
+        (g.stats().nodes_skipped_ahead, g.stats().claim_wait_ms),
+        (0, 0)
+    );
+    drop(g);
+    // Node 0 is years ahead (the 2100s), node 1 settled: node 1, one node skipped.
+    let year_2100 = 4_102_444_800_000;
+    set(0, year_2100);
+    set(1, T0 - 1_000);
+    let g = build(NodeRequest::Any).unwrap();
+    assert_eq!(g.node(), 1);
+    assert_eq!(g.stats().nodes_skipped_ahead, 1);
+    // Node 1 is now held: nothing usable is left, and the error says why.
+    match build(NodeRequest::Any) {
+        Err(Error::AllNodesHeld {
+            count: 2, ahead: 1, ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Asked for by number, the 2100 node is refused as ahead, not reported as exhausted.
+    match build(NodeRequest::Exact(0)) {
+        Err(e @ Error::ReservationAhead { node: 0, .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("2100-01-01T00:00:00.000Z"), "{text}");
+            assert!(text.contains("years ahead"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(g);
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file.rs` and `etcd.rs` implement it.
 
 mod build;
+mod choose;
 #[cfg(feature = "etcd")]
 mod etcd;
 #[cfg(unix)]

@@ -100,6 +100,10 @@ pub(crate) struct LeaseStatus {
     pub(crate) reservation_failures: AtomicU64,
     pub(crate) renewals: AtomicU64,
     pub(crate) losses: AtomicU64,
+    /// Free nodes passed over at the claim because their reservation was too far ahead.
+    pub(crate) skipped_ahead: AtomicU64,
+    /// How long the claim waited for a reservation slightly ahead of the clock, in ms.
+    pub(crate) claim_wait_ms: AtomicU64,
 }
 
 impl LeaseStatus {
@@ -116,6 +120,8 @@ impl LeaseStatus {
             reservation_failures: AtomicU64::new(0),
             renewals: AtomicU64::new(0),
             losses: AtomicU64::new(0),
+            skipped_ahead: AtomicU64::new(0),
+            claim_wait_ms: AtomicU64::new(0),
         }
     }
 
@@ -165,6 +171,8 @@ impl LeaseStatus {
         stats.reservation_failures = self.reservation_failures.load(Ordering::Relaxed);
         stats.lease_renewals = self.renewals.load(Ordering::Relaxed);
         stats.lease_losses = self.losses.load(Ordering::Relaxed);
+        stats.nodes_skipped_ahead = self.skipped_ahead.load(Ordering::Relaxed);
+        stats.claim_wait_ms = self.claim_wait_ms.load(Ordering::Relaxed);
     }
 
     pub(crate) fn count(counter: &AtomicU64) {
