@@ -208,6 +208,15 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             None => first_tick_from(&layout, unrecorded_floor_ms),
         };
         let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
+        // A clock past the layout's end (or a trusted reservation there): nothing can be
+        // issued, so nothing is written; the node's record stays as it was.
+        if start_ms >= layout.expires_at_ms() {
+            let previous = claim.reserved_until_ms().unwrap_or(0);
+            let _ = store.release(claim, previous);
+            return Err(Error::Exhausted {
+                expired_at_ms: layout.expires_at_ms(),
+            });
+        }
         let until = start_ms.saturating_add(window_ms);
         let first_round = std::time::Instant::now();
         if let Err(e) = store.extend(&claim, until) {
