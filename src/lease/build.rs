@@ -187,7 +187,20 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                 wait_ms = wait,
                 "monoflake: waiting for the node's reservation, ahead of the clock"
             );
-            std::thread::sleep(Duration::from_millis(wait));
+            // In steps of the store's check interval, renewing the claim at each, so a claim
+            // that expires (an etcd lease) outlives the wait.
+            let step = duration_ms(store.check_interval()).max(1);
+            let mut left = wait;
+            while left > 0 {
+                let nap = left.min(step);
+                std::thread::sleep(Duration::from_millis(nap));
+                left -= nap;
+                if let Err(e) = store.renew(&claim) {
+                    let previous = claim.reserved_until_ms().unwrap_or(0);
+                    let _ = store.release(claim, previous);
+                    return Err(e);
+                }
+            }
             status.claim_wait_ms.store(wait, Ordering::Relaxed);
         }
         let now_ms = self.clock_ref().precise_now_ms();
