@@ -75,7 +75,9 @@ pub trait TimeSource: Send + Sync {
 /// How a clock compares with the wall clock, for [`Stats`](crate::Stats) and monitoring.
 ///
 /// ```
-/// use monoflake::TimeSource;
+/// use monoflake::{ManualClock, TimeSource};
+/// // A clock that does not compare with the wall clock reports zeros.
+/// assert_eq!(ManualClock::new(5).report(), monoflake::ClockReport::default());
 /// let report = monoflake::LockedClock::new().report();
 /// assert_eq!(report.forward_steps, 0);
 /// assert_eq!(report.slew_left_ns, 0);
