@@ -109,6 +109,9 @@ impl Segment {
     #[inline]
     fn read(&self, elapsed: u64) -> u64 {
         let d = elapsed.saturating_sub(self.start);
+        if self.slew_for == 0 {
+            return self.at.saturating_add(d);
+        }
         let slowed = d.min(self.slew_for) / SLEW_DIVISOR;
         self.at.saturating_add(d - slowed)
     }

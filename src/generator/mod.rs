@@ -92,7 +92,6 @@ pub struct Generator<C: TimeSource = LockedClock> {
     refusal: Option<Arc<dyn Refusal>>,
     params: StepParams,
     out: Output,
-    epoch_ms: u64,
     tick_ms: u64,
     max_wait: Duration,
     expires_at_ms: u64,
@@ -325,7 +324,7 @@ impl<C: TimeSource> Generator<C> {
     /// The tick of a Unix nanosecond, and how far into it (the tick 0 before the epoch).
     #[inline]
     pub(crate) fn now_of(&self, unix_ns: u64) -> Now {
-        let since = unix_ns.saturating_sub(self.epoch_ms.saturating_mul(1_000_000));
+        let since = unix_ns.saturating_sub(self.params.epoch_ns);
         // Most layouts tick in milliseconds: a division by a constant is a multiply.
         let tick = if self.tick_ms == 1 {
             since / 1_000_000

@@ -38,6 +38,8 @@ pub(crate) struct StepParams {
     pub floor_tick: u64,
     /// The length of a tick in nanoseconds.
     pub tick_ns: u64,
+    /// The layout's epoch in Unix nanoseconds.
+    pub epoch_ns: u64,
 }
 
 /// The clock's reading for the step: the tick, and how far into it (nanoseconds).
@@ -163,6 +165,7 @@ mod tests {
         offset_mask: 0,
         floor_tick: 0,
         tick_ns: MS,
+        epoch_ns: 0,
     };
     const MS: u64 = 1_000_000;
 
@@ -266,6 +269,7 @@ mod tests {
             offset_mask: 0,
             floor_tick: 0,
             tick_ns: MS,
+            epoch_ns: 0,
         };
         assert_eq!(
             next_state(u64::MAX - 1, Now::at(0), 2, &wide),
