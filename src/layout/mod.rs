@@ -1,5 +1,7 @@
 //! How the 64 bits of an ID are split: time, node fields, sequence; the epoch and the tick.
 
+mod spec;
+
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -22,8 +24,11 @@ pub const PRESETS: &[&str] = &{
     names
 };
 
-/// Names a node field may not take: they are the keys of a decoded ID.
-const RESERVED_NAMES: &[&str] = &["id", "unix_ms", "time", "node", "sequence"];
+/// Names a node field may not take: the keys of a decoded ID, and the settings of a layout
+/// spec (`epoch`, `tick`, `sign_bit`), so that every layout can be written as a spec.
+const RESERVED_NAMES: &[&str] = &[
+    "id", "unix_ms", "time", "node", "sequence", "epoch", "tick", "sign_bit",
+];
 
 /// One named part of the node value, e.g. `datacenter` or `worker`.
 ///
@@ -869,7 +874,9 @@ fn check_field_name(name: &str, earlier: &[NodeField]) -> Result<(), Error> {
         return refuse("a name is a lowercase letter followed by [a-z0-9_]");
     }
     if RESERVED_NAMES.contains(&name) {
-        return refuse("the name is reserved (id, unix_ms, time, node, sequence)");
+        return refuse(
+            "the name is reserved (id, unix_ms, time, node, sequence, epoch, tick, sign_bit)",
+        );
     }
     if earlier.iter().any(|f| f.name == name) {
         return refuse("two node fields have this name");
