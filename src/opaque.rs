@@ -319,7 +319,10 @@ mod tests {
         let refused: &[(&[u8], &str)] = &[
             (b"", "this one is empty"),
             (b" \n", "this one is empty but for 2 bytes of whitespace"),
-            (b"0123456789abcdef", "this one holds 16 hex digits (64 bits)"),
+            (
+                b"0123456789abcdef",
+                "this one holds 16 hex digits (64 bits)",
+            ),
             (b"0011\n", "this one holds 4 hex digits (16 bits)"),
             (
                 b"00112233445566778899aabbccddeeff00\n",
@@ -329,7 +332,10 @@ mod tests {
                 b" 0011223344556677889xaabbccddeeff",
                 "this one holds 33 bytes, and byte 20 (0x78) is not a hex digit",
             ),
-            (&[0xff; 17], "this one holds 17 bytes, and byte 0 (0xff) is not a hex digit"),
+            (
+                &[0xff; 17],
+                "this one holds 17 bytes, and byte 0 (0xff) is not a hex digit",
+            ),
         ];
         for (contents, message) in refused {
             let err = OpaqueKey::from_file_contents(contents).unwrap_err();

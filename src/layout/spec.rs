@@ -111,10 +111,15 @@ impl FromStr for Layout {
             return Layout::preset(text);
         }
         let parsed = parse(text)?;
-        Ok(match ALL_PRESETS.iter().find(|p| same_shape(&p.layout(), &parsed)) {
-            Some(preset) => preset.layout(),
-            None => parsed,
-        })
+        Ok(
+            match ALL_PRESETS
+                .iter()
+                .find(|p| same_shape(&p.layout(), &parsed))
+            {
+                Some(preset) => preset.layout(),
+                None => parsed,
+            },
+        )
     }
 }
 
@@ -143,10 +148,7 @@ impl Layout {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn state_name(&self) -> Cow<'static, str> {
-        if let Some(preset) = ALL_PRESETS
-            .iter()
-            .find(|p| same_shape(&p.layout(), self))
-        {
+        if let Some(preset) = ALL_PRESETS.iter().find(|p| same_shape(&p.layout(), self)) {
             return Cow::Borrowed(preset.name);
         }
         let mut hasher = SipHasher24::new_with_keys(0, 0);
@@ -254,7 +256,10 @@ fn parse(text: &str) -> Result<Layout, Error> {
         return Err(spec_error("", format!("no time=BITS field; {SPEC_HELP}")));
     };
     let Some(sequence) = sequence else {
-        return Err(spec_error("", format!("no sequence=BITS field; {SPEC_HELP}")));
+        return Err(spec_error(
+            "",
+            format!("no sequence=BITS field; {SPEC_HELP}"),
+        ));
     };
     let Some(epoch) = epoch else {
         return Err(spec_error(
@@ -399,10 +404,25 @@ fn parse_rfc3339(text: &str) -> Result<u64, String> {
         return Err(format!("month {month} is not 1..=12"));
     }
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     let last = month_days[(month - 1) as usize];
     if !(1..=last).contains(&day) {
-        return Err(format!("day {day} is not 1..={last} in {year:04}-{month:02}"));
+        return Err(format!(
+            "day {day} is not 1..={last} in {year:04}-{month:02}"
+        ));
     }
     let days = days_from_civil(year, month, day);
     let (mut ms, mut offset_ms) = (0u64, 0i64);
@@ -480,10 +500,26 @@ mod tests {
         );
         assert_eq!(parse_rfc3339("2016-05-20"), Ok(1_463_702_400_000));
         assert_eq!(parse_rfc3339("1970-01-01T00:00:00.5Z"), Ok(500));
-        assert!(parse_rfc3339("1969-12-31T23:59:59Z").unwrap_err().contains("before 1970"));
-        assert!(parse_rfc3339("2023-02-29").unwrap_err().contains("day 29 is not 1..=28"));
-        assert!(parse_rfc3339("2023-01-01T00:00:00").unwrap_err().contains("a zone"));
-        assert!(parse_rfc3339("2023-01-01T00:00:00.0001Z").unwrap_err().contains("finer"));
+        assert!(
+            parse_rfc3339("1969-12-31T23:59:59Z")
+                .unwrap_err()
+                .contains("before 1970")
+        );
+        assert!(
+            parse_rfc3339("2023-02-29")
+                .unwrap_err()
+                .contains("day 29 is not 1..=28")
+        );
+        assert!(
+            parse_rfc3339("2023-01-01T00:00:00")
+                .unwrap_err()
+                .contains("a zone")
+        );
+        assert!(
+            parse_rfc3339("2023-01-01T00:00:00.0001Z")
+                .unwrap_err()
+                .contains("finer")
+        );
         assert!(parse_rfc3339("2023-01-01T24:00:00Z").is_err());
     }
 
@@ -555,7 +591,10 @@ mod tests {
                 "time=41,worker=10,sequence=12,epoch=4102444800000",
                 "in the future",
             ),
-            ("time=99,sequence=12,epoch=0", "time has 99 bits; an ID holds at most 64"),
+            (
+                "time=99,sequence=12,epoch=0",
+                "time has 99 bits; an ID holds at most 64",
+            ),
         ];
         for (spec, message) in cases {
             let err = spec.parse::<Layout>().unwrap_err();
@@ -566,13 +605,21 @@ mod tests {
 
     #[test]
     fn state_names_differ_for_layouts_that_differ() {
-        let a: Layout = "time=41,worker=10,sequence=12,epoch=2024-01-01".parse().unwrap();
+        let a: Layout = "time=41,worker=10,sequence=12,epoch=2024-01-01"
+            .parse()
+            .unwrap();
         let b: Layout = "time=41,worker=10,sequence=12,epoch=2024-01-01,tick=2ms"
             .parse()
             .unwrap();
-        let c: Layout = "time=41,sequence=12,worker=10,epoch=2024-01-01".parse().unwrap();
+        let c: Layout = "time=41,sequence=12,worker=10,epoch=2024-01-01"
+            .parse()
+            .unwrap();
         let names = [a.state_name(), b.state_name(), c.state_name()];
-        assert!(names.iter().all(|n| n.starts_with("custom-") && n.len() == 23));
+        assert!(
+            names
+                .iter()
+                .all(|n| n.starts_with("custom-") && n.len() == 23)
+        );
         assert_ne!(names[0], names[1]);
         assert_ne!(names[0], names[2]);
         assert_ne!(names[1], names[2]);

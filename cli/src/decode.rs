@@ -1,0 +1,170 @@
+//! `monoflake decode`: IDs from the arguments or streamed from standard input, taken apart.
+
+use std::io::{self, BufRead, BufReader, IsTerminal, Write};
+
+use monoflake::{Encoding, Error, Id, Layout, Opaque};
+
+use crate::args::{DecodeArgs, InputFormat};
+use crate::commands::Failure;
+use crate::keys::read_key;
+
+/// Buffer sizes for reading standard input and writing standard output.
+const BUFFER: usize = 64 * 1024;
+
+/// How each ID is read and written.
+struct Decoder<'a> {
+    layout: &'a Layout,
+    opaque: Option<Opaque>,
+    format: InputFormat,
+    json: bool,
+}
+
+/// How many IDs were read, how many were bad, and the exit code of the first bad one.
+#[derive(Default)]
+struct Tally {
+    total: u64,
+    bad: u64,
+    code: u8,
+}
+
+pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
+    let decoder = Decoder {
+        layout: &args.layout,
+        opaque: match &args.key_file {
+            Some(path) => Some(Opaque::new(&args.layout, read_key(path)?)),
+            None => None,
+        },
+        format: args.format,
+        json: args.json,
+    };
+    let mut out = io::BufWriter::with_capacity(BUFFER, io::stdout().lock());
+    let mut tally = Tally::default();
+    if args.ids.is_empty() {
+        let stdin = io::stdin().lock();
+        if stdin.is_terminal() {
+            eprintln!("monoflake: reading IDs from standard input, one per line (Ctrl-D ends)");
+        }
+        decoder.stream(
+            BufReader::with_capacity(BUFFER, stdin),
+            &mut out,
+            &mut tally,
+        )?;
+    } else {
+        for input in &args.ids {
+            decoder.one(input, &mut out, &mut tally, |e| {
+                eprintln!("monoflake: {e}");
+            })?;
+        }
+    }
+    out.flush()?;
+    if tally.bad > 0 {
+        return Err(Failure {
+            code: tally.code,
+            message: format!("{} of {} IDs could not be decoded", tally.bad, tally.total),
+        });
+    }
+    Ok(())
+}
+
+impl Decoder<'_> {
+    /// Decodes every whitespace-separated ID of `input`, reusing one line buffer; a bad ID is
+    /// reported on stderr with its line number.
+    fn stream(
+        &self,
+        mut input: impl BufRead,
+        out: &mut impl Write,
+        tally: &mut Tally,
+    ) -> Result<(), Failure> {
+        let mut line = Vec::with_capacity(64);
+        let mut number = 0u64;
+        let mut stderr = io::stderr().lock();
+        loop {
+            line.clear();
+            let read = input.read_until(b'\n', &mut line).map_err(|e| Failure {
+                code: 1,
+                message: format!("cannot read standard input: {e}"),
+            })?;
+            if read == 0 {
+                return Ok(());
+            }
+            number += 1;
+            for token in line.split(u8::is_ascii_whitespace) {
+                if token.is_empty() {
+                    continue;
+                }
+                let Ok(text) = std::str::from_utf8(token) else {
+                    tally.total += 1;
+                    tally.bad += 1;
+                    tally.code = if tally.code == 0 { 2 } else { tally.code };
+                    let _ = writeln!(
+                        stderr,
+                        "monoflake: line {number}: invalid ID {:?}: not UTF-8",
+                        String::from_utf8_lossy(token)
+                    );
+                    continue;
+                };
+                self.one(text, out, tally, |e| {
+                    let _ = writeln!(stderr, "monoflake: line {number}: {e}");
+                })?;
+            }
+        }
+    }
+
+    /// Decodes one ID to `out`, or reports why it cannot be decoded.
+    fn one(
+        &self,
+        input: &str,
+        out: &mut impl Write,
+        tally: &mut Tally,
+        report: impl FnOnce(&Error),
+    ) -> Result<(), Failure> {
+        tally.total += 1;
+        let id = parse_id(input, self.format).and_then(|id| match &self.opaque {
+            Some(o) => o.decrypt(id),
+            None => Ok(id),
+        });
+        match id.and_then(|id| Ok((id, id.parts(self.layout)?))) {
+            Ok((id, parts)) if self.json => {
+                write!(
+                    out,
+                    "{{\"id\":\"{id}\",\"unix_ms\":{},\"time\":\"{}\",\"node\":{},\"sequence\":{}",
+                    parts.unix_ms(),
+                    parts.rfc3339(),
+                    parts.node(),
+                    parts.sequence()
+                )?;
+                for (name, value) in parts.fields() {
+                    write!(out, ",\"{name}\":{value}")?;
+                }
+                writeln!(out, "}}")?;
+            }
+            Ok((id, parts)) => writeln!(out, "{id} {parts}")?,
+            Err(e) => {
+                report(&e);
+                tally.bad += 1;
+                if tally.code == 0 {
+                    tally.code = Failure::from(e).code;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_id(s: &str, format: InputFormat) -> Result<Id, Error> {
+    let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"));
+    let encoding = match format {
+        InputFormat::Decimal => Encoding::Decimal,
+        InputFormat::Base32 => Encoding::Base32,
+        InputFormat::Base62 => Encoding::Base62,
+        InputFormat::Hex => return Id::from_hex(s),
+        InputFormat::Auto => match hex {
+            Some(_) => return Id::from_hex(s),
+            None if s.bytes().all(|b| b.is_ascii_digit()) => Encoding::Decimal,
+            None if s.len() == 13 => Encoding::Base32,
+            None if s.len() == 11 => Encoding::Base62,
+            None => Encoding::Decimal, // reports the first non-digit
+        },
+    };
+    Id::decode(s, encoding)
+}
