@@ -2,7 +2,7 @@
 
 use std::io::{self, BufRead, BufReader, IsTerminal, Write};
 
-use monoflake::{Encoding, Error, Id, Layout, Opaque};
+use monoflake::{Encoding, Error, Id, Layout, Opaque, Parts, rfc3339};
 
 use crate::args::{DecodeArgs, InputFormat};
 use crate::commands::Failure;
@@ -37,7 +37,7 @@ pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
         format: args.format,
         json: args.json,
     };
-    let mut out = io::BufWriter::with_capacity(BUFFER, io::stdout().lock());
+    let mut out = Sink::new(io::stdout().lock());
     let mut tally = Tally::default();
     if args.ids.is_empty() {
         let stdin = io::stdin().lock();
@@ -72,7 +72,7 @@ impl Decoder<'_> {
     fn stream(
         &self,
         mut input: impl BufRead,
-        out: &mut impl Write,
+        out: &mut Sink<impl Write>,
         tally: &mut Tally,
     ) -> Result<(), Failure> {
         let mut line = Vec::with_capacity(64);
@@ -114,7 +114,7 @@ impl Decoder<'_> {
     fn one(
         &self,
         input: &str,
-        out: &mut impl Write,
+        out: &mut Sink<impl Write>,
         tally: &mut Tally,
         report: impl FnOnce(&Error),
     ) -> Result<(), Failure> {
@@ -124,21 +124,7 @@ impl Decoder<'_> {
             None => Ok(id),
         });
         match id.and_then(|id| Ok((id, id.parts(self.layout)?))) {
-            Ok((id, parts)) if self.json => {
-                write!(
-                    out,
-                    "{{\"id\":\"{id}\",\"unix_ms\":{},\"time\":\"{}\",\"node\":{},\"sequence\":{}",
-                    parts.unix_ms(),
-                    parts.rfc3339(),
-                    parts.node(),
-                    parts.sequence()
-                )?;
-                for (name, value) in parts.fields() {
-                    write!(out, ",\"{name}\":{value}")?;
-                }
-                writeln!(out, "}}")?;
-            }
-            Ok((id, parts)) => writeln!(out, "{id} {parts}")?,
+            Ok((id, parts)) => out.line(id, &parts, self.json)?,
             Err(e) => {
                 report(&e);
                 tally.bad += 1;
@@ -149,6 +135,93 @@ impl Decoder<'_> {
         }
         Ok(())
     }
+}
+
+/// Decoded lines, written without the formatting machinery into one buffer that goes out in
+/// large writes; the time text is reused while consecutive IDs share a millisecond.
+struct Sink<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    time_of: Option<u64>,
+    time: String,
+}
+
+impl<W: Write> Sink<W> {
+    fn new(out: W) -> Self {
+        Sink {
+            out,
+            buf: Vec::with_capacity(BUFFER + 512),
+            time_of: None,
+            time: String::new(),
+        }
+    }
+
+    /// One line: `ID TIME FIELD=VALUE… sequence=N` (as `Parts` displays), or a JSON object.
+    fn line(&mut self, id: Id, parts: &Parts<'_>, json: bool) -> io::Result<()> {
+        if self.time_of != Some(parts.unix_ms()) {
+            self.time = rfc3339(parts.unix_ms());
+            self.time_of = Some(parts.unix_ms());
+        }
+        let buf = &mut self.buf;
+        if json {
+            buf.extend_from_slice(b"{\"id\":\"");
+            push_u64(buf, id.as_u64());
+            buf.extend_from_slice(b"\",\"unix_ms\":");
+            push_u64(buf, parts.unix_ms());
+            buf.extend_from_slice(b",\"time\":\"");
+            buf.extend_from_slice(self.time.as_bytes());
+            buf.extend_from_slice(b"\",\"node\":");
+            push_u64(buf, parts.node());
+            buf.extend_from_slice(b",\"sequence\":");
+            push_u64(buf, parts.sequence());
+            for (name, value) in parts.fields() {
+                buf.extend_from_slice(b",\"");
+                buf.extend_from_slice(name.as_bytes());
+                buf.extend_from_slice(b"\":");
+                push_u64(buf, value);
+            }
+            buf.extend_from_slice(b"}\n");
+        } else {
+            push_u64(buf, id.as_u64());
+            buf.push(b' ');
+            buf.extend_from_slice(self.time.as_bytes());
+            for (name, value) in parts.fields() {
+                buf.push(b' ');
+                buf.extend_from_slice(name.as_bytes());
+                buf.push(b'=');
+                push_u64(buf, value);
+            }
+            buf.extend_from_slice(b" sequence=");
+            push_u64(buf, parts.sequence());
+            buf.push(b'\n');
+        }
+        if self.buf.len() >= BUFFER {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        self.out.flush()
+    }
+}
+
+/// Appends `value` in decimal.
+fn push_u64(buf: &mut Vec<u8>, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[at..]);
 }
 
 fn parse_id(s: &str, format: InputFormat) -> Result<Id, Error> {
