@@ -138,30 +138,29 @@ impl Decoder<'_> {
 }
 
 /// Decoded lines, written without the formatting machinery into one buffer that goes out in
-/// large writes; the time text is reused while consecutive IDs share a millisecond.
+/// large writes; the date text (from the library's `rfc3339`) is reused while consecutive IDs
+/// share a day, and the time of day is written from the milliseconds.
 struct Sink<W: Write> {
     out: W,
     buf: Vec<u8>,
-    time_of: Option<u64>,
-    time: String,
+    date_of: Option<u64>,
+    date: String,
 }
+
+const DAY_MS: u64 = 86_400_000;
 
 impl<W: Write> Sink<W> {
     fn new(out: W) -> Self {
         Sink {
             out,
             buf: Vec::with_capacity(BUFFER + 512),
-            time_of: None,
-            time: String::new(),
+            date_of: None,
+            date: String::new(),
         }
     }
 
     /// One line: `ID TIME FIELD=VALUE… sequence=N` (as `Parts` displays), or a JSON object.
     fn line(&mut self, id: Id, parts: &Parts<'_>, json: bool) -> io::Result<()> {
-        if self.time_of != Some(parts.unix_ms()) {
-            self.time = rfc3339(parts.unix_ms());
-            self.time_of = Some(parts.unix_ms());
-        }
         let buf = &mut self.buf;
         if json {
             buf.extend_from_slice(b"{\"id\":\"");
@@ -169,7 +168,7 @@ impl<W: Write> Sink<W> {
             buf.extend_from_slice(b"\",\"unix_ms\":");
             push_u64(buf, parts.unix_ms());
             buf.extend_from_slice(b",\"time\":\"");
-            buf.extend_from_slice(self.time.as_bytes());
+            push_time(buf, &mut self.date_of, &mut self.date, parts.unix_ms());
             buf.extend_from_slice(b"\",\"node\":");
             push_u64(buf, parts.node());
             buf.extend_from_slice(b",\"sequence\":");
@@ -184,7 +183,7 @@ impl<W: Write> Sink<W> {
         } else {
             push_u64(buf, id.as_u64());
             buf.push(b' ');
-            buf.extend_from_slice(self.time.as_bytes());
+            push_time(buf, &mut self.date_of, &mut self.date, parts.unix_ms());
             for (name, value) in parts.fields() {
                 buf.push(b' ');
                 buf.extend_from_slice(name.as_bytes());
@@ -207,6 +206,37 @@ impl<W: Write> Sink<W> {
         self.buf.clear();
         self.out.flush()
     }
+}
+
+/// Appends `unix_ms` as RFC 3339 (`YYYY-MM-DDTHH:MM:SS.mmmZ`, as `monoflake::rfc3339`), the
+/// date from `date` when it is of the same day (`date_of`), else from the library.
+fn push_time(buf: &mut Vec<u8>, date_of: &mut Option<u64>, date: &mut String, unix_ms: u64) {
+    let day = unix_ms / DAY_MS;
+    if *date_of != Some(day) {
+        let full = rfc3339(day * DAY_MS);
+        let t = full.find('T').map_or(full.len(), |t| t + 1);
+        date.clear();
+        date.push_str(&full[..t]);
+        *date_of = Some(day);
+    }
+    buf.extend_from_slice(date.as_bytes());
+    let ms = unix_ms % DAY_MS;
+    let two = |buf: &mut Vec<u8>, v: u64| {
+        buf.extend_from_slice(&[b'0' + (v / 10) as u8, b'0' + (v % 10) as u8])
+    };
+    two(buf, ms / 3_600_000);
+    buf.push(b':');
+    two(buf, ms / 60_000 % 60);
+    buf.push(b':');
+    two(buf, ms / 1000 % 60);
+    buf.push(b'.');
+    let frac = ms % 1000;
+    buf.extend_from_slice(&[
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+        b'Z',
+    ]);
 }
 
 /// Appends `value` in decimal.
@@ -240,4 +270,38 @@ fn parse_id(s: &str, format: InputFormat) -> Result<Id, Error> {
         },
     };
     Id::decode(s, encoding)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_written_as_the_library_formats_them() {
+        let layout = Layout::discord();
+        let mut sink = Sink::new(Vec::new());
+        let mut expected = String::new();
+        let ids = [
+            0,
+            1,
+            175_928_847_299_117_063,
+            90_339_695_967_350_784,
+            u64::MAX,
+        ]
+        .into_iter()
+        .chain((0..5000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        for raw in ids {
+            let id = Id::from_u64(raw);
+            let parts = id.parts(&layout).unwrap();
+            sink.line(id, &parts, false).unwrap();
+            sink.line(id, &parts, true).unwrap();
+            expected.push_str(&format!("{id} {parts}\n{{\"id\":\"{id}\",\"unix_ms\":{},\"time\":\"{}\",\"node\":{},\"sequence\":{}", parts.unix_ms(), parts.rfc3339(), parts.node(), parts.sequence()));
+            for (name, value) in parts.fields() {
+                expected.push_str(&format!(",\"{name}\":{value}"));
+            }
+            expected.push_str("}\n");
+        }
+        sink.flush().unwrap();
+        assert_eq!(String::from_utf8(sink.out).unwrap(), expected);
+    }
 }
