@@ -49,7 +49,7 @@ impl fmt::Display for Layout {
             write!(f, ",sequence={}", self.sequence_bits)?;
         }
         write!(f, ",epoch={}", Rfc3339(self.epoch_ms))?;
-        if self.tick_ms % 1000 == 0 {
+        if self.tick_ms.is_multiple_of(1000) {
             write!(f, ",tick={}s", self.tick_ms / 1000)?;
         } else {
             write!(f, ",tick={}ms", self.tick_ms)?;
@@ -403,7 +403,7 @@ fn parse_rfc3339(text: &str) -> Result<u64, String> {
     if !(1..=12).contains(&month) {
         return Err(format!("month {month} is not 1..=12"));
     }
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
     let month_days = [
         31,
         if leap { 29 } else { 28 },
