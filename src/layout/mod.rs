@@ -845,6 +845,9 @@ impl LayoutBuilder {
             });
         }
         l.node_bits = node_bits;
+        // Without node bits the node's place makes no difference to any ID: one form, so that
+        // equal layouts compare equal and read back from their spec.
+        l.node_low &= node_bits > 0;
         let now_ms = crate::clock::wall_clock_ms();
         if l.epoch_ms > now_ms {
             return Err(Error::EpochInFuture {

@@ -624,4 +624,48 @@ mod tests {
         assert_ne!(names[0], names[2]);
         assert_ne!(names[1], names[2]);
     }
+
+    proptest::proptest! {
+        /// Every layout the builder accepts is written as a spec that reads back to the same
+        /// layout, with the same state name.
+        #[test]
+        fn every_built_layout_round_trips(
+            time in 1u32..45,
+            fields in proptest::collection::vec((0usize..6, 0u32..12), 0..4),
+            sequence in 1u32..20,
+            node_low: bool,
+            epoch in 0u64..1_700_000_000_000,
+            tick in proptest::sample::select(vec![1u64, 2, 10, 999, 1000, 60_000]),
+            sign_bit: bool,
+        ) {
+            let names = ["worker", "dc", "host", "region", "m0", "shard_id"];
+            let mut builder = Layout::builder()
+                .time_bits(time)
+                .sequence_bits(sequence)
+                .node_below_sequence(node_low)
+                .epoch_ms(epoch)
+                .tick_ms(tick)
+                .allow_sign_bit(sign_bit);
+            for (name, bits) in fields {
+                builder = builder.node_field(names[name], bits);
+            }
+            if let Ok(layout) = builder.build() {
+                let text = layout.to_string();
+                let back: Layout = text.parse().unwrap();
+                proptest::prop_assert!(same_shape(&back, &layout), "{}", text);
+                proptest::prop_assert_eq!(back.to_string(), text);
+                proptest::prop_assert_eq!(back.state_name(), layout.state_name());
+            }
+        }
+
+        /// Reading any text never panics: it gives a layout or a bad-input error.
+        #[test]
+        fn any_text_gives_a_layout_or_a_bad_input_error(
+            text in "((time|sequence|epoch|tick|sign_bit|worker|x)=[0-9a-zT:.+-]{0,12},?){0,6}",
+        ) {
+            if let Err(e) = text.parse::<Layout>() {
+                proptest::prop_assert!(e.is_bad_input(), "{}", e);
+            }
+        }
+    }
 }
