@@ -204,9 +204,9 @@ pub struct DecodeArgs {
     /// (16 raw bytes or 32 hex digits).
     #[arg(long, value_name = "FILE", long_help = KEY_FILE_HELP)]
     pub key_file: Option<PathBuf>,
-    /// The IDs. Without any, IDs are read from standard input, one per line or separated by
-    /// whitespace; a bad one is reported on stderr with its line number, the rest are still
-    /// decoded, and the exit code is 2.
+    /// The IDs. Without any (or with `-`), IDs are read from standard input, one per line or
+    /// separated by whitespace; a bad one is reported on stderr with its line number, the rest
+    /// are still decoded, and the exit code is 2.
     #[arg(value_name = "ID")]
     pub ids: Vec<String>,
 }

@@ -39,7 +39,7 @@ pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
     };
     let mut out = Sink::new(io::stdout().lock());
     let mut tally = Tally::default();
-    if args.ids.is_empty() {
+    if args.ids.is_empty() || args.ids == ["-"] {
         let stdin = io::stdin().lock();
         if stdin.is_terminal() {
             eprintln!("monoflake: reading IDs from standard input, one per line (Ctrl-D ends)");

@@ -207,6 +207,13 @@ fn decode_empty_stdin_prints_nothing() {
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
     let out = with_input(&["decode"], b"\n  \n\t\n");
     assert!(out.status.success() && out.stdout.is_empty());
+    // `-` names standard input, as for most tools.
+    let out = with_input(&["decode", "--layout", "discord", "-"], b"90339695967350784");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "90339695967350784 2015-09-07T06:57:41.949Z worker=0 process=3 sequence=0\n"
+    );
 }
 
 #[test]
