@@ -10,6 +10,9 @@ use crate::keys::read_key;
 
 /// Buffer sizes for reading standard input and writing standard output.
 const BUFFER: usize = 64 * 1024;
+/// No ID is longer than this (20 decimal digits, 18 with 0x); a longer token is refused
+/// without being kept whole.
+const MAX_TOKEN: usize = 64;
 
 /// How each ID is read and written.
 struct Decoder<'a> {
@@ -67,47 +70,87 @@ pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
 }
 
 impl Decoder<'_> {
-    /// Decodes every whitespace-separated ID of `input`, reusing one line buffer; a bad ID is
-    /// reported on stderr with its line number.
+    /// Decodes every whitespace-separated ID of `input` straight from its buffer (only an ID
+    /// split between two reads is copied, into a buffer of bounded size, so a stream without
+    /// newlines never grows memory); a bad ID is reported on stderr with its line number.
     fn stream(
         &self,
         mut input: impl BufRead,
         out: &mut Sink<impl Write>,
         tally: &mut Tally,
     ) -> Result<(), Failure> {
-        let mut line = Vec::with_capacity(64);
-        let mut number = 0u64;
         let mut stderr = io::stderr().lock();
-        loop {
-            line.clear();
-            let read = input.read_until(b'\n', &mut line).map_err(|e| Failure {
-                code: 1,
-                message: format!("cannot read standard input: {e}"),
-            })?;
-            if read == 0 {
-                return Ok(());
-            }
-            number += 1;
-            for token in line.split(u8::is_ascii_whitespace) {
-                if token.is_empty() {
-                    continue;
-                }
-                let Ok(text) = std::str::from_utf8(token) else {
+        let mut token = |bytes: &[u8], length: usize, line: u64| -> Result<(), Failure> {
+            match std::str::from_utf8(bytes) {
+                Ok(text) if length <= MAX_TOKEN => self.one(text, out, tally, |e| {
+                    let _ = writeln!(stderr, "monoflake: line {line}: {e}");
+                }),
+                _ => {
                     tally.total += 1;
                     tally.bad += 1;
                     tally.code = if tally.code == 0 { 2 } else { tally.code };
-                    let _ = writeln!(
-                        stderr,
-                        "monoflake: line {number}: invalid ID {:?}: not UTF-8",
-                        String::from_utf8_lossy(token)
-                    );
-                    continue;
-                };
-                self.one(text, out, tally, |e| {
-                    let _ = writeln!(stderr, "monoflake: line {number}: {e}");
-                })?;
+                    let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(32)]);
+                    let _ = if length > MAX_TOKEN {
+                        writeln!(
+                            stderr,
+                            "monoflake: line {line}: invalid ID {shown:?}…: {length} bytes, \
+                             longer than any ID"
+                        )
+                    } else {
+                        writeln!(
+                            stderr,
+                            "monoflake: line {line}: invalid ID {shown:?}: not UTF-8"
+                        )
+                    };
+                    Ok(())
+                }
             }
+        };
+        // The part of an ID read so far when a read ends inside it, and its full length.
+        let mut pending: Vec<u8> = Vec::with_capacity(MAX_TOKEN);
+        let mut pending_length = 0usize;
+        let mut line = 1u64;
+        loop {
+            let chunk = match input.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(Failure {
+                        code: 1,
+                        message: format!("cannot read standard input: {e}"),
+                    });
+                }
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            let mut start = 0;
+            for (at, &byte) in chunk.iter().enumerate() {
+                if !byte.is_ascii_whitespace() {
+                    continue;
+                }
+                if pending_length > 0 {
+                    let rest = &chunk[start..at];
+                    pending.extend_from_slice(&rest[..rest.len().min(MAX_TOKEN - pending.len())]);
+                    token(&pending, pending_length + rest.len(), line)?;
+                    pending.clear();
+                    pending_length = 0;
+                } else if at > start {
+                    token(&chunk[start..at], at - start, line)?;
+                }
+                line += u64::from(byte == b'\n');
+                start = at + 1;
+            }
+            let rest = &chunk[start..];
+            pending.extend_from_slice(&rest[..rest.len().min(MAX_TOKEN - pending.len())]);
+            pending_length += rest.len();
+            let consumed = chunk.len();
+            input.consume(consumed);
         }
+        if pending_length > 0 {
+            token(&pending, pending_length, line)?;
+        }
+        Ok(())
     }
 
     /// Decodes one ID to `out`, or reports why it cannot be decoded.
@@ -303,5 +346,40 @@ mod tests {
         }
         sink.flush().unwrap();
         assert_eq!(String::from_utf8(sink.out).unwrap(), expected);
+    }
+
+    #[test]
+    fn ids_split_between_reads_decode_as_whole_ones() {
+        let layout = Layout::twitter();
+        let decoder = Decoder {
+            layout: &layout,
+            opaque: None,
+            format: InputFormat::Auto,
+            json: false,
+        };
+        let mut input = Vec::new();
+        let mut expected = String::new();
+        for i in 0..300u64 {
+            let id = Id::from_u64(i * 987_654_321_987);
+            let parts = id.parts(&layout).unwrap();
+            expected.push_str(&format!("{id} {parts}\n"));
+            let separator: &[u8] = [&b"\n"[..], b" ", b"\t\t", b"\r\n", b" \n\n "][i as usize % 5];
+            input.extend_from_slice(id.to_string().as_bytes());
+            input.extend_from_slice(separator);
+        }
+        input.extend_from_slice(&[b'7'; 100]); // too long, and at the very end
+        for capacity in [1, 2, 3, 7, 20, 64, 65_536] {
+            let mut sink = Sink::new(Vec::new());
+            let mut tally = Tally::default();
+            let reader = BufReader::with_capacity(capacity, input.as_slice());
+            assert!(decoder.stream(reader, &mut sink, &mut tally).is_ok());
+            sink.flush().unwrap();
+            assert_eq!(String::from_utf8(sink.out).unwrap(), expected, "{capacity}");
+            assert_eq!(
+                (tally.total, tally.bad, tally.code),
+                (301, 1, 2),
+                "{capacity}"
+            );
+        }
     }
 }

@@ -198,6 +198,31 @@ fn decode_stdin_errors_of_every_kind_exit_2() {
         assert_fails(&out, 2, message, input);
         assert!(text(&out.stderr).contains("1 of "), "{}", text(&out.stderr));
     }
+    // A token longer than any ID is refused without being kept whole.
+    let mut long = b"1\n2\n".to_vec();
+    long.extend(std::iter::repeat_n(b'x', 1 << 20));
+    long.extend_from_slice(b"\n3\n");
+    let out = with_input(&["decode"], &long);
+    assert_fails(
+        &out,
+        2,
+        "monoflake: line 3: invalid ID \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"…: 1048576 bytes, longer \
+         than any ID\nmonoflake: 1 of 4 IDs could not be decoded\n",
+        "long",
+    );
+    assert_eq!(text(&out.stdout).lines().count(), 3);
+    // Standard input that cannot be read is a runtime failure (exit 1).
+    let out = bin()
+        .arg("decode")
+        .stdin(std::fs::File::open("/").unwrap())
+        .output()
+        .unwrap();
+    assert_fails(
+        &out,
+        1,
+        "monoflake: cannot read standard input: Is a directory",
+        "dir",
+    );
 }
 
 #[test]
@@ -208,7 +233,10 @@ fn decode_empty_stdin_prints_nothing() {
     let out = with_input(&["decode"], b"\n  \n\t\n");
     assert!(out.status.success() && out.stdout.is_empty());
     // `-` names standard input, as for most tools.
-    let out = with_input(&["decode", "--layout", "discord", "-"], b"90339695967350784");
+    let out = with_input(
+        &["decode", "--layout", "discord", "-"],
+        b"90339695967350784",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
