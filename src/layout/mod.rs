@@ -91,6 +91,18 @@ impl NodeField {
 /// bit, the tick at least 1 ms, and the epoch must not lie in the future. Layouts are plain
 /// values: any number of them can live in one process.
 ///
+/// A layout is also one line of text, the spec the command line's `--layout` takes: `Display`
+/// writes it and `FromStr` reads it (or a preset's name), so the library and the CLI agree:
+///
+/// ```
+/// use monoflake::Layout;
+///
+/// let text = "time=41,datacenter=5,worker=5,sequence=12,epoch=2010-11-04T01:42:54.657Z,tick=1ms";
+/// assert_eq!(Layout::twitter().to_string(), text);
+/// assert_eq!(text.parse::<Layout>()?, Layout::twitter());
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+///
 /// # Example
 ///
 /// ```
