@@ -4,9 +4,9 @@
 //! `loom-tests/` explore the very code that ships; otherwise they come from `core`/`std`.
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// How many times a waiting caller spins (with a CPU hint) before it starts yielding its thread.
 pub(crate) const SPIN_LIMIT: u32 = 6;

@@ -119,6 +119,12 @@ pub struct GenArgs {
     /// Lease TTL in whole seconds (with `--backend etcd`).
     #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub lease_ttl: u64,
+    /// Trust the node's time reservation however far ahead of this clock it is: the clock
+    /// moves forward to it (then slews back at 0.1 %). Only when this clock is wrong now and
+    /// was right when the reservation was written; by default such a node is refused (--node N)
+    /// or skipped (--node auto).
+    #[arg(long)]
+    pub trust_reservation: bool,
     /// Threads sharing one generator; COUNT is the total over all of them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,

@@ -139,7 +139,9 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
         _ => None,
     };
     let store = open_store(args)?;
-    let leased = Generator::builder(layout).build_leased(store, request)?;
+    let leased = Generator::builder(layout)
+        .trust_future_reservation(args.trust_reservation)
+        .build_leased(store, request)?;
     let progress = progress_bar(args.count);
     // Ctrl-C stops the writers; the lease is then released as on a normal exit.
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));

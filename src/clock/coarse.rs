@@ -139,8 +139,16 @@ impl TimeSource for CoarseClock {
         true
     }
 
-    fn reanchor_stats(&self) -> (u64, u64) {
-        self.inner.precise.reanchor_stats()
+    fn report(&self) -> super::ClockReport {
+        self.inner.precise.report()
+    }
+
+    fn advance_to_ms(&self, unix_ms: u64) -> bool {
+        self.inner.precise.advance_to_ms(unix_ms);
+        self.inner
+            .now_ms
+            .fetch_max(self.inner.precise.now_ms(), Ordering::Relaxed);
+        true
     }
 }
 

@@ -130,13 +130,18 @@ impl<C: TimeSource> Generator<C> {
             return Error::Forked { node: self.node };
         }
         let deadline_passed = self.core.fence.late(now);
-        match &self.refusal {
+        let error = match &self.refusal {
             Some(owner) => owner.refusal(self.node, deadline_passed),
             None => Error::LeaseLost {
                 node: self.node,
                 reason: "no lease".into(),
             },
+        };
+        // The clock passed a healthy store's reservation: the owner was asked to extend it.
+        if matches!(error, Error::WouldBlock { .. }) {
+            Counters::add(&self.counters.would_block, 1);
         }
+        error
     }
 
     /// Issues one ID without waiting.

@@ -305,7 +305,7 @@ impl<C: TimeSource> Generator<C> {
             u64::MAX => self.counters.sealed_state.load(Ordering::Relaxed),
             state => state,
         };
-        let (reanchors, max_skew_ns) = self.clock.reanchor_stats();
+        let clock = self.clock.report();
         Stats {
             issued: state
                 .wrapping_sub(self.start)
@@ -314,8 +314,10 @@ impl<C: TimeSource> Generator<C> {
             max_lead_ticks: load(&c.max_lead_ticks),
             would_block: load(&c.would_block),
             waits: load(&c.waits),
-            reanchors,
-            max_skew_ns,
+            reanchors: clock.forward_steps,
+            max_skew_ns: clock.max_skew_ns,
+            skew_ns: clock.last_skew_ns,
+            slew_left_ns: clock.slew_left_ns,
             ..Stats::default()
         }
     }

@@ -271,6 +271,7 @@ impl NodeStore for EtcdStore {
                     .collect();
                 let mut found = Err(Error::AllNodesHeld {
                     count: layout.max_node().saturating_add(1),
+                    ahead: 0,
                 });
                 for node in (0..=layout.max_node()).filter(|n| !held.contains(n)) {
                     match self.try_node(layout, node, lease) {

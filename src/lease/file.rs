@@ -374,6 +374,7 @@ impl NodeStore for FileStore {
                 }
                 Err(Error::AllNodesHeld {
                     count: layout.max_node().saturating_add(1),
+                    ahead: 0,
                 })
             }
         }
