@@ -223,13 +223,6 @@ fn parse(text: &str) -> Result<Layout, Error> {
                 let bits = parse_bits(part, key, value)?;
                 match key {
                     "time" if time.is_some() => return Err(twice()),
-                    "time" if sequence.is_some() || above > 0 => {
-                        return Err(spec_error(
-                            part,
-                            "time must be the first bit field (fields go from the most \
-                             significant bit down)",
-                        ));
-                    }
                     "time" => time = Some(bits),
                     _ if time.is_none() => {
                         return Err(spec_error(
