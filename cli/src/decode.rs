@@ -47,11 +47,16 @@ pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
         if stdin.is_terminal() {
             eprintln!("monoflake: reading IDs from standard input, one per line (Ctrl-D ends)");
         }
-        decoder.stream(
+        let streamed = decoder.stream(
             BufReader::with_capacity(BUFFER, stdin),
             &mut out,
             &mut tally,
-        )?;
+        );
+        // What was decoded before a read failed is still written.
+        if let Err(failure) = streamed {
+            out.flush()?;
+            return Err(failure);
+        }
     } else {
         for input in &args.ids {
             decoder.one(input, &mut out, &mut tally, |e| {
