@@ -78,44 +78,48 @@ impl Decoder<'_> {
     /// Decodes every whitespace-separated ID of `input` straight from its buffer (only an ID
     /// split between two reads is copied, into a buffer of bounded size, so a stream without
     /// newlines never grows memory); a bad ID is reported on stderr with its line number.
-    fn stream(
+    fn stream<W: Write>(
         &self,
         mut input: impl BufRead,
-        out: &mut Sink<impl Write>,
+        out: &mut Sink<W>,
         tally: &mut Tally,
     ) -> Result<(), Failure> {
         let mut stderr = io::stderr().lock();
-        let mut token = |bytes: &[u8], length: usize, line: u64| -> Result<(), Failure> {
-            match std::str::from_utf8(bytes) {
-                Ok(text) if length <= MAX_TOKEN => self.one(text, out, tally, |e| {
-                    let _ = writeln!(stderr, "monoflake: line {line}: {e}");
-                }),
-                _ => {
-                    tally.total += 1;
-                    tally.bad += 1;
-                    tally.code = if tally.code == 0 { 2 } else { tally.code };
-                    let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(32)]);
-                    let _ = if length > MAX_TOKEN {
-                        writeln!(
-                            stderr,
-                            "monoflake: line {line}: invalid ID {shown:?}…: {length} bytes, \
+        let mut token =
+            |out: &mut Sink<W>, bytes: &[u8], length: usize, line: u64| -> Result<(), Failure> {
+                match std::str::from_utf8(bytes) {
+                    Ok(text) if length <= MAX_TOKEN => self.one(text, out, tally, |e| {
+                        let _ = writeln!(stderr, "monoflake: line {line}: {e}");
+                    }),
+                    _ => {
+                        tally.total += 1;
+                        tally.bad += 1;
+                        tally.code = if tally.code == 0 { 2 } else { tally.code };
+                        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(32)]);
+                        let _ = if length > MAX_TOKEN {
+                            writeln!(
+                                stderr,
+                                "monoflake: line {line}: invalid ID {shown:?}…: {length} bytes, \
                              longer than any ID"
-                        )
-                    } else {
-                        writeln!(
-                            stderr,
-                            "monoflake: line {line}: invalid ID {shown:?}: not UTF-8"
-                        )
-                    };
-                    Ok(())
+                            )
+                        } else {
+                            writeln!(
+                                stderr,
+                                "monoflake: line {line}: invalid ID {shown:?}: not UTF-8"
+                            )
+                        };
+                        Ok(())
+                    }
                 }
-            }
-        };
+            };
         // The part of an ID read so far when a read ends inside it, and its full length.
         let mut pending: Vec<u8> = Vec::with_capacity(MAX_TOKEN);
         let mut pending_length = 0usize;
         let mut line = 1u64;
         loop {
+            // Everything read so far is written before waiting for more: typed at a terminal
+            // or fed by a slow producer, each line is answered at once.
+            out.flush().map_err(Failure::from)?;
             let chunk = match input.fill_buf() {
                 Ok(chunk) => chunk,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -137,11 +141,11 @@ impl Decoder<'_> {
                 if pending_length > 0 {
                     let rest = &chunk[start..at];
                     pending.extend_from_slice(&rest[..rest.len().min(MAX_TOKEN - pending.len())]);
-                    token(&pending, pending_length + rest.len(), line)?;
+                    token(out, &pending, pending_length + rest.len(), line)?;
                     pending.clear();
                     pending_length = 0;
                 } else if at > start {
-                    token(&chunk[start..at], at - start, line)?;
+                    token(out, &chunk[start..at], at - start, line)?;
                 }
                 line += u64::from(byte == b'\n');
                 start = at + 1;
@@ -153,7 +157,7 @@ impl Decoder<'_> {
             input.consume(consumed);
         }
         if pending_length > 0 {
-            token(&pending, pending_length, line)?;
+            token(out, &pending, pending_length, line)?;
         }
         Ok(())
     }

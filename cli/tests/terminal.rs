@@ -245,6 +245,50 @@ fn decode_empty_stdin_prints_nothing() {
 }
 
 #[test]
+fn decode_answers_each_line_before_the_next_arrives() {
+    // A slow producer (a person typing, `tail -f`): every line is decoded and written before
+    // more input comes, not when the input ends.
+    use std::io::{BufRead, BufReader};
+    let mut child = bin()
+        .args(["decode", "--layout", "discord"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if lines_tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let guard = std::time::Duration::from_secs(60); // against a hang only
+    for (input, expected) in [
+        (
+            "175928847299117063\n",
+            "175928847299117063 2016-04-30T11:18:25.796Z worker=1 process=0 sequence=7",
+        ),
+        (
+            "90339695967350784\n",
+            "90339695967350784 2015-09-07T06:57:41.949Z worker=0 process=3 sequence=0",
+        ),
+    ] {
+        stdin.write_all(input.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let line = lines_rx
+            .recv_timeout(guard)
+            .expect("decode held a line back until more input came");
+        assert_eq!(line, expected);
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    reader.join().unwrap();
+}
+
+#[test]
 fn decode_stops_quietly_when_the_reader_goes_away() {
     // `monoflake decode < many | head -1`: a closed output pipe ends decode with 0, no message.
     let mut child = bin()
