@@ -502,6 +502,37 @@ fn bad_layout_specs_exit_2_naming_the_part_and_the_numbers() {
         "node 16 is out of range: the field holds 0..=15",
         "node",
     );
+    // An epoch in the future is bad input; a custom layout whose time ran out (2^20 ms after
+    // 2000-01-01) decodes, and refuses to generate with a runtime failure (exit 1).
+    let out = monoflake(&[
+        "decode",
+        "--layout",
+        "time=41,w=10,sequence=12,epoch=2999-01-01",
+        "1",
+    ]);
+    assert_fails(&out, 2, "ms in the future", "future epoch");
+    let spent = "time=20,worker=10,sequence=12,epoch=2000-01-01";
+    let out = monoflake(&["decode", "--layout", spent, "4194304"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "4194304 2000-01-01T00:00:00.001Z worker=0 sequence=0\n"
+    );
+    let state = TempDir::new("spent");
+    let out = monoflake(&[
+        "gen",
+        "--layout",
+        spent,
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ]);
+    assert_fails(
+        &out,
+        1,
+        "time field ran out at unix ms 946685848576 (2000-01-01T00:17:28.576Z)",
+        "spent",
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
