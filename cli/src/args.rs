@@ -59,8 +59,12 @@ const KEY_FILE_HELP: &str = "A file holding a 128-bit key: 16 raw bytes, or 32 h
 pub struct LayoutsArgs {
     /// Print this layout (a preset name, or a spec to check and normalise) as a spec, the text
     /// `--layout` takes.
-    #[arg(long, value_name = LAYOUT_VALUE, value_parser = parse_layout)]
+    #[arg(long, value_name = LAYOUT_VALUE, value_parser = parse_layout, conflicts_with = "layouts")]
     pub spec: Option<Layout>,
+    /// The layouts to list, presets or specs (e.g. to see when your own runs out) [default:
+    /// every preset].
+    #[arg(value_name = LAYOUT_VALUE, value_parser = parse_layout)]
+    pub layouts: Vec<Layout>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -242,7 +242,7 @@ fn layouts(args: &LayoutsArgs) -> Result<(), Failure> {
     writeln!(
         out,
         "{:<12} {:>4} {:<22} {:>3} {:<6} {:>6}  {:<24}  {:<10} {:>9} {:>10} {:>7}",
-        "preset",
+        "layout",
         "time",
         "node fields",
         "seq",
@@ -254,14 +254,20 @@ fn layouts(args: &LayoutsArgs) -> Result<(), Failure> {
         "IDs/s/node",
         "JS-safe"
     )?;
-    for name in PRESETS {
-        let l = Layout::preset(name)?;
+    let listed = match args.layouts.as_slice() {
+        [] => PRESETS
+            .iter()
+            .map(|name| Layout::preset(name))
+            .collect::<Result<Vec<_>, _>>()?,
+        given => given.to_vec(),
+    };
+    for l in &listed {
         let fields: Vec<String> = l
             .node_fields()
             .iter()
             .map(|f| format!("{}:{}", f.name(), f.bits()))
             .collect();
-        let per_second = (l.max_sequence() + 1) * 1000 / l.tick_ms();
+        let per_second = (u128::from(l.max_sequence()) + 1) * 1000 / u128::from(l.tick_ms());
         writeln!(
             out,
             "{:<12} {:>4} {:<22} {:>3} {:<6} {:>4}ms  {:<24}  {:<10} {:>9} {:>10} {:>7}",

@@ -362,6 +362,32 @@ fn layouts_spec_prints_each_preset_as_the_text_layout_takes() {
         text(&out.stdout),
         "time=39,region=4,host=8,sequence=12,epoch=2024-01-01T00:00:00.000Z,tick=1s\n"
     );
+    // The table lists given layouts, a spec's lifetime included.
+    let out = monoflake(&[
+        "layouts",
+        "discord",
+        "time=41,region=5,host=5,sequence=12,epoch=2024-01-01,tick=10ms",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(
+        rows[0].starts_with("layout") && rows[1].starts_with("discord"),
+        "{table}"
+    );
+    assert!(rows[2].starts_with("custom"), "{table}");
+    for column in [
+        "region:5,host:5",
+        "10ms",
+        "2024-01-01T00:00:00.000Z",
+        "2720-11-04",
+        "409600",
+    ] {
+        assert!(rows[2].contains(column), "{column}: {table}");
+    }
+    let out = monoflake(&["layouts", "--spec", "twitter", "discord"]);
+    assert_fails(&out, 2, "cannot be used with", "--spec with a list");
 }
 
 #[test]
