@@ -130,8 +130,14 @@ impl TimeSource for CoarseClock {
     }
 
     fn precise_now_ms(&self) -> u64 {
-        let now = self.inner.precise.now_ms();
-        self.inner.now_ms.fetch_max(now, Ordering::Relaxed);
+        self.precise_now_ns() / 1_000_000
+    }
+
+    fn precise_now_ns(&self) -> u64 {
+        let now = self.inner.precise.now_ns();
+        self.inner
+            .now_ms
+            .fetch_max(now / 1_000_000, Ordering::Relaxed);
         now
     }
 

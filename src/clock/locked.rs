@@ -502,7 +502,12 @@ impl LockedClock {
 impl TimeSource for LockedClock {
     #[inline]
     fn now_ms(&self) -> u64 {
-        self.now_ns() / 1_000_000
+        LockedClock::now_ns(self) / 1_000_000
+    }
+
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        LockedClock::now_ns(self)
     }
 
     fn report(&self) -> ClockReport {

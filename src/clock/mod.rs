@@ -51,6 +51,18 @@ pub trait TimeSource: Send + Sync {
         self.now_ms()
     }
 
+    /// The current Unix time in nanoseconds, what generators read: the lead limit paces IDs
+    /// within a tick by it. Defaults to [`TimeSource::now_ms`] in nanoseconds (a source
+    /// without a finer reading then opens a tick's slots at its start).
+    fn now_ns(&self) -> u64 {
+        self.now_ms().saturating_mul(1_000_000)
+    }
+
+    /// [`TimeSource::precise_now_ms`] in nanoseconds. Defaults to it, in nanoseconds.
+    fn precise_now_ns(&self) -> u64 {
+        self.precise_now_ms().saturating_mul(1_000_000)
+    }
+
     /// Whether [`TimeSource::now_ms`] may lag behind [`TimeSource::precise_now_ms`].
     fn is_coarse(&self) -> bool {
         false
@@ -107,6 +119,12 @@ macro_rules! forward_time_source {
             }
             fn precise_now_ms(&self) -> u64 {
                 (**self).precise_now_ms()
+            }
+            fn now_ns(&self) -> u64 {
+                (**self).now_ns()
+            }
+            fn precise_now_ns(&self) -> u64 {
+                (**self).precise_now_ns()
             }
             fn is_coarse(&self) -> bool {
                 (**self).is_coarse()

@@ -340,6 +340,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
                 max_lead,
                 offset_mask: crate::layout::mask(offset_bits),
                 floor_tick,
+                tick_ns: layout.tick_ms().saturating_mul(1_000_000),
             },
             out,
             epoch_ms: layout.epoch_ms(),
