@@ -76,6 +76,15 @@ pub enum Error {
         /// The current time, in Unix milliseconds.
         now_ms: u64,
     },
+    /// A layout spec (`time=41,worker=10,sequence=12,epoch=…`) cannot be read: the part that
+    /// is wrong (empty when the whole spec lacks something) and why.
+    #[non_exhaustive]
+    InvalidLayoutSpec {
+        /// The offending `NAME=VALUE` part, or empty.
+        part: String,
+        /// What is wrong, and what was expected.
+        reason: String,
+    },
     /// No preset has this name.
     #[non_exhaustive]
     UnknownPreset {
@@ -298,6 +307,12 @@ impl fmt::Display for Error {
                 "epoch {epoch_ms} (unix ms) is {} ms in the future (now {now_ms})",
                 epoch_ms - now_ms
             ),
+            Error::InvalidLayoutSpec { part, reason } if part.is_empty() => {
+                write!(f, "invalid layout spec: {reason}")
+            }
+            Error::InvalidLayoutSpec { part, reason } => {
+                write!(f, "invalid layout spec at {part:?}: {reason}")
+            }
             Error::UnknownPreset { name, known } => {
                 write!(
                     f,
@@ -552,6 +567,7 @@ impl Error {
                 | Error::ZeroTick
                 | Error::EpochInFuture { .. }
                 | Error::UnknownPreset { .. }
+                | Error::InvalidLayoutSpec { .. }
                 | Error::OutOfRange { .. }
                 | Error::InvalidId { .. }
                 | Error::IdTooWide { .. }

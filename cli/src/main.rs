@@ -5,6 +5,9 @@
 
 mod args;
 mod commands;
+mod decode;
+mod keys;
+mod shell;
 
 use std::process::ExitCode;
 

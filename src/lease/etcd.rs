@@ -136,7 +136,7 @@ impl EtcdStore {
     }
 
     fn keys(&self, layout: &Layout, node: u64) -> (String, String) {
-        let base = format!("{}/{}", self.prefix, layout.name());
+        let base = format!("{}/{}", self.prefix, layout.state_name());
         (
             format!("{base}/node/{node}"),
             format!("{base}/reservation/{node}"),
