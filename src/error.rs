@@ -76,6 +76,15 @@ pub enum Error {
         /// The current time, in Unix milliseconds.
         now_ms: u64,
     },
+    /// A layout spec (`time=41,worker=10,sequence=12,epoch=…`) cannot be read: the part that
+    /// is wrong (empty when the whole spec lacks something) and why.
+    #[non_exhaustive]
+    InvalidLayoutSpec {
+        /// The offending `NAME=VALUE` part, or empty.
+        part: String,
+        /// What is wrong, and what was expected.
+        reason: String,
+    },
     /// No preset has this name.
     #[non_exhaustive]
     UnknownPreset {
@@ -193,11 +202,30 @@ pub enum Error {
     /// [`configure_default`](crate::configure_default) was called after the default generator
     /// was built.
     DefaultAlreadyBuilt,
-    /// Every node ID of the layout is held by a live claimant.
+    /// No node ID of the layout can be claimed: each is held by a live claimant, or (when
+    /// claiming any node) free but reserved further ahead of this clock than the tolerance.
     #[non_exhaustive]
     AllNodesHeld {
         /// How many node IDs the layout has.
         count: u64,
+        /// How many of them were free but passed over because their reservation is too far
+        /// ahead of this clock (see [`Error::ReservationAhead`]).
+        ahead: u64,
+    },
+    /// The node's time reservation is further ahead of this clock than the tolerance
+    /// ([`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)):
+    /// a holder once ran with its clock ahead, or this clock is behind. Issuing under it would
+    /// stamp IDs with that future time, or stall until the clock gets there.
+    #[non_exhaustive]
+    ReservationAhead {
+        /// The node ID.
+        node: u64,
+        /// Where the reservation ends (Unix ms): no earlier time may be issued on this node.
+        reserved_until_ms: u64,
+        /// How far that is ahead of this clock.
+        ahead: Duration,
+        /// The largest lead accepted (and waited out).
+        tolerance: Duration,
     },
     /// The node ID asked for is held by another live claimant.
     #[non_exhaustive]
@@ -279,6 +307,12 @@ impl fmt::Display for Error {
                 "epoch {epoch_ms} (unix ms) is {} ms in the future (now {now_ms})",
                 epoch_ms - now_ms
             ),
+            Error::InvalidLayoutSpec { part, reason } if part.is_empty() => {
+                write!(f, "invalid layout spec: {reason}")
+            }
+            Error::InvalidLayoutSpec { part, reason } => {
+                write!(f, "invalid layout spec at {part:?}: {reason}")
+            }
             Error::UnknownPreset { name, known } => {
                 write!(
                     f,
@@ -365,10 +399,37 @@ impl fmt::Display for Error {
                 f,
                 "the default generator is already built; configure it before the first next_id()"
             ),
-            Error::AllNodesHeld { count } => {
+            Error::AllNodesHeld { count, ahead: 0 } => {
                 write!(
                     f,
                     "all {count} node IDs of the layout are held by live claimants"
+                )
+            }
+            Error::AllNodesHeld { count, ahead } => {
+                write!(
+                    f,
+                    "no node ID of the layout can be claimed: of {count}, {} are held by live \
+                     claimants and {ahead} are free but reserved too far ahead of this clock \
+                     (a clock that is behind, or holders that ran with their clock ahead)",
+                    count.saturating_sub(*ahead)
+                )
+            }
+            Error::ReservationAhead {
+                node,
+                reserved_until_ms,
+                ahead,
+                tolerance,
+            } => {
+                write!(
+                    f,
+                    "node {node}'s time reservation runs to {} (unix ms {reserved_until_ms}), \
+                     {} ahead of this clock, more than the {} accepted: a holder once ran with \
+                     its clock ahead, or this clock is behind. Check the clock or use another \
+                     node; if this clock is wrong now and was right then, trust the reservation \
+                     (GeneratorBuilder::trust_future_reservation, monoflake --trust-reservation)",
+                    crate::id::rfc3339(*reserved_until_ms),
+                    human_duration(*ahead),
+                    human_duration(*tolerance)
                 )
             }
             Error::NodeHeld { node } => write!(f, "node {node} is held by another live claimant"),
@@ -506,6 +567,7 @@ impl Error {
                 | Error::ZeroTick
                 | Error::EpochInFuture { .. }
                 | Error::UnknownPreset { .. }
+                | Error::InvalidLayoutSpec { .. }
                 | Error::OutOfRange { .. }
                 | Error::InvalidId { .. }
                 | Error::IdTooWide { .. }
@@ -535,5 +597,23 @@ impl Error {
                 | Error::AllNodesHeld { .. }
                 | Error::NodeHeld { .. }
         )
+    }
+}
+
+/// A duration the way a person reads it: `850 ms`, `5.1 s`, `1.0 h`, `3.2 days`, `4.0 years`.
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{} ms", d.as_millis())
+    } else if s < 120.0 {
+        format!("{s:.1} s")
+    } else if s < 7_200.0 {
+        format!("{:.1} min", s / 60.0)
+    } else if s < 172_800.0 {
+        format!("{:.1} h", s / 3_600.0)
+    } else if s < 2.0 * 31_557_600.0 {
+        format!("{:.1} days", s / 86_400.0)
+    } else {
+        format!("{:.1} years", s / 31_557_600.0)
     }
 }

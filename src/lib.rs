@@ -3,7 +3,7 @@
 //! * **Unique and strictly increasing** across threads: one `AtomicU64` advanced by
 //!   compare-exchange, lock-free, no syscall and no allocation per ID.
 //! * **Immune to clock steps**: time is locked at start and advanced by a monotonic counter
-//!   ([`LockedClock`]); the wall clock only ever moves it forward.
+//!   ([`LockedClock`]); it steps forward to the wall clock and slews back to it, never back.
 //! * **No millisecond stalls**: a full sequence borrows future ticks, bounded by `max_lead`;
 //!   past it [`Generator::try_next_id`] says [`Error::WouldBlock`] instead of spinning.
 //! * **Layouts** for Twitter, Discord, Sonyflake, Baidu, JavaScript-safe and game-server IDs,
@@ -41,8 +41,8 @@ mod stats;
 mod sync;
 
 pub use crate::clock::{
-    CoarseClock, DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE, DEFAULT_TICKER_INTERVAL,
-    LockedClock, ManualClock, Ticker, TimeSource,
+    ClockReport, CoarseClock, DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE,
+    DEFAULT_TICKER_INTERVAL, LockedClock, ManualClock, SLEW_PPM, Ticker, TimeSource,
 };
 pub use crate::encoding::{Encoded, Encoding};
 pub use crate::error::Error;

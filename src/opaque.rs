@@ -82,6 +82,76 @@ impl OpaqueKey {
         }
         Ok(Self::from_bytes(bytes))
     }
+
+    /// A key from the contents of a key file: either exactly 16 raw bytes (`head -c 16
+    /// /dev/urandom > key`) or 32 hex digits, surrounding whitespace and a trailing newline
+    /// allowed (what `monoflake keygen` writes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKey`] saying what a key file holds and what this one holds instead
+    /// (its length, the first byte that is not a hex digit). Sixteen hex digits are refused
+    /// rather than read as raw bytes: they are a 64-bit key written by mistake.
+    ///
+    /// ```
+    /// use monoflake::{Error, OpaqueKey};
+    ///
+    /// let hex = OpaqueKey::from_file_contents(b"000102030405060708090a0b0c0d0e0f\n")?;
+    /// let raw = OpaqueKey::from_file_contents(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15])?;
+    /// assert_eq!(hex, raw);
+    /// let err = OpaqueKey::from_file_contents(&[7; 32]).unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "invalid opaque-ID key: a key file holds 16 raw bytes or 32 hex digits (a trailing \
+    ///      newline is fine); this one holds 32 bytes, and byte 0 (0x07) is not a hex digit"
+    /// );
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn from_file_contents(contents: &[u8]) -> Result<Self, Error> {
+        const WHAT: &str = "a key file holds 16 raw bytes or 32 hex digits (a trailing newline \
+                            is fine)";
+        if let Ok(raw) = <[u8; 16]>::try_from(contents)
+            && !raw.iter().all(u8::is_ascii_hexdigit)
+        {
+            return Ok(Self::from_bytes(raw));
+        }
+        let text = contents.trim_ascii();
+        let refuse = |holds: String| {
+            Err(Error::InvalidKey {
+                reason: format!("{WHAT}; this one {holds}"),
+            })
+        };
+        if text.is_empty() {
+            return refuse(format!(
+                "is empty{}",
+                if contents.is_empty() {
+                    String::new()
+                } else {
+                    format!(" but for {} bytes of whitespace", contents.len())
+                }
+            ));
+        }
+        if let Some(bad) = text.iter().position(|b| !b.is_ascii_hexdigit()) {
+            let offset = bad + (contents.len() - contents.trim_ascii_start().len());
+            return refuse(format!(
+                "holds {} bytes, and byte {offset} ({:#04x}) is not a hex digit",
+                contents.len(),
+                contents[offset]
+            ));
+        }
+        if text.len() != 32 {
+            return refuse(format!(
+                "holds {} hex digits ({} bits)",
+                text.len(),
+                text.len() * 4
+            ));
+        }
+        std::str::from_utf8(text)
+            .map_err(|_| Error::InvalidKey {
+                reason: WHAT.into(),
+            })
+            .and_then(Self::from_hex)
+    }
 }
 
 /// Maps IDs to opaque IDs and back with a key: a Feistel network over the layout's bit space,
@@ -222,5 +292,61 @@ impl Opaque {
     /// ```
     pub fn decrypt(&self, opaque: Id) -> Result<Id, Error> {
         self.check(opaque).map(|x| self.walk(x, Self::backward))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_files_hold_16_raw_bytes_or_32_hex_digits() {
+        let raw: Vec<u8> = (0..16).map(|i| 0xf0 | i).collect();
+        let expected = OpaqueKey::from_bytes(raw.clone().try_into().unwrap());
+        assert_eq!(OpaqueKey::from_file_contents(&raw).unwrap(), expected);
+        for text in [
+            "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff",
+            "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\n",
+            "F0F1F2F3F4F5F6F7F8F9FAFBFCFDFEFF\r\n",
+            "  f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff  \n",
+        ] {
+            assert_eq!(
+                OpaqueKey::from_file_contents(text.as_bytes()).unwrap(),
+                expected,
+                "{text:?}"
+            );
+        }
+        let refused: &[(&[u8], &str)] = &[
+            (b"", "this one is empty"),
+            (b" \n", "this one is empty but for 2 bytes of whitespace"),
+            (
+                b"0123456789abcdef",
+                "this one holds 16 hex digits (64 bits)",
+            ),
+            (b"0011\n", "this one holds 4 hex digits (16 bits)"),
+            (
+                b"00112233445566778899aabbccddeeff00\n",
+                "this one holds 34 hex digits (136 bits)",
+            ),
+            (
+                b" 0011223344556677889xaabbccddeeff",
+                "this one holds 33 bytes, and byte 20 (0x78) is not a hex digit",
+            ),
+            (
+                &[0xff; 17],
+                "this one holds 17 bytes, and byte 0 (0xff) is not a hex digit",
+            ),
+        ];
+        for (contents, message) in refused {
+            let err = OpaqueKey::from_file_contents(contents).unwrap_err();
+            assert!(matches!(err, Error::InvalidKey { .. }));
+            let text = err.to_string();
+            assert!(
+                text.starts_with(
+                    "invalid opaque-ID key: a key file holds 16 raw bytes or 32 hex digits"
+                ) && text.ends_with(message),
+                "{contents:?}: {text}"
+            );
+        }
     }
 }

@@ -9,8 +9,10 @@ use crate::sync::{AtomicU64, Ordering};
 /// * `borrowed_ticks` and `max_lead_ticks` grow when the sequence fills faster than the clock
 ///   ticks; `would_block` and `waits` when even the lead ran out — a sign to pick a layout with
 ///   more sequence bits, or to spread load over more nodes.
-/// * `reanchors` and `max_skew_ns` come from the clock: a large skew means the monotonic clock
-///   drifted (or the host slept) and the wall clock pulled it forward.
+/// * `reanchors`, `skew_ns`, `max_skew_ns` and `slew_left_ns` come from the clock: a large
+///   skew means the monotonic clock drifted, the host slept, or the wall clock was stepped; the
+///   clock steps forward to the wall clock and slews back to it (see
+///   [`LockedClock`](crate::LockedClock)).
 /// * The reservation and lease counters come from the node store, when the generator is leased.
 ///
 /// # Example
@@ -38,10 +40,22 @@ pub struct Stats {
     pub would_block: u64,
     /// Sleeps taken by the waiting calls (`next_id`, `next_ids`).
     pub waits: u64,
-    /// Times the clock moved forward to the wall clock.
+    /// Times the clock stepped forward to the wall clock.
     pub reanchors: u64,
     /// The largest difference seen between the clock and the wall clock, in nanoseconds.
     pub max_skew_ns: u64,
+    /// Wall clock minus the generator's clock at its last comparison, in nanoseconds (negative:
+    /// the generator's clock is ahead and slews back).
+    pub skew_ns: i64,
+    /// Lead over the wall clock still being slewed away, in nanoseconds (0: not slewing).
+    pub slew_left_ns: u64,
+    /// Free nodes passed over when claiming any node because their time reservation was
+    /// further ahead of the clock than the tolerance (see
+    /// [`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)).
+    pub nodes_skipped_ahead: u64,
+    /// How long the claim waited for a reservation slightly ahead of the clock (a holder that
+    /// crashed moments ago), in milliseconds.
+    pub claim_wait_ms: u64,
     /// Reservations written to the node store.
     pub reservation_writes: u64,
     /// Reservation writes that failed.
@@ -57,15 +71,20 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "issued {}, borrowed ticks {} (max lead {}), would-block {}, waits {}, re-anchors {} \
-             (max skew {} µs), reservation writes {} (failed {}), lease renewals {} (lost {})",
+            "issued {}, borrowed ticks {} (max lead {}), would-block {}, waits {}, forward steps \
+             {} (skew {} µs, max {} µs, slewing {} µs), nodes skipped ahead {}, claim wait {} ms, \
+             reservation writes {} (failed {}), lease renewals {} (lost {})",
             self.issued,
             self.borrowed_ticks,
             self.max_lead_ticks,
             self.would_block,
             self.waits,
             self.reanchors,
+            self.skew_ns / 1000,
             self.max_skew_ns / 1000,
+            self.slew_left_ns / 1000,
+            self.nodes_skipped_ahead,
+            self.claim_wait_ms,
             self.reservation_writes,
             self.reservation_failures,
             self.lease_renewals,

@@ -4,9 +4,29 @@
 //! `loom-tests/` explore the very code that ships; otherwise they come from `core`/`std`.
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+
+/// The backoff after a lost compare-exchange: crossbeam's, or under loom a yield (loom
+/// explores the other threads instead of a spin).
+#[cfg(not(loom))]
+pub(crate) use crossbeam_utils::Backoff;
+
+#[cfg(loom)]
+#[derive(Debug, Default)]
+pub(crate) struct Backoff;
+
+#[cfg(loom)]
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Backoff
+    }
+
+    pub(crate) fn spin(&self) {
+        loom::thread::yield_now();
+    }
+}
 
 /// How many times a waiting caller spins (with a CPU hint) before it starts yielding its thread.
 pub(crate) const SPIN_LIMIT: u32 = 6;
@@ -49,4 +69,20 @@ pub(crate) fn sleep(d: core::time::Duration) {
     }
     #[cfg(not(loom))]
     std::thread::sleep(d);
+}
+
+/// Busy-waits for `d` (a slot that opens within microseconds); under loom, yields.
+pub(crate) fn spin_for(d: core::time::Duration) {
+    #[cfg(loom)]
+    {
+        let _ = d;
+        loom::thread::yield_now();
+    }
+    #[cfg(not(loom))]
+    {
+        let until = std::time::Instant::now() + d;
+        while std::time::Instant::now() < until {
+            core::hint::spin_loop();
+        }
+    }
 }

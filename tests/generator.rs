@@ -74,7 +74,9 @@ fn clock_set_back_an_hour_mid_stream() {
 #[test]
 fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
     let clock = Arc::new(ManualClock::new(T0));
-    // 2 sequence bits: 4 IDs per tick; lead of 3 ticks: 4 ticks usable in all at a frozen clock.
+    // 2 sequence bits: 4 IDs per tick; lead of 3 ticks. At a frozen clock (at the start of its
+    // tick) ticks +0 to +2 are whole; the last tick the lead allows, +3, is paced: one slot
+    // per quarter of the clock's tick, so only its first slot is open yet.
     let layout = Layout::builder()
         .sequence_bits(2)
         .node_field("n", 4)
@@ -85,21 +87,22 @@ fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
         .max_lead(Duration::from_millis(3))
         .build()
         .unwrap();
-    let ticks: Vec<u64> = (0..16)
+    let ticks: Vec<u64> = (0..13)
         .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().unix_ms() - T0)
         .collect();
-    assert_eq!(ticks, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+    assert_eq!(ticks, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]);
+    // The next slot opens a quarter of a tick later.
     assert!(matches!(
         g.try_next_id(),
-        Err(Error::WouldBlock { retry_after, .. }) if retry_after == Duration::from_millis(1)
+        Err(Error::WouldBlock { retry_after, .. }) if retry_after == Duration::from_nanos(250_001)
     ));
     assert!(matches!(g.try_next_ids(5), Err(Error::WouldBlock { .. })));
-    // The clock moves one tick: exactly one more tick of IDs, in the next tick.
+    // The clock moves one tick: the rest of tick +3, and the first slot of the new last tick.
     clock.advance_ms(1);
     let more: Vec<u64> = (0..4)
         .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().unix_ms() - T0)
         .collect();
-    assert_eq!(more, [4, 4, 4, 4]);
+    assert_eq!(more, [3, 3, 3, 4]);
     assert!(g.try_next_id().is_err());
     // The waiting call gives up after max_wait on a clock that stands still.
     let g2 = Generator::builder(layout)

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use monoflake::{Error, FileStore, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore};
+use monoflake::{
+    Error, FileStore, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore, TimeSource,
+};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -34,17 +36,14 @@ fn a_reservation_that_cannot_be_extended_stops_issuing() {
     clock.advance_ms(150);
     let inside = leased.try_next_id().unwrap();
     assert!(inside > first);
-    // Past the reservation: refused, whatever the keeper manages meanwhile.
+    // Past the reservation: the first refusals may only wake the keeper (WouldBlock); once
+    // its write has failed, the refusal names the failure. Never an ID past the reservation.
     clock.advance_ms(100);
-    match leased.try_next_id() {
-        Err(Error::ReservationUnavailable {
+    let err = refused_past(&leased);
+    match err {
+        Error::ReservationUnavailable {
             node: 0, reason, ..
-        }) => {
-            assert!(
-                reason.contains("disk full") || reason.contains("not acknowledged"),
-                "{reason}"
-            )
-        }
+        } => assert!(reason.contains("disk full"), "{reason}"),
         other => panic!("{other:?}"),
     }
     // Nothing issued beyond the reservation on disk.
@@ -83,21 +82,87 @@ fn a_lease_not_renewed_by_its_deadline_is_lost() {
         .unwrap();
     let before = leased.try_next_id().unwrap();
     store.fail_renew.store(1, Ordering::SeqCst);
-    clock.advance_ms(250);
+    // The deadline runs on the monotonic clock (real time), not on the generator's clock: the
+    // lease is lost 300 ms of real time after the last renewal, whatever the clock says.
+    clock.advance_ms(1);
     assert!(leased.try_next_id().unwrap() > before);
-    clock.advance_ms(100); // past T0 + 300 ms: the deadline of the renewal at build
-    match leased.try_next_id() {
-        Err(Error::LeaseLost {
+    let err = refused_past(&leased);
+    match err {
+        Error::LeaseLost {
             node: 0, reason, ..
-        }) => {
-            assert!(reason.contains("deadline"), "{reason}")
-        }
+        } => assert!(reason.contains("validity"), "{reason}"),
         other => panic!("{other:?}"),
     }
     assert!(
         matches!(leased.next_id(), Err(Error::LeaseLost { .. })),
         "next_id must not wait it out"
     );
+}
+
+/// Calls `try_next_id` until it reports something other than an ID or `WouldBlock` (a
+/// liveness bound of two minutes only), moving nothing but real time.
+fn refused_past<C: monoflake::TimeSource + 'static>(leased: &monoflake::Leased<C>) -> Error {
+    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        match leased.try_next_id() {
+            Ok(_) | Err(Error::WouldBlock { .. }) => {}
+            Err(e) => return e,
+        }
+        assert!(std::time::Instant::now() < give_up, "never refused");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A forward step of the generator's clock far past the reservation (NTP fixing a wrong boot
+/// clock, a VM resumed): with a healthy store it is a short wait for the keeper, never an
+/// error; the IDs follow the clock; nothing is issued past what the store acknowledged.
+#[test]
+fn a_forward_clock_step_is_ridden_through() {
+    let dir = common::TempDir::new("forward");
+    // A lease with a deadline too (valid 30 s), so the step also passes the fence's deadline
+    // as the generator's clock sees it.
+    let store = common::Flaky::new(dir.path(), Some(Duration::from_secs(30)));
+    let clock = Arc::new(ManualClock::new(T0));
+    let layout = Layout::twitter();
+    let leased = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .reservation_window(Duration::from_secs(5))
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    let before = leased.next_id().unwrap();
+    for step_ms in [3_600_000, 7_200_000, 60_000] {
+        clock.advance_ms(step_ms);
+        let stepped = clock.now_ms();
+        // Every call either issues an ID the store has acknowledged or asks to wait.
+        match leased.try_next_id() {
+            Ok(id) => assert!(id > before),
+            Err(Error::WouldBlock { retry_after, .. }) => {
+                assert!(retry_after < Duration::from_secs(1), "{retry_after:?}")
+            }
+            Err(e) => panic!("a forward step is not an error: {e}"),
+        }
+        let after = leased.next_id().unwrap();
+        assert!(after > before);
+        let t = after.parts(&layout).unwrap().unix_ms();
+        assert!(t >= stepped, "the IDs follow the clock: {t} < {stepped}");
+        // The reservation on disk covers what was issued.
+        let until = reservation_until(&dir.path().join("twitter/node-0.reservation"));
+        assert!(t < until, "issued {t} beyond the reservation {until}");
+    }
+    let stats = leased.stats();
+    assert!(stats.would_block >= 1, "{stats:?}");
+    assert_eq!(stats.lease_losses, 0);
+    assert_eq!(stats.reservation_failures, 0);
+}
+
+fn reservation_until(path: &std::path::Path) -> u64 {
+    let on_disk = std::fs::read_to_string(path).unwrap();
+    on_disk
+        .lines()
+        .find_map(|l| l.strip_prefix("until_ms="))
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -131,14 +196,110 @@ fn a_restart_never_reissues_a_reserved_tick() {
     // Release (which writes the end of the last tick), then put the crash state back.
     drop(a);
     std::fs::write(dir.path().join("twitter/node-9.reservation"), &crash_state).unwrap();
-    // Restart with the clock set back an hour.
+    // Restart with the clock set back an hour: the node's reservation is an hour ahead of
+    // this clock, far past the tolerance (window + lead): refused, with the numbers.
+    let back = T0 - 3_600_000;
+    match Generator::builder(layout.clone())
+        .clock(ManualClock::new(back))
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(9))
+    {
+        Err(Error::ReservationAhead {
+            node: 9,
+            reserved_until_ms,
+            ahead,
+            tolerance,
+            ..
+        }) => {
+            assert_eq!(reserved_until_ms, until_on_disk);
+            assert_eq!(ahead, Duration::from_millis(until_on_disk - back));
+            assert_eq!(tolerance, Duration::from_millis(5_100));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The refusal left the record alone.
+    let after_refusal =
+        std::fs::read_to_string(dir.path().join("twitter/node-9.reservation")).unwrap();
+    assert_eq!(after_refusal, crash_state);
+    // Any node passes it over (and says so), taking a settled one with honest time.
+    let any = Generator::builder(layout.clone())
+        .clock(ManualClock::new(back))
+        .build_leased(Arc::clone(&store), NodeRequest::Any)
+        .unwrap();
+    assert_eq!(any.node(), 0);
+    assert_eq!(
+        any.stats().nodes_skipped_ahead,
+        0,
+        "node 9 is not below node 0"
+    );
+    drop(any);
+    // Trusting the reservation: the clock moves to it, and the IDs stay above the old ones.
     let b = Generator::builder(layout.clone())
-        .clock(ManualClock::new(T0 - 3_600_000))
+        .clock(ManualClock::new(back))
+        .trust_future_reservation(true)
         .build_leased(store, NodeRequest::Exact(9))
         .unwrap();
     let first = b.try_next_id().unwrap();
     assert!(first > last);
     assert_eq!(first.parts(&layout).unwrap().unix_ms(), until_on_disk);
+}
+
+/// A claim of any node prefers a settled node over one a crashed holder left slightly ahead,
+/// skips (and counts) nodes reserved absurdly far ahead, and says what it found when nothing
+/// is usable.
+#[test]
+fn any_node_prefers_settled_nodes_and_skips_absurd_reservations() {
+    let dir = common::TempDir::new("prefer");
+    // Two node IDs only, so "nothing usable" is reachable.
+    let layout = Layout::builder()
+        .name("two")
+        .node_field("n", 1)
+        .build()
+        .unwrap();
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let set = |node: u64, until: u64| {
+        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+        store.release(claim, until).unwrap();
+    };
+    let build = |request| {
+        Generator::builder(layout.clone())
+            .clock(ManualClock::new(T0))
+            .build_leased(Arc::clone(&store), request)
+    };
+    // Node 0 just crashed (reservation 3 s ahead), node 1 is settled: node 1, no wait.
+    set(0, T0 + 3_000);
+    set(1, T0 - 1_000);
+    let g = build(NodeRequest::Any).unwrap();
+    assert_eq!(g.node(), 1);
+    assert_eq!(g.next_id().unwrap().parts(&layout).unwrap().unix_ms(), T0);
+    assert_eq!(
+        (g.stats().nodes_skipped_ahead, g.stats().claim_wait_ms),
+        (0, 0)
+    );
+    drop(g);
+    // Node 0 is years ahead (the 2100s), node 1 settled: node 1, one node skipped.
+    let year_2100 = 4_102_444_800_000;
+    set(0, year_2100);
+    set(1, T0 - 1_000);
+    let g = build(NodeRequest::Any).unwrap();
+    assert_eq!(g.node(), 1);
+    assert_eq!(g.stats().nodes_skipped_ahead, 1);
+    // Node 1 is now held: nothing usable is left, and the error says why.
+    match build(NodeRequest::Any) {
+        Err(Error::AllNodesHeld {
+            count: 2, ahead: 1, ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Asked for by number, the 2100 node is refused as ahead, not reported as exhausted.
+    match build(NodeRequest::Exact(0)) {
+        Err(e @ Error::ReservationAhead { node: 0, .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("2100-01-01T00:00:00.000Z"), "{text}");
+            assert!(text.contains("years ahead"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(g);
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore};
+use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore, TimeSource};
 
 /// Four node IDs: small enough to run out of.
 fn tiny() -> Layout {
@@ -152,7 +152,33 @@ fn a_store_cleared_under_its_holder_fences_it(store: Arc<dyn NodeStore>, clear: 
     assert!(g.stats().lease_losses >= 1);
 }
 
+/// The generator's clock steps forward an hour, twice, past the reservation and the lease's
+/// deadline as that clock sees them: a short wait for the keeper, never an error.
+fn a_forward_clock_step_is_ridden_through(store: Arc<dyn NodeStore>) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let clock = Arc::new(monoflake::ManualClock::new(now));
+    let layout = tiny();
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .build_leased(store, NodeRequest::Any)
+        .unwrap();
+    let mut last = g.next_id().unwrap();
+    for _ in 0..2 {
+        clock.advance_ms(3_600_000);
+        let stepped = clock.now_ms();
+        let id = g.next_id().unwrap();
+        assert!(id > last);
+        assert!(id.parts(&layout).unwrap().unix_ms() >= stepped);
+        last = id;
+    }
+    assert_eq!(g.stats().lease_losses, 0);
+}
+
 fn run_suite(mut make: impl FnMut() -> Arc<dyn NodeStore>) {
+    a_forward_clock_step_is_ridden_through(make());
     claims_are_exclusive(&*make());
     reservation_survives_release_and_is_read_at_claim(&*make());
     layouts_do_not_share_claims(&*make());

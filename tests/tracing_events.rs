@@ -46,7 +46,7 @@ fn rare_events_are_reported() {
     let events = Arc::new(Mutex::new(Vec::new()));
     tracing::subscriber::set_global_default(Recorder(Arc::clone(&events))).unwrap();
 
-    // A wall clock that jumps a minute ahead: the locked clock re-anchors forward.
+    // A wall clock that jumps a minute ahead: the locked clock steps forward.
     static WALL: AtomicU64 = AtomicU64::new(1_700_000_000_000_000_000);
     let clock = LockedClock::with_wall_clock(
         || WALL.load(Ordering::Relaxed),
@@ -87,7 +87,7 @@ fn rare_events_are_reported() {
     assert!(
         events
             .iter()
-            .any(|e| e.starts_with("INFO") && e.contains("re-anchored")),
+            .any(|e| e.starts_with("INFO") && e.contains("stepped forward")),
         "{events:?}"
     );
     assert!(

@@ -1,6 +1,9 @@
 //! The command line, parsed; no work happens here.
 
+use std::path::PathBuf;
+
 use clap::{Parser, Subcommand, ValueEnum};
+use monoflake::Layout;
 
 /// Snowflake-style 64-bit IDs: generate them and take them apart.
 #[derive(Debug, Parser)]
@@ -14,13 +17,80 @@ pub struct Cli {
 pub enum Command {
     /// Print new IDs, one per line.
     Gen(GenArgs),
-    /// Print the parts of IDs (decimal, or hex with a 0x prefix).
+    /// Print the parts of IDs given as arguments, or read from standard input.
     Decode(DecodeArgs),
-    /// List the layout presets with their widths, epoch, tick and lifetime.
-    Layouts,
+    /// List the layout presets with their widths, epoch, tick and lifetime, or print one as a
+    /// spec.
+    Layouts(LayoutsArgs),
+    /// Write a new 128-bit key for opaque IDs (`--format opaque`), from the operating system's
+    /// random source.
+    Keygen(KeygenArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per subcommand to a directory.
+    Manpage(ManpageArgs),
     /// Serve IDs over HTTP (and gRPC with --grpc-listen) from one leased node.
     #[cfg(feature = "server")]
     Serve(ServeArgs),
+}
+
+/// What `--layout` takes, in `--help`.
+pub const LAYOUT_HELP: &str = "The layout: a preset name (twitter, discord, sonyflake, baidu, \
+js-safe, game-server; `monoflake layouts` lists them) or a spec: NAME=VALUE parts separated by \
+commas, the bit fields from the most significant bit down — time first, then the node fields \
+by name and the sequence (node fields may instead follow the sequence, as in sonyflake) — and \
+the settings epoch= (RFC 3339 or Unix ms, required), tick= (1ms by default, e.g. 10ms, 1s) \
+and sign_bit=yes (IDs may use all 64 bits). For example \
+time=41,datacenter=5,worker=5,sequence=12,epoch=2010-11-04T01:42:54.657Z,tick=1ms \
+(`monoflake layouts --spec twitter` prints it).";
+
+/// Reads `--layout`: a preset name or a spec, through the library's `Layout::from_str`.
+/// Every subcommand that takes a layout uses this parser, with
+/// `#[arg(long, default_value = "twitter", value_name = LAYOUT_VALUE, value_parser = parse_layout, long_help = LAYOUT_HELP)]`.
+pub fn parse_layout(s: &str) -> Result<Layout, String> {
+    s.parse::<Layout>().map_err(|e| e.to_string())
+}
+
+/// The value name `--layout` shows in `--help`.
+pub const LAYOUT_VALUE: &str = "PRESET|SPEC";
+
+/// What a key file holds, in `--help`.
+const KEY_FILE_HELP: &str = "A file holding a 128-bit key: 16 raw bytes, or 32 hex digits \
+(a trailing newline is fine), as `monoflake keygen -o FILE` writes.";
+
+#[derive(Debug, clap::Args)]
+pub struct LayoutsArgs {
+    /// Print this layout (a preset name, or a spec to check and normalise) as a spec, the text
+    /// `--layout` takes.
+    #[arg(long, value_name = LAYOUT_VALUE, value_parser = parse_layout, conflicts_with = "layouts")]
+    pub spec: Option<Layout>,
+    /// The layouts to list, presets or specs (e.g. to see when your own runs out) [default:
+    /// every preset].
+    #[arg(value_name = LAYOUT_VALUE, value_parser = parse_layout)]
+    pub layouts: Vec<Layout>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Write the key to this new file (mode 0600; an existing file is never overwritten)
+    /// instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManpageArgs {
+    /// Write monoflake.1 and one page per subcommand (monoflake-gen.1, …) to this directory
+    /// instead of printing monoflake.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -36,9 +106,10 @@ pub struct GenArgs {
     /// How IDs are printed (`opaque` needs --key-file).
     #[arg(long, value_enum, default_value_t = Format::Decimal)]
     pub format: Format,
-    /// A file holding a 128-bit key as 32 hex digits, for `--format opaque`.
-    #[arg(long, value_name = "F")]
-    pub key_file: Option<std::path::PathBuf>,
+    /// The key for `--format opaque`: a file of 16 raw bytes or 32 hex digits
+    /// (`monoflake keygen -o FILE`).
+    #[arg(long, value_name = "FILE", long_help = KEY_FILE_HELP)]
+    pub key_file: Option<PathBuf>,
     /// Print the generator's counters to stderr at the end.
     #[arg(long)]
     pub stats: bool,
@@ -47,9 +118,9 @@ pub struct GenArgs {
 /// Where the node comes from: the flags `gen` and `serve` share.
 #[derive(Debug, clap::Args)]
 pub struct NodeArgs {
-    /// The layout preset.
-    #[arg(long, default_value = "twitter")]
-    pub layout: String,
+    /// The layout: a preset name or a spec (see `monoflake layouts`).
+    #[arg(long, default_value = "twitter", value_name = LAYOUT_VALUE, value_parser = parse_layout, long_help = LAYOUT_HELP)]
+    pub layout: Layout,
     /// The node ID to claim: `auto` for the lowest free one, or a number (an error if held).
     #[arg(long, default_value = "auto", value_parser = parse_node)]
     pub node: NodeArg,
@@ -57,7 +128,7 @@ pub struct NodeArgs {
     /// write it [default: the host-wide $MONOFLAKE_STATE_DIR, else /var/lib/monoflake, shared
     /// by every user on the host so that no two services take the same node].
     #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<std::path::PathBuf>,
+    pub state_dir: Option<PathBuf>,
     /// Where node IDs are claimed and time reservations kept.
     #[arg(long, value_enum, default_value_t = Backend::File)]
     pub backend: Backend,
@@ -75,23 +146,29 @@ pub struct NodeArgs {
     /// A PEM file of the CA certificates that sign etcd's server certificate; turns TLS on
     /// (with `https://` endpoints).
     #[arg(long, value_name = "FILE")]
-    pub etcd_ca: Option<std::path::PathBuf>,
+    pub etcd_ca: Option<PathBuf>,
     /// A PEM client certificate for etcd's mutual TLS (with --etcd-key).
     #[arg(long, value_name = "FILE", requires = "etcd_key")]
-    pub etcd_cert: Option<std::path::PathBuf>,
+    pub etcd_cert: Option<PathBuf>,
     /// The PEM private key of --etcd-cert.
     #[arg(long, value_name = "FILE", requires = "etcd_cert")]
-    pub etcd_key: Option<std::path::PathBuf>,
+    pub etcd_key: Option<PathBuf>,
     /// etcd user name for its user/password auth; the password is read from
     /// --etcd-password-file, else from $MONOFLAKE_ETCD_PASSWORD.
     #[arg(long, value_name = "NAME")]
     pub etcd_user: Option<String>,
     /// A file holding the etcd password (its first line).
     #[arg(long, value_name = "FILE", requires = "etcd_user")]
-    pub etcd_password_file: Option<std::path::PathBuf>,
+    pub etcd_password_file: Option<PathBuf>,
     /// Lease TTL in whole seconds (with `--backend etcd`).
     #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub lease_ttl: u64,
+    /// Trust the node's time reservation however far ahead of this clock it is: the clock
+    /// moves forward to it (then slews back at 0.1 %). Only when this clock is wrong now and
+    /// was right when the reservation was written; by default such a node is refused (--node N)
+    /// or skipped (--node auto).
+    #[arg(long)]
+    pub trust_reservation: bool,
 }
 
 /// `--node`: claim any free node, or exactly this one.
@@ -151,20 +228,23 @@ pub enum InputFormat {
 
 #[derive(Debug, clap::Args)]
 pub struct DecodeArgs {
-    /// The layout preset the IDs were made under.
-    #[arg(long, default_value = "twitter")]
-    pub layout: String,
+    /// The layout the IDs were made under: a preset name or a spec (see `monoflake layouts`).
+    #[arg(long, default_value = "twitter", value_name = LAYOUT_VALUE, value_parser = parse_layout, long_help = LAYOUT_HELP)]
+    pub layout: Layout,
     /// One JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
     /// How the IDs are written.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
-    /// The IDs are opaque (`gen --format opaque`): map them back with the key in this file.
-    #[arg(long, value_name = "F")]
-    pub key_file: Option<std::path::PathBuf>,
-    /// The IDs.
-    #[arg(required = true)]
+    /// The IDs are opaque (`gen --format opaque`): map them back with the key in this file
+    /// (16 raw bytes or 32 hex digits).
+    #[arg(long, value_name = "FILE", long_help = KEY_FILE_HELP)]
+    pub key_file: Option<PathBuf>,
+    /// The IDs. Without any (or with `-`), IDs are read from standard input, one per line or
+    /// separated by whitespace; a bad one is reported on stderr with its line number, the rest
+    /// are still decoded, and the exit code is 2.
+    #[arg(value_name = "ID")]
     pub ids: Vec<String>,
 }
 
@@ -188,13 +268,13 @@ pub struct ServeArgs {
     /// to get or decode IDs; its first line, at least 16 bytes. /healthz, /readyz and /metrics
     /// stay open.
     #[arg(long, value_name = "FILE")]
-    pub token_file: Option<std::path::PathBuf>,
+    pub token_file: Option<PathBuf>,
     /// A PEM certificate chain: serve HTTPS (and gRPC over TLS) with it (needs --tls-key).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
-    pub tls_cert: Option<std::path::PathBuf>,
+    pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    pub tls_key: Option<std::path::PathBuf>,
+    pub tls_key: Option<PathBuf>,
     /// Open connections served at once, per listener; more wait in the kernel's backlog.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use monoflake::{
-    Encoding, Error, FileStore, Generator, Id, IdGenerator, Layout, NodeRequest, NodeStore, Opaque,
-    OpaqueKey, PRESETS, rfc3339,
+    Encoding, Error, FileStore, Generator, IdGenerator, Layout, NodeRequest, NodeStore, Opaque,
+    PRESETS, rfc3339,
 };
 
-use crate::args::{Backend, Command, DecodeArgs, Format, GenArgs, InputFormat, NodeArg, NodeArgs};
+use crate::args::{Backend, Command, Format, GenArgs, LayoutsArgs, NodeArg, NodeArgs};
+use crate::keys::read_key;
 
 /// A failed command: what to print and the exit code.
 #[derive(Debug)]
@@ -50,8 +51,11 @@ impl From<io::Error> for Failure {
 pub fn run(command: Command) -> Result<(), Failure> {
     let result = match command {
         Command::Gen(args) => generate(&args),
-        Command::Decode(args) => decode(&args),
-        Command::Layouts => layouts(),
+        Command::Decode(args) => crate::decode::decode(&args),
+        Command::Layouts(args) => layouts(&args),
+        Command::Keygen(args) => crate::keys::keygen(&args),
+        Command::Completions(args) => crate::shell::completions(&args),
+        Command::Manpage(args) => crate::shell::manpage(&args),
         #[cfg(feature = "server")]
         Command::Serve(args) => crate::serve::run(&args),
     };
@@ -166,7 +170,7 @@ fn check_stdout_open() -> Result<(), Failure> {
 
 fn generate(args: &GenArgs) -> Result<(), Failure> {
     check_stdout_open()?;
-    let layout = Layout::preset(&args.node_args.layout)?;
+    let layout = args.node_args.layout.clone();
     let request = match args.node_args.node {
         NodeArg::Auto => NodeRequest::Any,
         NodeArg::Exact(n) => NodeRequest::Exact(layout.check_node(n)?),
@@ -177,7 +181,9 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
         _ => None,
     };
     let store = open_store(&args.node_args)?;
-    let leased = Generator::builder(layout).build_leased(store, request)?;
+    let leased = Generator::builder(layout)
+        .trust_future_reservation(args.node_args.trust_reservation)
+        .build_leased(store, request)?;
     let progress = progress_bar(args.count);
     // Ctrl-C stops the writers; the lease is then released as on a normal exit.
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
@@ -216,14 +222,6 @@ fn usage(message: &str) -> Failure {
         code: 2,
         message: message.to_owned(),
     }
-}
-
-fn read_key(path: &Path) -> Result<OpaqueKey, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure {
-        code: 2,
-        message: format!("cannot read the key file {}: {e}", path.display()),
-    })?;
-    Ok(OpaqueKey::from_hex(&text)?)
 }
 
 /// A progress bar on stderr for long runs, only when stderr is a terminal.
@@ -277,76 +275,16 @@ fn write_ids(
     Ok(())
 }
 
-fn parse_id(s: &str, format: InputFormat) -> Result<Id, Error> {
-    let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"));
-    let encoding = match format {
-        InputFormat::Decimal => Encoding::Decimal,
-        InputFormat::Base32 => Encoding::Base32,
-        InputFormat::Base62 => Encoding::Base62,
-        InputFormat::Hex => return Id::from_hex(s),
-        InputFormat::Auto => match hex {
-            Some(_) => return Id::from_hex(s),
-            None if s.bytes().all(|b| b.is_ascii_digit()) => Encoding::Decimal,
-            None if s.len() == 13 => Encoding::Base32,
-            None if s.len() == 11 => Encoding::Base62,
-            None => Encoding::Decimal, // reports the first non-digit
-        },
-    };
-    Id::decode(s, encoding)
-}
-
-fn decode(args: &DecodeArgs) -> Result<(), Failure> {
-    let layout = Layout::preset(&args.layout)?;
-    let opaque = match &args.key_file {
-        Some(path) => Some(Opaque::new(&layout, read_key(path)?)),
-        None => None,
-    };
+fn layouts(args: &LayoutsArgs) -> Result<(), Failure> {
     let mut out = io::BufWriter::new(io::stdout().lock());
-    let mut first_failure = None;
-    for input in &args.ids {
-        let id = parse_id(input, args.format).and_then(|id| match &opaque {
-            Some(o) => o.decrypt(id),
-            None => Ok(id),
-        });
-        match id.and_then(|id| Ok((id, id.parts(&layout)?))) {
-            Ok((id, parts)) if args.json => {
-                write!(
-                    out,
-                    "{{\"id\":\"{id}\",\"unix_ms\":{},\"time\":\"{}\",\"node\":{},\"sequence\":{}",
-                    parts.unix_ms(),
-                    parts.rfc3339(),
-                    parts.node(),
-                    parts.sequence()
-                )?;
-                for (name, value) in parts.fields() {
-                    write!(out, ",\"{name}\":{value}")?;
-                }
-                writeln!(out, "}}")?;
-            }
-            Ok((id, parts)) => writeln!(out, "{id} {parts}")?,
-            Err(e) => {
-                let failure = Failure::from(e);
-                eprintln!("monoflake: {}", failure.message);
-                first_failure.get_or_insert(failure);
-            }
-        }
+    if let Some(layout) = &args.spec {
+        writeln!(out, "{layout}")?;
+        return Ok(out.flush()?);
     }
-    out.flush()?;
-    match first_failure {
-        Some(f) => Err(Failure {
-            code: f.code,
-            message: "some IDs could not be decoded".into(),
-        }),
-        None => Ok(()),
-    }
-}
-
-fn layouts() -> Result<(), Failure> {
-    let mut out = io::BufWriter::new(io::stdout().lock());
     writeln!(
         out,
         "{:<12} {:>4} {:<22} {:>3} {:<6} {:>6}  {:<24}  {:<10} {:>9} {:>10} {:>7}",
-        "preset",
+        "layout",
         "time",
         "node fields",
         "seq",
@@ -358,14 +296,20 @@ fn layouts() -> Result<(), Failure> {
         "IDs/s/node",
         "JS-safe"
     )?;
-    for name in PRESETS {
-        let l = Layout::preset(name)?;
+    let listed = match args.layouts.as_slice() {
+        [] => PRESETS
+            .iter()
+            .map(|name| Layout::preset(name))
+            .collect::<Result<Vec<_>, _>>()?,
+        given => given.to_vec(),
+    };
+    for l in &listed {
         let fields: Vec<String> = l
             .node_fields()
             .iter()
             .map(|f| format!("{}:{}", f.name(), f.bits()))
             .collect();
-        let per_second = (l.max_sequence() + 1) * 1000 / l.tick_ms();
+        let per_second = (u128::from(l.max_sequence()) + 1) * 1000 / u128::from(l.tick_ms());
         writeln!(
             out,
             "{:<12} {:>4} {:<22} {:>3} {:<6} {:>4}ms  {:<24}  {:<10} {:>9} {:>10} {:>7}",

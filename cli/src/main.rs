@@ -5,8 +5,11 @@
 
 mod args;
 mod commands;
+mod decode;
+mod keys;
 #[cfg(feature = "server")]
 mod serve;
+mod shell;
 
 use std::process::ExitCode;
 

@@ -141,7 +141,6 @@ fn bad_input_exits_2_with_a_message_and_runtime_failure_exits_1() {
         (&["gen", "-n", "x"], 2, "invalid value 'x'"),
         (&["gen", "--threads", "0"], 2, "invalid value '0'"),
         (&["gen", "--format", "octal"], 2, "invalid value 'octal'"),
-        (&["decode"], 2, "required"),
         (&["frobnicate"], 2, "unrecognized subcommand"),
         (
             &["gen", "--layout", "baidu"],

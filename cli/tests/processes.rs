@@ -75,47 +75,189 @@ fn eight_processes_at_once_on_one_state_dir() {
     }
 }
 
+/// `monoflake` under libfaketime with the wall clock offset by `offset` (e.g. `-1h`).
+fn under_faketime(state: &Path, offset: &str) -> Command {
+    let mut c = Command::new("faketime");
+    c.args(["-f", offset, env!("CARGO_BIN_EXE_monoflake")]);
+    c.env("MONOFLAKE_STATE_DIR", state);
+    c
+}
+
+fn unix_ms_of(id: u64, layout: &Layout) -> u64 {
+    Id::from_u64(id).parts(layout).unwrap().unix_ms()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
 #[test]
 fn restart_with_the_clock_set_back_an_hour() {
     let state = common::TempDir::new("faketime");
+    let layout = Layout::twitter();
     let before = ids(&monoflake(state.path())
-        .args(["gen", "-n", "1000"])
+        .args(["gen", "-n", "1000", "--node", "0"])
         .output()
         .unwrap());
-    let mut set_back = Command::new("faketime");
-    set_back
-        .args([
-            "-f",
-            "-1h",
-            env!("CARGO_BIN_EXE_monoflake"),
-            "gen",
-            "-n",
-            "1000",
-        ])
-        .env("MONOFLAKE_STATE_DIR", state.path());
-    let out = set_back
+    let max_before = *before.iter().max().unwrap();
+    // The same node, asked for by number: its reservation is an hour ahead of this clock,
+    // far past the tolerance. Refused, nothing printed, the numbers in the message.
+    let out = under_faketime(state.path(), "-1h")
+        .args(["gen", "-n", "1000", "--node", "0"])
         .output()
         .expect("faketime is not installed: apt-get install -y faketime (bash .ci/run does)");
-    let after = ids(&out);
-    let max_before = *before.iter().max().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty());
     assert!(
-        after.iter().all(|&id| id > max_before),
+        err.contains("node 0's time reservation runs to")
+            && err.contains("min ahead of this clock"),
+        "{err}"
+    );
+    // Trusting the reservation: the same node, every ID above the earlier ones.
+    let trusted = ids(&under_faketime(state.path(), "-1h")
+        .args(["gen", "-n", "1000", "--node", "0", "--trust-reservation"])
+        .output()
+        .unwrap());
+    assert!(
+        trusted.iter().all(|&id| id > max_before),
         "an ID after the restart is not above the earlier ones"
     );
-    // The faked clock really was an hour back: `date` under the same faketime says so.
-    let faked = Command::new("faketime")
-        .args(["-f", "-1h", "date", "+%s"])
+    // Any node: node 0 is passed over; another node, stamped with this (faked) clock's time.
+    let out = under_faketime(state.path(), "-1h")
+        .args(["gen", "-n", "1000", "--stats"])
         .output()
         .unwrap();
-    let faked: u64 = String::from_utf8_lossy(&faked.stdout)
-        .trim()
-        .parse()
+    let auto = ids(&out);
+    let node = Id::from_u64(auto[0]).parts(&layout).unwrap().node();
+    assert_ne!(node, 0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nodes skipped ahead 1"));
+    let t = unix_ms_of(auto[0], &layout);
+    assert!(
+        t < now_ms() - 3_000_000,
+        "not stamped with the faked clock: {t}"
+    );
+    let all: HashSet<u64> = before
+        .iter()
+        .chain(&trusted)
+        .chain(&auto)
+        .copied()
+        .collect();
+    assert_eq!(all.len(), 3000);
+}
+
+/// The wall clock steps back an hour, then forward two, while `gen` runs on a leased node
+/// (libfaketime with a timestamp file; the monotonic clock is real). `gen` rides through
+/// both: exit 0, every ID printed, strictly increasing, and after the forward step the IDs
+/// follow the wall clock (an hour ahead of the real one).
+#[test]
+fn gen_rides_through_wall_clock_steps_back_and_forward() {
+    let lib = Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+    if !lib.exists() {
+        eprintln!("skipped: libfaketime is not installed (apt-get install -y faketime)");
+        return;
+    }
+    let state = common::TempDir::new("steps");
+    let offset = state.path().join("faketime");
+    std::fs::write(&offset, "+0\n").unwrap();
+    let count: usize = 6_000_000;
+    let mut child = monoflake(state.path())
+        .args(["gen", "-n", &count.to_string(), "--node", "3"])
+        .env("LD_PRELOAD", lib)
+        .env("FAKETIME_TIMESTAMP_FILE", &offset)
+        .env("FAKETIME_NO_CACHE", "1")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    let real = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    assert!(real - faked > 3500, "faketime did not set the clock back");
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut read = 0usize;
+    let mut last = 0u64;
+    let mut read_some = |n: usize, read: &mut usize, last: &mut u64| {
+        for _ in 0..n {
+            line.clear();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            let id: u64 = line.trim().parse().unwrap();
+            assert!(id > *last, "not strictly increasing: {id} after {last}");
+            *last = id;
+            *read += 1;
+        }
+    };
+    // The pipe holds gen back while this test does not read, so each step is seen at gen's
+    // next comparison with the wall clock (at most a second of its clock after the last).
+    read_some(500_000, &mut read, &mut last);
+    std::fs::write(&offset, "-3600\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    read_some(500_000, &mut read, &mut last);
+    std::fs::write(&offset, "+3600\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    read_some(usize::MAX, &mut read, &mut last);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err).unwrap();
+    }
+    assert!(status.success(), "gen failed: {status} {err}");
+    assert_eq!(read, count, "every ID printed");
+    let t = unix_ms_of(last, &Layout::twitter());
+    let real = now_ms();
+    assert!(
+        t > real + 3_000_000,
+        "after the forward step the IDs follow the wall clock: {t} vs real {real}"
+    );
+}
+
+/// A node last used by a host whose clock was years ahead (a run under faketime +5y): asked
+/// for by number it is refused with the numbers (exit 1, nothing printed); `--node auto`
+/// skips it and says so. A run with the clock in 2100, past the layout's end, writes nothing.
+#[test]
+fn a_reservation_years_ahead_is_refused_by_number_and_skipped_by_auto() {
+    let state = common::TempDir::new("years");
+    let layout = Layout::twitter();
+    let future = ids(&under_faketime(state.path(), "+5y")
+        .args(["gen", "-n", "100", "--node", "0"])
+        .output()
+        .expect("faketime is not installed: apt-get install -y faketime (bash .ci/run does)"));
+    assert!(unix_ms_of(future[0], &layout) > now_ms() + 4 * 365 * 86_400_000);
+    let out = monoflake(state.path())
+        .args(["gen", "-n", "5", "--node", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.contains("node 0's time reservation runs to 203") && err.contains("years ahead"),
+        "{err}"
+    );
+    let out = monoflake(state.path())
+        .args(["gen", "-n", "5", "--stats"])
+        .output()
+        .unwrap();
+    let auto = ids(&out);
+    assert_eq!(Id::from_u64(auto[0]).parts(&layout).unwrap().node(), 1);
+    assert!(unix_ms_of(auto[0], &layout) <= now_ms() + 150);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nodes skipped ahead 1"));
+    // The clock in 2100, past the end of the layout (2080): exhausted, and node 2's record is
+    // not pushed to 2100 (it would be refused as ahead for decades).
+    let out = under_faketime(state.path(), "@2100-01-01 00:00:00")
+        .args(["gen", "-n", "5", "--node", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ran out"));
+    let again = ids(&monoflake(state.path())
+        .args(["gen", "-n", "5", "--node", "2"])
+        .output()
+        .unwrap());
+    assert_eq!(again.len(), 5);
 }
 
 #[test]
@@ -142,19 +284,27 @@ fn kill_9_then_restart() {
     written.extend(rest.lines().filter_map(|l| l.parse::<u64>().ok()));
     let _ = child.wait();
     let max_written = *written.iter().max().unwrap();
-    let after = ids(&monoflake(state.path())
-        .args(["gen", "-n", "1000", "--layout", "sonyflake"])
+    let layout = Layout::sonyflake();
+    // Any node: the killed node's reservation runs ahead of the clock (up to the 5 s window),
+    // so another, settled node is taken at once, with honest time.
+    let started = now_ms();
+    let out = monoflake(state.path())
+        .args(["gen", "-n", "1000", "--layout", "sonyflake", "--stats"])
+        .output()
+        .unwrap();
+    let after = ids(&out);
+    assert_eq!(Id::from_u64(after[0]).parts(&layout).unwrap().node(), 1);
+    let stats = String::from_utf8_lossy(&out.stderr);
+    assert!(stats.contains("claim wait 0 ms"), "{stats}");
+    // Honest: not stamped with the killed holder's reservation, at most the lead ahead.
+    assert!(unix_ms_of(after[0], &layout) <= now_ms() + 150);
+    assert!(unix_ms_of(after[0], &layout) + 20 >= started);
+    // The killed node by number: its reservation is waited out, and no ID goes below.
+    let again = ids(&monoflake(state.path())
+        .args(["gen", "-n", "1000", "--layout", "sonyflake", "--node", "0"])
         .output()
         .unwrap());
-    assert_eq!(
-        Id::from_u64(after[0])
-            .parts(&Layout::sonyflake())
-            .unwrap()
-            .node(),
-        0,
-        "the killed node is free again"
-    );
-    assert!(after.iter().all(|&id| id > max_written));
+    assert!(again.iter().all(|&id| id > max_written));
 }
 
 #[test]

@@ -209,3 +209,53 @@ fn a_release_racing_issuers_never_lets_an_id_past_the_seal() {
         assert!(g.try_next_id().is_err());
     });
 }
+
+/// Two threads at the paced lead limit (two sequence bits, a lead of one tick, a frozen clock
+/// at the start of its tick): the last slot of the current tick and the first slot of the
+/// next — the only one open yet — go to exactly one caller each; the other two calls are told
+/// to wait less than a tick. Also exercises the backoff after a lost compare-exchange.
+#[test]
+fn two_threads_at_the_paced_lead_limit() {
+    loom::model(|| {
+        let layout = Layout::builder()
+            .sequence_bits(2)
+            .node_field("n", 2)
+            .build()
+            .unwrap();
+        let g = Arc::new(
+            Generator::builder(layout)
+                .clock(ManualClock::new(T0))
+                .max_lead(Duration::from_millis(1))
+                .build()
+                .unwrap(),
+        );
+        for _ in 0..3 {
+            g.try_next_id().unwrap();
+        }
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let g = Arc::clone(&g);
+                thread::spawn(move || [g.try_next_id(), g.try_next_id()])
+            })
+            .collect();
+        let results: Vec<Result<Id, Error>> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        let mut ok: Vec<Id> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().copied())
+            .collect();
+        ok.sort_unstable();
+        ok.dedup();
+        assert_eq!(ok.len(), 2, "{results:?}");
+        let waits = results
+            .iter()
+            .filter(|r| {
+                matches!(r, Err(Error::WouldBlock { retry_after, .. })
+                    if *retry_after < Duration::from_millis(1))
+            })
+            .count();
+        assert_eq!(waits, 2, "{results:?}");
+    });
+}

@@ -130,8 +130,14 @@ impl TimeSource for CoarseClock {
     }
 
     fn precise_now_ms(&self) -> u64 {
-        let now = self.inner.precise.now_ms();
-        self.inner.now_ms.fetch_max(now, Ordering::Relaxed);
+        self.precise_now_ns() / 1_000_000
+    }
+
+    fn precise_now_ns(&self) -> u64 {
+        let now = self.inner.precise.now_ns();
+        self.inner
+            .now_ms
+            .fetch_max(now / 1_000_000, Ordering::Relaxed);
         now
     }
 
@@ -139,8 +145,16 @@ impl TimeSource for CoarseClock {
         true
     }
 
-    fn reanchor_stats(&self) -> (u64, u64) {
-        self.inner.precise.reanchor_stats()
+    fn report(&self) -> super::ClockReport {
+        self.inner.precise.report()
+    }
+
+    fn advance_to_ms(&self, unix_ms: u64) -> bool {
+        self.inner.precise.advance_to_ms(unix_ms);
+        self.inner
+            .now_ms
+            .fetch_max(self.inner.precise.now_ms(), Ordering::Relaxed);
+        true
     }
 }
 

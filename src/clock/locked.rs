@@ -1,29 +1,53 @@
-//! The locked clock: the wall clock read once, then advanced by quanta's monotonic counter.
+//! The locked clock: the wall clock read once, then advanced by quanta's monotonic counter;
+//! stepped forward to the wall clock, slewed (never stepped) back to it.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{TimeSource, wall_clock_ns};
+use super::{ClockReport, TimeSource, wall_clock_ns};
 use crate::sync::{AtomicU64, Ordering};
 
 /// How often a [`LockedClock`] compares itself with the wall clock, by default.
 pub const DEFAULT_REANCHOR_INTERVAL: Duration = Duration::from_secs(1);
-/// By how much the wall clock must be ahead before a [`LockedClock`] moves forward, by default.
+/// By how much the wall clock must be ahead before a [`LockedClock`] steps forward, by default.
 pub const DEFAULT_REANCHOR_TOLERANCE: Duration = Duration::from_millis(1);
+/// How much slower than its counter a [`LockedClock`] runs while it is ahead of the wall clock:
+/// 1000 parts per million, i.e. it gives back 1 ms of lead per second.
+///
+/// Why this rate:
+/// * it is more than ten times the worst drift of a calibrated counter seen in practice (a few
+///   ppm here, up to ~80 ppm reported), so a counter that runs fast is always caught up;
+/// * it is twice the largest slew NTP (and `adjtime`) applies to the wall clock, so the clock
+///   still converges while NTP slews the wall clock the other way;
+/// * it is small enough that durations measured from IDs stay within 0.1 % of real ones.
+///
+/// A deliberate step back of the wall clock (an operator undoing a mistake) is closed by the
+/// same slew: one hour back takes about 42 days to absorb, during which IDs keep increasing
+/// and their time runs 0.1 % slow. That is harmless; stepping back would not be.
+pub const SLEW_PPM: u64 = 1000;
+
+/// `1_000_000 / SLEW_PPM`: the clock gives back one nanosecond per this many counter ones.
+const SLEW_DIVISOR: u64 = 1_000_000 / SLEW_PPM;
 
 type WallFn = dyn Fn() -> u64 + Send + Sync;
 
 /// The default time source: the wall clock read once, then advanced by quanta's monotonic
-/// counter, re-anchored forward only.
+/// counter; stepped forward to the wall clock, slewed back to it, never stepped back.
 ///
-/// * Setting the system clock back changes nothing: after the start only the monotonic counter
-///   moves this clock.
+/// * Setting the system clock back changes nothing at once: after the start only the
+///   monotonic counter moves this clock.
 /// * The monotonic counter misses suspend time and drifts with its calibration, so every
 ///   [`DEFAULT_REANCHOR_INTERVAL`] (checked on a read, no thread needed) the clock compares
-///   itself with the wall clock. When the wall clock is ahead by more than the tolerance it
-///   moves forward to it; it never moves back. [`LockedClock::last_skew_ns`] reports the skew.
-/// * One read costs one counter read (`rdtsc` where quanta can use it) plus a relaxed load.
+///   itself with the wall clock:
+///   * wall clock ahead by more than the tolerance: the clock **steps forward** to it;
+///   * wall clock behind: the clock **slews**, running [`SLEW_PPM`] slower than its counter
+///     until it meets the wall clock. It never moves back, and a reading never decreases.
+///
+///   With a counter that drifts ±200 ppm the clock stays within about 1.2 ms of the wall
+///   clock. [`LockedClock::report`] gives the skew and the slew left.
+/// * One read costs one counter read (`rdtsc` where quanta can use it) plus a handful of
+///   loads from one cache line.
 ///
 /// Clones share the anchor: they read the same time.
 ///
@@ -45,18 +69,155 @@ pub struct LockedClock {
     inner: Arc<LockedInner>,
 }
 
+/// The counter the clock advances by: quanta's, or (in unit tests) a simulated one.
+enum Counter {
+    Quanta {
+        clock: quanta::Clock,
+        start: u64,
+    },
+    #[cfg(test)]
+    Simulated(Arc<std::sync::atomic::AtomicU64>),
+}
+
+impl Counter {
+    /// Nanoseconds elapsed since the clock started.
+    #[inline]
+    fn elapsed(&self) -> u64 {
+        match self {
+            Counter::Quanta { clock, start } => clock.delta_as_nanos(*start, clock.raw()),
+            #[cfg(test)]
+            Counter::Simulated(ns) => ns.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+}
+
+/// One straight piece of the clock's line: from counter time `start` on, the clock reads
+/// `at + d - min(d, slew_for) / SLEW_DIVISOR` where `d` is the counter time since `start`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Segment {
+    /// Counter time (ns since the start) where the piece begins.
+    start: u64,
+    /// The clock's reading (Unix ns) at `start`.
+    at: u64,
+    /// For how much counter time after `start` the clock runs slow (0: not slewing).
+    slew_for: u64,
+    /// Counter time at which the next comparison with the wall clock is due.
+    check_at: u64,
+}
+
+impl Segment {
+    #[inline]
+    fn read(&self, elapsed: u64) -> u64 {
+        let d = elapsed.saturating_sub(self.start);
+        if self.slew_for == 0 {
+            return self.at.saturating_add(d);
+        }
+        let slowed = d.min(self.slew_for) / SLEW_DIVISOR;
+        self.at.saturating_add(d - slowed)
+    }
+
+    /// How much of the slew is still to be given back at counter time `elapsed`, in ns.
+    fn slew_left(&self, elapsed: u64) -> u64 {
+        let d = elapsed.saturating_sub(self.start);
+        (self.slew_for - d.min(self.slew_for)) / SLEW_DIVISOR
+    }
+}
+
+/// A segment stored in atomics, with its own sequence number (even: complete).
+struct Slot {
+    seq: AtomicU64,
+    start: AtomicU64,
+    at: AtomicU64,
+    slew_for: AtomicU64,
+    check_at: AtomicU64,
+}
+
+/// The current segment, double-buffered: a writer fills the slot readers are not using, then
+/// publishes its generation. Readers never wait for a writer (a reader retries only if two
+/// writes overlapped its read), and a writer that stops half-way — a forked child inherits a
+/// writer that no longer exists — leaves the published slot intact.
+struct Line {
+    // Ordering: the classic sequence lock, with every field an atomic (no data race).
+    // Writer: slot.seq = odd (Relaxed), fence(Release), fields (Relaxed), slot.seq = even
+    // (Release), current = generation (Release). Reader: current (Acquire), slot.seq (Acquire),
+    // fields (Relaxed), fence(Acquire), slot.seq again (Relaxed): equal and even → consistent.
+    current: AtomicU64,
+    slots: [Slot; 2],
+}
+
+impl Slot {
+    fn new() -> Self {
+        Slot {
+            seq: AtomicU64::new(0),
+            start: AtomicU64::new(0),
+            at: AtomicU64::new(0),
+            slew_for: AtomicU64::new(0),
+            check_at: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Line {
+    fn new(first: Segment) -> Self {
+        let line = Line {
+            current: AtomicU64::new(0),
+            slots: [Slot::new(), Slot::new()],
+        };
+        line.store_slot(0, first);
+        line
+    }
+
+    #[inline]
+    fn load(&self) -> Segment {
+        loop {
+            let generation = self.current.load(Ordering::Acquire);
+            let slot = &self.slots[(generation & 1) as usize];
+            let seq = slot.seq.load(Ordering::Acquire);
+            let segment = Segment {
+                start: slot.start.load(Ordering::Relaxed),
+                at: slot.at.load(Ordering::Relaxed),
+                slew_for: slot.slew_for.load(Ordering::Relaxed),
+                check_at: slot.check_at.load(Ordering::Relaxed),
+            };
+            crate::sync::fence(Ordering::Acquire);
+            if seq == generation * 2 && slot.seq.load(Ordering::Relaxed) == seq {
+                return segment;
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Publishes the next segment. Callers hold the writer lock.
+    fn publish(&self, segment: Segment) {
+        let next = self.current.load(Ordering::Relaxed) + 1;
+        self.store_slot(next, segment);
+        self.current.store(next, Ordering::Release);
+    }
+
+    fn store_slot(&self, generation: u64, s: Segment) {
+        let slot = &self.slots[(generation & 1) as usize];
+        slot.seq.store(generation * 2 + 1, Ordering::Relaxed);
+        crate::sync::fence(Ordering::Release);
+        slot.start.store(s.start, Ordering::Relaxed);
+        slot.at.store(s.at, Ordering::Relaxed);
+        slot.slew_for.store(s.slew_for, Ordering::Relaxed);
+        slot.check_at.store(s.check_at, Ordering::Relaxed);
+        slot.seq.store(generation * 2, Ordering::Release);
+    }
+}
+
 struct LockedInner {
-    counter: quanta::Clock,
-    start_raw: u64,
+    counter: Counter,
     base_ns: u64,
     interval_ns: u64,
     tolerance_ns: u64,
     wall: Box<WallFn>,
-    // Ordering: these are statistics and a forward-only offset; each is a self-contained value
-    // read and written with Relaxed. The offset is combined with fetch_max, so concurrent
-    // re-anchors agree without a lock and the offset never decreases.
-    offset_ns: AtomicU64,
-    next_check_ns: AtomicU64,
+    line: Line,
+    /// Serialises writers of `line`; a writer that finds it taken leaves the work to the
+    /// holder (so a forked child whose parent held it simply stops re-anchoring).
+    writer: Mutex<()>,
+    // Ordering: Relaxed; statistics, each a lone value.
+    forward_ns: AtomicU64,
     last_skew_ns: AtomicU64,
     max_skew_ns: AtomicU64,
     reanchors: AtomicU64,
@@ -66,8 +227,9 @@ impl fmt::Debug for LockedClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockedClock")
             .field("base_ns", &self.inner.base_ns)
-            .field("offset_ns", &self.forward_ns())
+            .field("forward_ns", &self.forward_ns())
             .field("last_skew_ns", &self.last_skew_ns())
+            .field("slew_left_ns", &self.report().slew_left_ns)
             .finish_non_exhaustive()
     }
 }
@@ -93,10 +255,10 @@ impl LockedClock {
         )
     }
 
-    /// Locks the time given by `wall` (Unix nanoseconds), which is also what later re-anchors
-    /// compare with. `interval` is how often a read compares; `tolerance` how far ahead the
-    /// wall clock must be before the clock moves forward. Tests use this to simulate clock
-    /// steps.
+    /// Locks the time given by `wall` (Unix nanoseconds), which is also what later comparisons
+    /// use. `interval` is how often a read compares; `tolerance` how far ahead the wall clock
+    /// must be before the clock steps forward (when it is behind, the clock slews). Tests use
+    /// this to simulate clock steps and drift.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
@@ -109,34 +271,51 @@ impl LockedClock {
     ///     Duration::from_secs(1),
     ///     Duration::from_millis(1),
     /// );
-    /// // The wall clock is set back an hour: the locked clock does not follow.
+    /// // The wall clock is set back an hour: the locked clock does not follow, it slews.
     /// WALL.fetch_sub(3_600_000_000_000, Ordering::Relaxed);
     /// clock.reanchor();
     /// assert!(clock.now_ms() >= 1_700_000_000_000);
-    /// // It jumps ahead a minute: the locked clock follows, forward.
+    /// assert!(clock.report().slew_left_ns > 3_599_000_000_000);
+    /// // It jumps ahead a minute: the locked clock steps forward to it.
     /// WALL.fetch_add(3_660_000_000_000, Ordering::Relaxed);
     /// clock.reanchor();
     /// assert!(clock.now_ms() >= 1_700_000_060_000);
+    /// assert_eq!(clock.report().slew_left_ns, 0);
     /// ```
     pub fn with_wall_clock(
         wall: impl Fn() -> u64 + Send + Sync + 'static,
         interval: Duration,
         tolerance: Duration,
     ) -> Self {
-        let counter = quanta::Clock::new();
-        let start_raw = counter.raw();
+        let clock = quanta::Clock::new();
+        let start = clock.raw();
+        Self::with_counter(Counter::Quanta { clock, start }, wall, interval, tolerance)
+    }
+
+    fn with_counter(
+        counter: Counter,
+        wall: impl Fn() -> u64 + Send + Sync + 'static,
+        interval: Duration,
+        tolerance: Duration,
+    ) -> Self {
         let base_ns = wall();
         let interval_ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+        let first = Segment {
+            start: counter.elapsed(),
+            at: base_ns,
+            slew_for: 0,
+            check_at: counter.elapsed().saturating_add(interval_ns),
+        };
         LockedClock {
             inner: Arc::new(LockedInner {
                 counter,
-                start_raw,
                 base_ns,
                 interval_ns,
                 tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
                 wall: Box::new(wall),
-                offset_ns: AtomicU64::new(0),
-                next_check_ns: AtomicU64::new(base_ns.saturating_add(interval_ns)),
+                line: Line::new(first),
+                writer: Mutex::new(()),
+                forward_ns: AtomicU64::new(0),
                 last_skew_ns: AtomicU64::new(0),
                 max_skew_ns: AtomicU64::new(0),
                 reanchors: AtomicU64::new(0),
@@ -144,7 +323,8 @@ impl LockedClock {
         }
     }
 
-    /// The current time in Unix nanoseconds.
+    /// The current time in Unix nanoseconds. Never less than an earlier reading on the same
+    /// thread.
     ///
     /// ```
     /// let clock = monoflake::LockedClock::new();
@@ -153,19 +333,20 @@ impl LockedClock {
     #[inline]
     pub fn now_ns(&self) -> u64 {
         let i = &*self.inner;
-        let (now, elapsed) = self.read();
-        // Ordering: Relaxed; a stale read only delays the next comparison by one read.
-        if now >= i.next_check_ns.load(Ordering::Relaxed) {
-            i.next_check_ns
-                .store(now.saturating_add(i.interval_ns), Ordering::Relaxed);
-            return self.reanchor_from(now, elapsed);
+        // The counter first: a segment published after this read starts at or after it, and
+        // reads as its own start — never less than the older segment gave.
+        let elapsed = i.counter.elapsed();
+        let segment = i.line.load();
+        let now = segment.read(elapsed);
+        if elapsed >= segment.check_at {
+            return self.compare(elapsed, now, false).unwrap_or(now);
         }
         now
     }
 
-    /// Compares with the wall clock now and moves forward if it is ahead by more than the
-    /// tolerance. Returns the skew measured (wall minus this clock, in nanoseconds; negative
-    /// when this clock is ahead, which is never corrected).
+    /// Compares with the wall clock now: steps forward if it is ahead by more than the
+    /// tolerance, otherwise slews towards it. Returns the skew measured (wall minus this
+    /// clock, in nanoseconds; negative when this clock is ahead and slewing).
     ///
     /// ```
     /// let clock = monoflake::LockedClock::new();
@@ -173,29 +354,67 @@ impl LockedClock {
     /// assert!(skew.abs() < 1_000_000_000);
     /// ```
     pub fn reanchor(&self) -> i64 {
-        let (now, elapsed) = self.read();
-        self.reanchor_from(now, elapsed);
+        let elapsed = self.inner.counter.elapsed();
+        let now = self.inner.line.load().read(elapsed);
+        self.compare(elapsed, now, true);
         self.last_skew_ns()
     }
 
-    /// The current time in Unix nanoseconds and the counter's elapsed nanoseconds since the
-    /// start, without the periodic comparison.
-    #[inline]
-    fn read(&self) -> (u64, u64) {
+    /// Moves the clock forward to `unix_ns` at once, if it is behind it (it then slews back
+    /// towards the wall clock like after any other lead). For operators who know the wall
+    /// clock is behind, e.g. when trusting a node's time reservation
+    /// ([`GeneratorBuilder::trust_future_reservation`](crate::GeneratorBuilder::trust_future_reservation)).
+    /// Returns the clock's reading afterwards.
+    ///
+    /// ```
+    /// let clock = monoflake::LockedClock::new();
+    /// let ahead = clock.now_ns() + 3_600_000_000_000;
+    /// assert!(clock.advance_to(ahead) >= ahead);
+    /// assert!(clock.now_ns() >= ahead);
+    /// ```
+    pub fn advance_to(&self, unix_ns: u64) -> u64 {
         let i = &*self.inner;
-        let elapsed = i.counter.delta_as_nanos(i.start_raw, i.counter.raw());
-        // Ordering: Relaxed; the offset is a lone value (see the field comment).
-        let offset = i.offset_ns.load(Ordering::Relaxed);
-        (
-            i.base_ns.saturating_add(elapsed).saturating_add(offset),
-            elapsed,
-        )
+        let _writer = i
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let elapsed = i.counter.elapsed();
+        let current = i.line.load();
+        let now = current.read(elapsed);
+        if unix_ns <= now {
+            return now;
+        }
+        i.line.publish(Segment {
+            start: elapsed,
+            at: unix_ns,
+            slew_for: 0,
+            check_at: elapsed.saturating_add(i.interval_ns),
+        });
+        i.forward_ns.fetch_add(unix_ns - now, Ordering::Relaxed);
+        i.reanchors.fetch_add(1, Ordering::Relaxed);
+        unix_ns
     }
 
+    /// The comparison: called by the first reader past `check_at` (others find the writer
+    /// lock taken and go on) or by [`LockedClock::reanchor`] (`wait`: take the lock). Returns
+    /// the clock's reading at `elapsed` on the new line, or `None` when it did not compare.
     #[cold]
     #[inline(never)]
-    fn reanchor_from(&self, now: u64, elapsed: u64) -> u64 {
+    fn compare(&self, elapsed: u64, now: u64, wait: bool) -> Option<u64> {
         let i = &*self.inner;
+        let _writer = if wait {
+            i.writer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        } else {
+            i.writer.try_lock().ok()?
+        };
+        // Another reader may have compared in the meantime; read the line again.
+        let current = i.line.load();
+        if !wait && elapsed < current.check_at {
+            return None;
+        }
+        let now = now.max(current.read(elapsed));
         let wall = (i.wall)();
         let skew = i128::from(wall) - i128::from(now);
         let skew = i64::try_from(skew).unwrap_or(if skew < 0 { i64::MIN } else { i64::MAX });
@@ -203,24 +422,41 @@ impl LockedClock {
         i.last_skew_ns.store(skew as u64, Ordering::Relaxed);
         i.max_skew_ns
             .fetch_max(skew.unsigned_abs(), Ordering::Relaxed);
-        if skew > 0 && skew.unsigned_abs() > i.tolerance_ns {
-            let target = wall.saturating_sub(i.base_ns).saturating_sub(elapsed);
-            // Ordering: Relaxed; fetch_max keeps the offset forward-only under races.
-            i.offset_ns.fetch_max(target, Ordering::Relaxed);
+        let check_at = elapsed.saturating_add(i.interval_ns);
+        let next = if skew > 0 && skew.unsigned_abs() > i.tolerance_ns {
+            // The wall clock is ahead: step forward.
+            i.forward_ns
+                .fetch_add(skew.unsigned_abs(), Ordering::Relaxed);
             i.reanchors.fetch_add(1, Ordering::Relaxed);
             #[cfg(feature = "tracing")]
             tracing::info!(
                 skew_ns = skew,
-                "monoflake: clock re-anchored forward to the wall clock"
+                "monoflake: clock stepped forward to the wall clock"
             );
-            return now.max(wall);
-        }
-        now
+            Segment {
+                start: elapsed,
+                at: wall,
+                slew_for: 0,
+                check_at,
+            }
+        } else {
+            // Ahead of the wall clock (slew the whole difference back) or within the
+            // tolerance behind it (stop slewing).
+            let ahead = if skew < 0 { skew.unsigned_abs() } else { 0 };
+            Segment {
+                start: elapsed,
+                at: now,
+                slew_for: ahead.saturating_mul(SLEW_DIVISOR),
+                check_at,
+            }
+        };
+        i.line.publish(next);
+        Some(next.at)
     }
 
     /// The skew found by the last comparison with the wall clock: wall minus this clock, in
-    /// nanoseconds (positive: the wall clock was ahead, and this clock moved forward if it was
-    /// beyond the tolerance).
+    /// nanoseconds (positive: the wall clock was ahead, and this clock stepped forward if it
+    /// was beyond the tolerance; negative: this clock was ahead and slews back).
     ///
     /// ```
     /// let clock = monoflake::LockedClock::new();
@@ -230,16 +466,16 @@ impl LockedClock {
         self.inner.last_skew_ns.load(Ordering::Relaxed) as i64
     }
 
-    /// How far forward re-anchoring has moved this clock in total, in nanoseconds.
+    /// How far forward steps have moved this clock in total, in nanoseconds.
     ///
     /// ```
     /// assert_eq!(monoflake::LockedClock::new().forward_ns(), 0);
     /// ```
     pub fn forward_ns(&self) -> u64 {
-        self.inner.offset_ns.load(Ordering::Relaxed)
+        self.inner.forward_ns.load(Ordering::Relaxed)
     }
 
-    /// How many times re-anchoring moved this clock forward.
+    /// How many times this clock stepped forward.
     ///
     /// ```
     /// assert_eq!(monoflake::LockedClock::new().reanchor_count(), 0);
@@ -247,18 +483,164 @@ impl LockedClock {
     pub fn reanchor_count(&self) -> u64 {
         self.inner.reanchors.load(Ordering::Relaxed)
     }
+
+    /// The clock's state: forward steps, the skew, the slew still to give back.
+    ///
+    /// ```
+    /// let report = monoflake::LockedClock::new().report();
+    /// assert_eq!((report.forward_steps, report.slew_left_ns), (0, 0));
+    /// ```
+    pub fn report(&self) -> ClockReport {
+        let i = &*self.inner;
+        let elapsed = i.counter.elapsed();
+        ClockReport {
+            forward_steps: self.reanchor_count(),
+            last_skew_ns: self.last_skew_ns(),
+            max_skew_ns: i.max_skew_ns.load(Ordering::Relaxed),
+            slew_left_ns: i.line.load().slew_left(elapsed),
+        }
+    }
 }
 
 impl TimeSource for LockedClock {
     #[inline]
     fn now_ms(&self) -> u64 {
-        self.now_ns() / 1_000_000
+        LockedClock::now_ns(self) / 1_000_000
     }
 
-    fn reanchor_stats(&self) -> (u64, u64) {
-        (
-            self.reanchor_count(),
-            self.inner.max_skew_ns.load(Ordering::Relaxed),
-        )
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        LockedClock::now_ns(self)
+    }
+
+    fn report(&self) -> ClockReport {
+        LockedClock::report(self)
+    }
+
+    fn advance_to_ms(&self, unix_ms: u64) -> bool {
+        self.advance_to(unix_ms.saturating_mul(1_000_000));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64 as StdAtomic;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    const START: u64 = 1_700_000_000_000_000_000;
+    const MS: u64 = 1_000_000;
+
+    /// A clock on a simulated counter, and a wall clock that runs `ppm` parts per million
+    /// faster (positive) or slower (negative) than the counter, plus a settable step.
+    fn simulated(ppm: i64) -> (LockedClock, Arc<StdAtomic>, Arc<StdAtomic>) {
+        let counter = Arc::new(StdAtomic::new(0));
+        let step = Arc::new(StdAtomic::new(0));
+        let (c, s) = (Arc::clone(&counter), Arc::clone(&step));
+        let wall = move || {
+            let e = c.load(Relaxed) as i128;
+            let drift = e * i128::from(ppm) / 1_000_000;
+            (i128::from(START) + e + drift + i128::from(s.load(Relaxed) as i64)) as u64
+        };
+        let clock = LockedClock::with_counter(
+            Counter::Simulated(Arc::clone(&counter)),
+            wall,
+            DEFAULT_REANCHOR_INTERVAL,
+            DEFAULT_REANCHOR_TOLERANCE,
+        );
+        (clock, counter, step)
+    }
+
+    fn wall_of(ppm: i64, e: u64, step: i64) -> i128 {
+        i128::from(START) + e as i128 + e as i128 * i128::from(ppm) / 1_000_000 + i128::from(step)
+    }
+
+    #[test]
+    fn drift_of_200_ppm_either_way_stays_within_2_ms_and_never_goes_back() {
+        for ppm in [200, -200, 50, -50, 0] {
+            let (clock, counter, _) = simulated(ppm);
+            let mut last = 0;
+            let mut worst_after_warmup = 0i128;
+            // 60 simulated seconds, read every 100 µs.
+            for step in 1..=600_000u64 {
+                counter.store(step * 100_000, Relaxed);
+                let now = clock.now_ns();
+                assert!(now >= last, "ppm {ppm}: went back from {last} to {now}");
+                last = now;
+                let skew = wall_of(ppm, step * 100_000, 0) - i128::from(now);
+                if step > 30_000 {
+                    worst_after_warmup = worst_after_warmup.max(skew.abs());
+                }
+            }
+            eprintln!("ppm {ppm:+}: worst |wall - locked| after 3 s: {worst_after_warmup} ns");
+            assert!(
+                worst_after_warmup <= 2 * MS as i128,
+                "ppm {ppm}: skew reached {worst_after_warmup} ns"
+            );
+            if ppm < 0 {
+                assert!(clock.report().max_skew_ns > 0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_back_is_slewed_at_the_documented_rate_and_a_step_forward_is_taken_at_once() {
+        let (clock, counter, step) = simulated(0);
+        counter.store(10 * MS, Relaxed);
+        let before = clock.now_ns();
+        // The wall clock goes back 100 ms.
+        step.store((-100 * MS as i64) as u64, Relaxed);
+        clock.reanchor();
+        assert_eq!(clock.report().slew_left_ns, 100 * MS);
+        // 10 s of counter later, 10 ms have been given back.
+        counter.store(10_010 * MS, Relaxed);
+        let now = clock.now_ns();
+        assert!(now > before);
+        assert_eq!(now, START + 10 * MS + 10_000 * MS - 10 * MS);
+        // After 100 s it has met the wall clock, and runs at the counter's rate again.
+        counter.store(110 * 1_000 * MS, Relaxed);
+        clock.reanchor();
+        let skew = clock.last_skew_ns();
+        assert!(skew.abs() <= MS as i64, "skew {skew}");
+        // A forward step of an hour is taken at the next comparison.
+        step.store(3_600_000 * MS, Relaxed);
+        counter.store(111 * 1_000 * MS + 1, Relaxed);
+        let now = clock.now_ns();
+        assert_eq!(
+            now as i128,
+            wall_of(0, 111 * 1_000 * MS + 1, 3_600_000 * MS as i64)
+        );
+        assert_eq!(clock.reanchor_count(), 1);
+        assert_eq!(clock.report().slew_left_ns, 0);
+    }
+
+    #[test]
+    fn advance_to_moves_forward_only_and_then_slews_back() {
+        let (clock, counter, _) = simulated(0);
+        counter.store(MS, Relaxed);
+        let now = clock.now_ns();
+        assert_eq!(clock.advance_to(now - 5), now);
+        assert_eq!(clock.advance_to(now + 10 * MS), now + 10 * MS);
+        counter.store(MS + DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64, Relaxed);
+        let at_check = clock.now_ns();
+        assert!(at_check >= now + 10 * MS);
+        assert!(clock.report().slew_left_ns > 9 * MS);
+    }
+
+    #[test]
+    fn a_segment_reads_continuously_across_its_slew() {
+        let s = Segment {
+            start: 100,
+            at: 1_000_000,
+            slew_for: 5_000,
+            check_at: u64::MAX,
+        };
+        assert_eq!(s.read(50), 1_000_000);
+        assert_eq!(s.read(1_100), 1_000_000 + 1_000 - 1);
+        assert_eq!(s.read(5_100), 1_000_000 + 5_000 - 5);
+        assert_eq!(s.read(6_100), 1_000_000 + 6_000 - 5);
+        assert_eq!(s.slew_left(100), 5);
+        assert_eq!(s.slew_left(10_000), 0);
     }
 }

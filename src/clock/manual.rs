@@ -81,4 +81,10 @@ impl TimeSource for ManualClock {
     fn now_ms(&self) -> u64 {
         self.now_ms.load(Ordering::Relaxed)
     }
+
+    /// Moves the time forward to `unix_ms` if it is behind it.
+    fn advance_to_ms(&self, unix_ms: u64) -> bool {
+        self.now_ms.fetch_max(unix_ms, Ordering::Relaxed);
+        true
+    }
 }

@@ -10,7 +10,7 @@ mod locked;
 mod manual;
 
 pub use coarse::{CoarseClock, DEFAULT_TICKER_INTERVAL, Ticker};
-pub use locked::{DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE, LockedClock};
+pub use locked::{DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE, LockedClock, SLEW_PPM};
 pub use manual::ManualClock;
 
 use std::sync::Arc;
@@ -51,17 +51,62 @@ pub trait TimeSource: Send + Sync {
         self.now_ms()
     }
 
+    /// The current Unix time in nanoseconds, what generators read: the lead limit paces IDs
+    /// within a tick by it. Defaults to [`TimeSource::now_ms`] in nanoseconds (a source
+    /// without a finer reading then opens a tick's slots at its start).
+    fn now_ns(&self) -> u64 {
+        self.now_ms().saturating_mul(1_000_000)
+    }
+
+    /// [`TimeSource::precise_now_ms`] in nanoseconds. Defaults to it, in nanoseconds.
+    fn precise_now_ns(&self) -> u64 {
+        self.precise_now_ms().saturating_mul(1_000_000)
+    }
+
     /// Whether [`TimeSource::now_ms`] may lag behind [`TimeSource::precise_now_ms`].
     fn is_coarse(&self) -> bool {
         false
     }
 
-    /// How many times the source moved forward to the wall clock, and the largest skew it saw
-    /// between itself and the wall clock (nanoseconds, either direction). Sources that do not
-    /// re-anchor report `(0, 0)`.
-    fn reanchor_stats(&self) -> (u64, u64) {
-        (0, 0)
+    /// How the source compares with the wall clock (forward steps, skew, slew): see
+    /// [`ClockReport`]. Sources that do not compare report zeros.
+    fn report(&self) -> ClockReport {
+        ClockReport::default()
     }
+
+    /// Moves the source forward to `unix_ms` at once if it is behind it; returns whether the
+    /// source supports that. Used when an operator trusts a node's time reservation over the
+    /// wall clock ([`GeneratorBuilder::trust_future_reservation`](crate::GeneratorBuilder::trust_future_reservation)).
+    /// The default supports nothing and returns `false`.
+    fn advance_to_ms(&self, unix_ms: u64) -> bool {
+        let _ = unix_ms;
+        false
+    }
+}
+
+/// How a clock compares with the wall clock, for [`Stats`](crate::Stats) and monitoring.
+///
+/// ```
+/// use monoflake::{ManualClock, TimeSource};
+/// // A clock that does not compare with the wall clock reports zeros.
+/// assert_eq!(ManualClock::new(5).report(), monoflake::ClockReport::default());
+/// let report = monoflake::LockedClock::new().report();
+/// assert_eq!(report.forward_steps, 0);
+/// assert_eq!(report.slew_left_ns, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClockReport {
+    /// Times the clock stepped forward to the wall clock (or was moved forward on purpose).
+    pub forward_steps: u64,
+    /// Wall clock minus this clock at the last comparison, in nanoseconds: positive when the
+    /// wall clock was ahead, negative when this clock was ahead (and slews back).
+    pub last_skew_ns: i64,
+    /// The largest skew seen, either direction, in nanoseconds.
+    pub max_skew_ns: u64,
+    /// How much lead over the wall clock is still being given back by slewing, in nanoseconds
+    /// (0: not slewing).
+    pub slew_left_ns: u64,
 }
 
 /// A shared or borrowed time source is a time source: `Arc<ManualClock>` for tests that move
@@ -75,11 +120,20 @@ macro_rules! forward_time_source {
             fn precise_now_ms(&self) -> u64 {
                 (**self).precise_now_ms()
             }
+            fn now_ns(&self) -> u64 {
+                (**self).now_ns()
+            }
+            fn precise_now_ns(&self) -> u64 {
+                (**self).precise_now_ns()
+            }
             fn is_coarse(&self) -> bool {
                 (**self).is_coarse()
             }
-            fn reanchor_stats(&self) -> (u64, u64) {
-                (**self).reanchor_stats()
+            fn report(&self) -> ClockReport {
+                (**self).report()
+            }
+            fn advance_to_ms(&self, unix_ms: u64) -> bool {
+                (**self).advance_to_ms(unix_ms)
             }
         }
     )*};

@@ -43,8 +43,17 @@ pub struct GeneratorBuilder<C> {
     max_wait: Duration,
     offset_bits: u32,
     after_tick: Option<u64>,
-    /// Used only by `build_leased`: how far ahead the reservation is written.
-    window: Option<Duration>,
+    /// Used only by `build_leased`: how far ahead the reservation is written, how far ahead
+    /// of the clock a node's reservation may be, and whether to trust one further ahead.
+    lease: LeaseSettings,
+}
+
+/// The settings only `build_leased` reads (see `crate::lease::build`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LeaseSettings {
+    pub(crate) window: Option<Duration>,
+    pub(crate) future_tolerance: Option<Duration>,
+    pub(crate) trust_future: bool,
 }
 
 impl<C: TimeSource> GeneratorBuilder<C> {
@@ -58,7 +67,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             max_wait: DEFAULT_MAX_WAIT,
             offset_bits: 0,
             after_tick: None,
-            window: None,
+            lease: LeaseSettings::default(),
         }
     }
 
@@ -93,7 +102,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             max_wait: self.max_wait,
             offset_bits: self.offset_bits,
             after_tick: self.after_tick,
-            window: self.window,
+            lease: self.lease,
         }
     }
 
@@ -171,13 +180,9 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         self.max_lead
     }
 
-    /// The reservation window asked for, if any (the lease picks its default otherwise).
-    pub(crate) fn window(&self) -> Option<Duration> {
-        self.window
-    }
-
-    pub(crate) fn set_window(&mut self, window: Duration) {
-        self.window = Some(window);
+    /// The lease settings asked for (the lease picks its defaults for the rest).
+    pub(crate) fn lease_settings(&mut self) -> &mut LeaseSettings {
+        &mut self.lease
     }
 
     /// Checks the settings that do not depend on the node: the lead is at most
@@ -335,9 +340,10 @@ impl<C: TimeSource> GeneratorBuilder<C> {
                 max_lead,
                 offset_mask: crate::layout::mask(offset_bits),
                 floor_tick,
+                tick_ns: layout.tick_ms().saturating_mul(1_000_000),
+                epoch_ns: layout.epoch_ms().saturating_mul(1_000_000),
             },
             out,
-            epoch_ms: layout.epoch_ms(),
             tick_ms: layout.tick_ms(),
             max_wait: self.max_wait,
             expires_at_ms: layout.expires_at_ms(),

@@ -7,7 +7,7 @@ use super::step::{Step, next_state};
 use super::{Generator, Ids};
 use crate::clock::TimeSource;
 use crate::stats::Counters;
-use crate::sync::Ordering;
+use crate::sync::{self, Ordering};
 use crate::{Error, Id};
 
 impl<C: TimeSource> Generator<C> {
@@ -19,15 +19,17 @@ impl<C: TimeSource> Generator<C> {
         let forked = self.core.fence.forked();
         // Clock: the cheap reading first; a coarse one is replaced by a precise one (once)
         // before anything depends on it being current.
-        let mut now = self.tick_of(self.clock.now_ms());
+        let mut clock = self.now_of(self.clock.now_ns());
         let mut precise = !self.clock.is_coarse();
         // Ordering: Relaxed; a stale value only makes the first compare-exchange fail.
         let mut cur = self.core.state.load(Ordering::Relaxed);
+        let backoff = sync::Backoff::new();
         loop {
             // Step: pure.
-            let step = next_state(cur, now, n, &self.params);
+            let step = next_state(cur, clock, n, &self.params);
+            let now = clock.tick;
             if !precise && step.wants_precise_time(now, self.params.sequence_bits) {
-                now = self.tick_of(self.clock.precise_now_ms());
+                clock = self.now_of(self.clock.precise_now_ns());
                 precise = true;
                 continue;
             }
@@ -51,7 +53,13 @@ impl<C: TimeSource> Generator<C> {
                     }
                     return Ok((first, last));
                 }
-                Err(actual) => cur = actual,
+                Err(actual) => {
+                    // Another thread won this round: let it finish before trading the cache
+                    // line again (two cores hammering one line otherwise spend their time
+                    // passing it back and forth).
+                    backoff.spin();
+                    cur = actual;
+                }
             }
         }
     }
@@ -84,10 +92,10 @@ impl<C: TimeSource> Generator<C> {
             return Error::Forked { node: self.node };
         }
         match step {
-            Step::Lead { ticks } => {
+            Step::Lead { wait_ns } => {
                 Counters::add(&self.counters.would_block, 1);
                 Error::WouldBlock {
-                    retry_after: Duration::from_millis(ticks.saturating_mul(self.tick_ms)),
+                    retry_after: Duration::from_nanos(wait_ns),
                 }
             }
             // A sealed generator's state is u64::MAX: the step reads it as exhausted.
@@ -130,13 +138,18 @@ impl<C: TimeSource> Generator<C> {
             return Error::Forked { node: self.node };
         }
         let deadline_passed = self.core.fence.late(now);
-        match &self.refusal {
+        let error = match &self.refusal {
             Some(owner) => owner.refusal(self.node, deadline_passed),
             None => Error::LeaseLost {
                 node: self.node,
                 reason: "no lease".into(),
             },
+        };
+        // The clock passed a healthy store's reservation: the owner was asked to extend it.
+        if matches!(error, Error::WouldBlock { .. }) {
+            Counters::add(&self.counters.would_block, 1);
         }
+        error
     }
 
     /// Issues one ID without waiting.

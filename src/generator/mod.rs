@@ -29,7 +29,7 @@ pub(crate) use self::fence::{Fence, Refusal};
 pub use self::id_generator::IdGenerator;
 pub(crate) use self::id_generator::id_generator_by_inherent_methods;
 pub use self::per_core::PerCore;
-use self::step::StepParams;
+use self::step::{Now, StepParams};
 use crate::clock::{LockedClock, TimeSource};
 use crate::stats::{Counters, Stats};
 use crate::sync::{AtomicU64, Ordering};
@@ -92,7 +92,6 @@ pub struct Generator<C: TimeSource = LockedClock> {
     refusal: Option<Arc<dyn Refusal>>,
     params: StepParams,
     out: Output,
-    epoch_ms: u64,
     tick_ms: u64,
     max_wait: Duration,
     expires_at_ms: u64,
@@ -305,7 +304,7 @@ impl<C: TimeSource> Generator<C> {
             u64::MAX => self.counters.sealed_state.load(Ordering::Relaxed),
             state => state,
         };
-        let (reanchors, max_skew_ns) = self.clock.reanchor_stats();
+        let clock = self.clock.report();
         Stats {
             issued: state
                 .wrapping_sub(self.start)
@@ -314,21 +313,27 @@ impl<C: TimeSource> Generator<C> {
             max_lead_ticks: load(&c.max_lead_ticks),
             would_block: load(&c.would_block),
             waits: load(&c.waits),
-            reanchors,
-            max_skew_ns,
+            reanchors: clock.forward_steps,
+            max_skew_ns: clock.max_skew_ns,
+            skew_ns: clock.last_skew_ns,
+            slew_left_ns: clock.slew_left_ns,
             ..Stats::default()
         }
     }
 
-    /// The time-field value of a Unix millisecond (0 before the epoch).
+    /// The tick of a Unix nanosecond, and how far into it (the tick 0 before the epoch).
     #[inline]
-    pub(crate) fn tick_of(&self, unix_ms: u64) -> u64 {
-        let since = unix_ms.saturating_sub(self.epoch_ms);
-        // Most layouts tick in milliseconds: skip the division.
-        if self.tick_ms == 1 {
-            since
+    pub(crate) fn now_of(&self, unix_ns: u64) -> Now {
+        let since = unix_ns.saturating_sub(self.params.epoch_ns);
+        // Most layouts tick in milliseconds: a division by a constant is a multiply.
+        let tick = if self.tick_ms == 1 {
+            since / 1_000_000
         } else {
-            since / self.tick_ms
+            since / self.params.tick_ns
+        };
+        Now {
+            tick,
+            rem_ns: since - tick * self.params.tick_ns,
         }
     }
 }

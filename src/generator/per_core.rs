@@ -195,6 +195,8 @@ impl<C: TimeSource> PerCore<C> {
                 waits: a.waits + b.waits,
                 reanchors: b.reanchors,
                 max_skew_ns: b.max_skew_ns,
+                skew_ns: b.skew_ns,
+                slew_left_ns: b.slew_left_ns,
                 ..Stats::default()
             })
     }

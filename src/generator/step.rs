@@ -11,6 +11,11 @@
 //! * `now` ahead of the state: jump to the new tick (the sequence restarts at its offset).
 //! * same tick: `state + 1`; a full sequence carries into the next tick — borrowing future
 //!   time, allowed up to `max_lead` ticks ahead of `now`.
+//! * at the lead limit, **paced**: in the last tick the lead allows, slot `s` of the sequence
+//!   opens only once the clock is `s / 2^sequence_bits` of the way through its own tick. The
+//!   state is a time in sequence units, so each ID's slot opens at its own time (every 244 ns
+//!   at 4096 per ms) instead of a whole tick's worth at once: sustained overload costs each
+//!   caller its own slot, never a tick-long stall.
 //! * `now` behind the state (a clock read that went back): `state + 1` again; nothing goes back.
 //! * the time field past its width: exhausted, never wrapped.
 //! * a restart inside a time reservation `R`: the clock is read as at least `R + 1`.
@@ -31,6 +36,25 @@ pub(crate) struct StepParams {
     /// The clock is read as at least this tick: the first tick after a time reservation that
     /// a restarted node may not reissue (0 when there is none).
     pub floor_tick: u64,
+    /// The length of a tick in nanoseconds.
+    pub tick_ns: u64,
+    /// The layout's epoch in Unix nanoseconds.
+    pub epoch_ns: u64,
+}
+
+/// The clock's reading for the step: the tick, and how far into it (nanoseconds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Now {
+    pub tick: u64,
+    pub rem_ns: u64,
+}
+
+impl Now {
+    /// The start of `tick`.
+    #[cfg(test)]
+    pub(crate) const fn at(tick: u64) -> Now {
+        Now { tick, rem_ns: 0 }
+    }
 }
 
 /// What the step decided.
@@ -38,8 +62,8 @@ pub(crate) struct StepParams {
 pub(crate) enum Step {
     /// Issue the values `first..=last`; `last` becomes the state.
     Issue { first: u64, last: u64 },
-    /// Issuing would run `ticks` beyond `now + max_lead`.
-    Lead { ticks: u64 },
+    /// Issuing would run beyond `now + max_lead`; the slot opens in `wait_ns`.
+    Lead { wait_ns: u64 },
     /// The time field cannot hold the request. `for_good` when `now` itself is past the end,
     /// so nothing can ever be issued again.
     Exhausted { for_good: bool },
@@ -66,18 +90,21 @@ pub(crate) const fn start_offset(tick: u64, mask: u64) -> u64 {
     (tick.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) & mask
 }
 
-/// Reserves `n >= 1` values after state `cur` at time-field value `now`.
+/// Reserves `n >= 1` values after state `cur` at clock reading `now`.
 #[inline]
-pub(crate) const fn next_state(cur: u64, now: u64, n: u64, p: &StepParams) -> Step {
-    let now = if now > p.floor_tick {
+pub(crate) const fn next_state(cur: u64, now: Now, n: u64, p: &StepParams) -> Step {
+    let now = if now.tick >= p.floor_tick {
         now
     } else {
-        p.floor_tick
+        Now {
+            tick: p.floor_tick,
+            rem_ns: 0,
+        }
     };
-    if now > p.max_tick {
+    if now.tick > p.max_tick {
         return Step::Exhausted { for_good: true };
     }
-    let fresh = now << p.sequence_bits | start_offset(now, p.offset_mask);
+    let fresh = now.tick << p.sequence_bits | start_offset(now.tick, p.offset_mask);
     let first = match cur.checked_add(1) {
         Some(next) if next > fresh => next,
         Some(_) => fresh,
@@ -95,15 +122,36 @@ pub(crate) const fn next_state(cur: u64, now: u64, n: u64, p: &StepParams) -> St
     // already issued); moving to a later tick must stay within now + max_lead.
     // (Tested in this order: within the tick already held, the common case at high rates,
     // the lead is not even computed.)
-    if last_tick > cur >> p.sequence_bits {
-        let allowed = now.saturating_add(p.max_lead);
-        if last_tick > allowed {
+    let allowed = now.tick.saturating_add(p.max_lead);
+    if last_tick > cur >> p.sequence_bits && last_tick > allowed {
+        let ticks = (last_tick - allowed) as u128;
+        let wait = ticks * p.tick_ns as u128 - now.rem_ns as u128;
+        return Step::Lead {
+            wait_ns: saturate(wait),
+        };
+    }
+    // Pacing in the last tick the lead allows (not with a zero lead: the current tick is
+    // then always whole, as without borrowing).
+    if p.max_lead > 0 && last_tick == allowed {
+        let slot = (last & crate::layout::mask(p.sequence_bits)) as u128;
+        let open = ((now.rem_ns as u128) << p.sequence_bits) / p.tick_ns as u128;
+        if slot > open {
+            let wait = ((slot - open) * p.tick_ns as u128) >> p.sequence_bits;
             return Step::Lead {
-                ticks: last_tick - allowed,
+                wait_ns: saturate(wait + 1),
             };
         }
     }
     Step::Issue { first, last }
+}
+
+/// A u128 as a u64, at most `u64::MAX`.
+const fn saturate(x: u128) -> u64 {
+    if x > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        x as u64
+    }
 }
 
 #[cfg(test)]
@@ -116,12 +164,15 @@ mod tests {
         max_lead: 1,
         offset_mask: 0,
         floor_tick: 0,
+        tick_ns: MS,
+        epoch_ns: 0,
     };
+    const MS: u64 = 1_000_000;
 
     #[test]
     fn jumps_to_a_later_tick() {
         assert_eq!(
-            next_state(5 << 2 | 3, 9, 1, &P),
+            next_state(5 << 2 | 3, Now::at(9), 1, &P),
             Step::Issue {
                 first: 9 << 2,
                 last: 9 << 2
@@ -132,7 +183,7 @@ mod tests {
     #[test]
     fn same_tick_increments() {
         assert_eq!(
-            next_state(9 << 2, 9, 1, &P),
+            next_state(9 << 2, Now::at(9), 1, &P),
             Step::Issue {
                 first: 9 << 2 | 1,
                 last: 9 << 2 | 1
@@ -144,53 +195,71 @@ mod tests {
     fn full_sequence_borrows_then_hits_the_lead() {
         // Tick 9 full: carry into tick 10 (lead 1 allowed).
         assert_eq!(
-            next_state(9 << 2 | 3, 9, 1, &P),
+            next_state(9 << 2 | 3, Now::at(9), 1, &P),
             Step::Issue {
                 first: 10 << 2,
                 last: 10 << 2
             }
         );
         // Tick 10 full: tick 11 is 2 ahead of now = 9.
-        assert_eq!(next_state(10 << 2 | 3, 9, 1, &P), Step::Lead { ticks: 1 });
+        assert_eq!(
+            next_state(10 << 2 | 3, Now::at(9), 1, &P),
+            Step::Lead { wait_ns: MS }
+        );
     }
 
     #[test]
     fn clock_behind_the_state_keeps_counting() {
         assert_eq!(
-            next_state(9 << 2 | 1, 3, 1, &P),
+            next_state(9 << 2 | 1, Now::at(3), 1, &P),
             Step::Issue {
                 first: 9 << 2 | 2,
                 last: 9 << 2 | 2
             }
         );
         // ...and may finish the tick it holds, but not open a new one 6 ticks ahead of now.
-        assert_eq!(next_state(9 << 2 | 3, 3, 1, &P), Step::Lead { ticks: 6 });
+        assert_eq!(
+            next_state(9 << 2 | 3, Now::at(3), 1, &P),
+            Step::Lead { wait_ns: 6 * MS }
+        );
     }
 
     #[test]
     fn batches_span_ticks() {
+        // (Half-way through tick 9, so the second slot of tick 10 is open.)
         assert_eq!(
-            next_state(9 << 2 | 2, 9, 3, &P),
+            next_state(
+                9 << 2 | 2,
+                Now {
+                    tick: 9,
+                    rem_ns: MS / 2
+                },
+                3,
+                &P
+            ),
             Step::Issue {
                 first: 9 << 2 | 3,
                 last: 10 << 2 | 1
             }
         );
-        assert_eq!(next_state(9 << 2 | 2, 9, 8, &P), Step::Lead { ticks: 1 });
+        assert_eq!(
+            next_state(9 << 2 | 2, Now::at(9), 8, &P),
+            Step::Lead { wait_ns: MS }
+        );
     }
 
     #[test]
     fn end_of_the_time_field() {
         assert_eq!(
-            next_state(15 << 2 | 3, 15, 1, &P),
+            next_state(15 << 2 | 3, Now::at(15), 1, &P),
             Step::Exhausted { for_good: false }
         );
         assert_eq!(
-            next_state(15 << 2, 16, 1, &P),
+            next_state(15 << 2, Now::at(16), 1, &P),
             Step::Exhausted { for_good: true }
         );
         assert_eq!(
-            next_state(u64::MAX, 3, 1, &P),
+            next_state(u64::MAX, Now::at(3), 1, &P),
             Step::Exhausted { for_good: false }
         );
         let wide = StepParams {
@@ -199,9 +268,11 @@ mod tests {
             max_lead: 0,
             offset_mask: 0,
             floor_tick: 0,
+            tick_ns: MS,
+            epoch_ns: 0,
         };
         assert_eq!(
-            next_state(u64::MAX - 1, 0, 2, &wide),
+            next_state(u64::MAX - 1, Now::at(0), 2, &wide),
             Step::Exhausted { for_good: false }
         );
     }
@@ -213,18 +284,71 @@ mod tests {
             ..P
         };
         assert_eq!(
-            next_state(12 << 2 | 3, 3, 1, &p),
+            next_state(12 << 2 | 3, Now::at(3), 1, &p),
             Step::Issue {
                 first: 13 << 2,
                 last: 13 << 2
             }
         );
-        assert_eq!(next_state(13 << 2 | 3, 3, 1, &p), Step::Lead { ticks: 1 });
         assert_eq!(
-            next_state(13 << 2 | 3, 14, 1, &p),
+            next_state(13 << 2 | 3, Now::at(3), 1, &p),
+            Step::Lead { wait_ns: MS }
+        );
+        assert_eq!(
+            next_state(13 << 2 | 3, Now::at(14), 1, &p),
             Step::Issue {
                 first: 14 << 2,
                 last: 14 << 2
+            }
+        );
+    }
+
+    #[test]
+    fn at_the_lead_limit_each_slot_opens_at_its_own_time() {
+        // Lead 1: tick 10 is the last the lead allows at now = 9; its 4 slots open every
+        // quarter of tick 9.
+        let full = 9 << 2 | 3;
+        let at = |rem_ns| Now { tick: 9, rem_ns };
+        assert_eq!(
+            next_state(full, at(0), 1, &P),
+            Step::Issue {
+                first: 10 << 2,
+                last: 10 << 2
+            }
+        );
+        assert_eq!(
+            next_state(10 << 2, at(0), 1, &P),
+            Step::Lead {
+                wait_ns: MS / 4 + 1
+            }
+        );
+        assert_eq!(
+            next_state(10 << 2, at(MS / 4), 1, &P),
+            Step::Issue {
+                first: 10 << 2 | 1,
+                last: 10 << 2 | 1
+            }
+        );
+        assert_eq!(
+            next_state(10 << 2 | 1, at(MS / 4), 1, &P),
+            Step::Lead {
+                wait_ns: MS / 4 + 1
+            }
+        );
+        assert_eq!(
+            next_state(10 << 2 | 2, at(MS - 1), 1, &P),
+            Step::Issue {
+                first: 10 << 2 | 3,
+                last: 10 << 2 | 3
+            }
+        );
+        // A zero lead does not pace: the current tick is whole.
+        let zero = StepParams { max_lead: 0, ..P };
+        assert_eq!(
+            next_state(9 << 2 | 2, at(0), 1, &zero),
+            Step::Issue {
+                first: 9 << 2 | 3,
+                last: 9 << 2 | 3
             }
         );
     }

@@ -1,5 +1,6 @@
-//! The waiting calls: at the lead limit, spin, then yield, then sleep until the clock has
-//! caught up, for at most `max_wait`.
+//! The waiting calls: at the lead limit, spin for a slot that opens within microseconds (the
+//! paced case at the cap), otherwise spin, then yield, then sleep until the clock has caught
+//! up; for at most `max_wait`.
 
 use std::time::Duration;
 
@@ -11,6 +12,9 @@ use crate::{Error, Id};
 
 /// The shortest sleep a waiting call takes once spinning and yielding are used up.
 const MIN_NAP: Duration = Duration::from_micros(50);
+/// A slot that opens sooner than this is waited for by spinning: a sleep would oversleep it
+/// by tens of microseconds.
+const SPIN_WAIT: Duration = Duration::from_micros(20);
 
 impl<C: TimeSource> Generator<C> {
     /// Issues one ID, waiting when the generator is at its lead limit: a few spins, then
@@ -56,6 +60,16 @@ impl<C: TimeSource> Generator<C> {
         let mut slept = Duration::ZERO;
         loop {
             match attempt() {
+                Err(Error::WouldBlock { retry_after }) if retry_after <= SPIN_WAIT => {
+                    if slept >= self.max_wait {
+                        return Err(Error::TimedOut {
+                            waited: slept,
+                            retry_after,
+                        });
+                    }
+                    sync::spin_for(retry_after);
+                    slept += retry_after;
+                }
                 Err(Error::WouldBlock { retry_after }) => {
                     if !sync::backoff(step) {
                         if slept >= self.max_wait {

@@ -1,13 +1,12 @@
 //! Building a leased generator: claim a node, write the first reservation, learn the claim's
 //! validity, start the keeper.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::choose::{ahead_ms, choose};
 use super::keeper::Keeper;
-use super::status::{
-    LeaseStatus, deadline_ms, deadline_tick, duration_ms, first_tick_from, last_tick_before,
-};
+use super::status::{LeaseStatus, deadline_tick, duration_ms, first_tick_from, last_tick_before};
 use super::store::{NodeRequest, NodeStore};
 use super::{DEFAULT_RESERVATION_WINDOW, Leased};
 
@@ -40,7 +39,67 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn reservation_window(mut self, window: Duration) -> Self {
-        self.set_window(window);
+        self.lease_settings().window = Some(window);
+        self
+    }
+
+    /// How far ahead of the clock a node's stored reservation may be before
+    /// [`GeneratorBuilder::build_leased`] refuses the node (default: the reservation window
+    /// plus `max_lead`, what a holder that crashed moments ago leaves behind).
+    ///
+    /// * Within it, a node ahead of the clock is taken only when no settled node is free (for
+    ///   [`NodeRequest::Any`]), and the build waits until the reservation is at most `max_lead`
+    ///   ahead, so the first IDs carry honest time ([`Stats::claim_wait_ms`](crate::Stats::claim_wait_ms)).
+    /// * Beyond it: [`Error::ReservationAhead`] for [`NodeRequest::Exact`]; skipped by
+    ///   [`NodeRequest::Any`] (counted in [`Stats::nodes_skipped_ahead`](crate::Stats::nodes_skipped_ahead)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore};
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-tolerance-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
+    /// // Node 3 was last used by a host whose clock was a day ahead.
+    /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(3))?;
+    /// let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    /// store.release(claim, now.as_millis() as u64 + 86_400_000)?;
+    /// let refused = Generator::builder(Layout::twitter())
+    ///     .future_reservation_tolerance(Duration::from_secs(60))
+    ///     .build_leased(store.clone(), NodeRequest::Exact(3));
+    /// assert!(matches!(refused, Err(Error::ReservationAhead { node: 3, .. })));
+    /// // Any node skips it.
+    /// let any = Generator::builder(Layout::twitter()).build_leased(store, NodeRequest::Any)?;
+    /// assert_eq!(any.node(), 0);
+    /// # drop(any); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn future_reservation_tolerance(mut self, tolerance: Duration) -> Self {
+        self.lease_settings().future_tolerance = Some(tolerance);
+        self
+    }
+
+    /// Trusts a node's reservation however far ahead of the clock it is (default `false`):
+    /// the clock is moved forward to the reservation at once and then slews back towards the
+    /// wall clock at [`SLEW_PPM`](crate::SLEW_PPM) instead of the node being refused. For
+    /// operators who know this clock is wrong now and was right when the reservation was
+    /// written. The IDs stay above everything the node issued before.
+    ///
+    /// ```
+    /// use monoflake::{FileStore, Generator, Layout, NodeRequest, NodeStore};
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-trust-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
+    /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(3))?;
+    /// let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    /// let ahead = now.as_millis() as u64 + 3_600_000;
+    /// store.release(claim, ahead)?;
+    /// let leased = Generator::builder(Layout::twitter())
+    ///     .trust_future_reservation(true)
+    ///     .build_leased(store, NodeRequest::Exact(3))?;
+    /// assert!(leased.next_id()?.parts(leased.layout())?.unix_ms() >= ahead);
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn trust_future_reservation(mut self, trust: bool) -> Self {
+        self.lease_settings().trust_future = trust;
         self
     }
 
@@ -64,12 +123,13 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn build_leased(
-        self,
+        mut self,
         store: Arc<dyn NodeStore>,
         request: NodeRequest,
     ) -> Result<Leased<C>, Error> {
         let layout = self.layout_ref().clone();
-        let window = self.window().unwrap_or(DEFAULT_RESERVATION_WINDOW);
+        let settings = *self.lease_settings();
+        let window = settings.window.unwrap_or(DEFAULT_RESERVATION_WINDOW);
         // Checked before anything is written: a window too long would push the reservation
         // past the layout's end (a bricked node); one too short would have the keeper write
         // without pause.
@@ -85,10 +145,66 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             });
         }
         self.check()?;
-        let claim = store.claim(&layout, request)?;
-        let node = claim.node();
+        let max_lead_ms = duration_ms(self.max_lead_ref());
         let window_ms = duration_ms(window);
+        let tolerance_ms = settings
+            .future_tolerance
+            .map_or(window_ms.saturating_add(max_lead_ms), duration_ms);
+        let status = Arc::new(LeaseStatus::new(store.describe()));
+        let chosen = choose(
+            &*store,
+            &layout,
+            request,
+            self.clock_ref().precise_now_ms(),
+            tolerance_ms,
+            settings.trust_future,
+        )?;
+        let claim = chosen.claim;
+        let node = claim.node();
+        status
+            .skipped_ahead
+            .store(chosen.skipped_ahead, Ordering::Relaxed);
+        // A reservation ahead of the clock: trusted (the clock moves to it), or waited out
+        // until it is at most `max_lead` ahead, so the first IDs carry honest time.
+        let ahead = ahead_ms(&claim, self.clock_ref().precise_now_ms());
+        if ahead > tolerance_ms {
+            let until = claim.reserved_until_ms().unwrap_or(0);
+            if !self.clock_ref().advance_to_ms(until) {
+                let _ = store.release(claim, until);
+                return Err(Error::InvalidConfig {
+                    setting: "trust_future_reservation",
+                    value: "true".into(),
+                    allowed: "only with a clock that can be moved forward (LockedClock, \
+                              CoarseClock, ManualClock)"
+                        .into(),
+                });
+            }
+        } else if ahead > max_lead_ms {
+            let wait = ahead - max_lead_ms;
+            #[cfg(feature = "tracing")]
+            tracing::info!(
+                node,
+                wait_ms = wait,
+                "monoflake: waiting for the node's reservation, ahead of the clock"
+            );
+            // In steps of the store's check interval, renewing the claim at each, so a claim
+            // that expires (an etcd lease) outlives the wait.
+            let step = duration_ms(store.check_interval()).max(1);
+            let mut left = wait;
+            while left > 0 {
+                let nap = left.min(step);
+                std::thread::sleep(Duration::from_millis(nap));
+                left -= nap;
+                if let Err(e) = store.renew(&claim) {
+                    let previous = claim.reserved_until_ms().unwrap_or(0);
+                    let _ = store.release(claim, previous);
+                    return Err(e);
+                }
+            }
+            status.claim_wait_ms.store(wait, Ordering::Relaxed);
+        }
         let now_ms = self.clock_ref().precise_now_ms();
+        let now_mono = status.mono_us();
         let check = store.check_interval();
         // A node with no record at all may have had one that was deleted under a live holder
         // (the state directory removed, the store's keys cleared). That holder stops within one
@@ -105,17 +221,29 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             None => first_tick_from(&layout, unrecorded_floor_ms),
         };
         let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
+        // A clock past the layout's end (or a trusted reservation there): nothing can be
+        // issued, so nothing is written; the node's record stays as it was.
+        if start_ms >= layout.expires_at_ms() {
+            let previous = claim.reserved_until_ms().unwrap_or(0);
+            let _ = store.release(claim, previous);
+            return Err(Error::Exhausted {
+                expired_at_ms: layout.expires_at_ms(),
+            });
+        }
         let until = start_ms.saturating_add(window_ms);
+        let first_round = std::time::Instant::now();
         if let Err(e) = store.extend(&claim, until) {
             let previous = claim.reserved_until_ms().unwrap_or(0);
             let _ = store.release(claim, previous);
             return Err(e);
         }
+        let write_us = first_round.elapsed().as_micros();
         if claim.reserved_until_ms().is_none() {
             std::thread::sleep(unrecorded_wait);
         }
-        let status = Arc::new(LeaseStatus::new(store.describe()));
         LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
+        let round_us = u64::try_from(write_us).unwrap_or(u64::MAX);
+        status.round_us.store(round_us, Ordering::Relaxed);
         // The first renewal tells how long the claim lasts, before anything is issued.
         let mut interval = (window / 4).min(check);
         let mut deadline = u64::MAX;
@@ -123,9 +251,8 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             Ok(None) => LeaseStatus::count(&status.renewals),
             Ok(Some(valid)) => {
                 LeaseStatus::count(&status.renewals);
-                let ms = deadline_ms(now_ms, valid);
-                status.deadline_ms.store(ms, Ordering::Relaxed);
-                deadline = deadline_tick(&layout, ms);
+                status.renewed(now_mono, Some(valid));
+                deadline = deadline_tick(&layout, status.fence_deadline_ms(now_ms, now_mono));
                 interval = interval.min(valid / 3);
             }
             Err(e) => {
@@ -153,11 +280,9 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             interval,
             reserved_until_ms: until,
         };
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let keeper_stop = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name(format!("monoflake-lease-{node}"))
-            .spawn(move || keeper.run(claim, keeper_stop))
+            .spawn(move || keeper.run(claim))
             .map_err(|e| Error::LeaseLost {
                 node,
                 reason: format!("cannot start the keeper: {e}"),
@@ -166,7 +291,6 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             generator,
             status,
             pid: std::process::id(),
-            stop,
             keeper: Some(thread),
         })
     }

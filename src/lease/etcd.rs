@@ -167,7 +167,7 @@ impl EtcdStore {
     }
 
     fn keys(&self, layout: &Layout, node: u64) -> (String, String) {
-        let base = format!("{}/{}", self.prefix, layout.name());
+        let base = format!("{}/{}", self.prefix, layout.state_name());
         (
             format!("{base}/node/{node}"),
             format!("{base}/reservation/{node}"),
@@ -302,6 +302,7 @@ impl NodeStore for EtcdStore {
                     .collect();
                 let mut found = Err(Error::AllNodesHeld {
                     count: layout.max_node().saturating_add(1),
+                    ahead: 0,
                 });
                 for node in (0..=layout.max_node()).filter(|n| !held.contains(n)) {
                     match self.try_node(layout, node, lease) {

@@ -356,7 +356,7 @@ impl NodeStore for FileStore {
     }
 
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
-        let dir = self.dir.join(layout.name());
+        let dir = self.dir.join(&*layout.state_name());
         if !dir.is_dir() {
             fs::create_dir_all(&dir).map_err(|e| state_dir(&dir, "create", e))?;
             self.share(&dir, SHARED_DIR_MODE);
@@ -374,6 +374,7 @@ impl NodeStore for FileStore {
                 }
                 Err(Error::AllNodesHeld {
                     count: layout.max_node().saturating_add(1),
+                    ahead: 0,
                 })
             }
         }

@@ -1,10 +1,10 @@
 //! The keeper thread: renews the claim, extends the time reservation ahead of need, and
 //! publishes the generator's fence words; at the end, seals the generator and releases.
 
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::status::{LeaseStatus, deadline_ms, deadline_tick, duration_ms, last_tick_before};
+use super::status::{LeaseStatus, Wakeup, deadline_tick, duration_ms, last_tick_before};
 use super::store::{Claim, NodeStore};
 use crate::clock::TimeSource;
 use crate::sync::Ordering;
@@ -21,25 +21,15 @@ pub(crate) struct Keeper<C: TimeSource + 'static> {
 }
 
 impl<C: TimeSource + 'static> Keeper<C> {
-    pub(crate) fn run(
-        mut self,
-        claim: Claim,
-        stop: Arc<(Mutex<bool>, Condvar)>,
-    ) -> Result<(), Error> {
-        let (flag, wake) = &*stop;
-        let mut stopped = flag.lock().unwrap_or_else(PoisonError::into_inner);
-        while !*stopped {
-            stopped = wake
-                .wait_timeout(stopped, self.interval)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-            if !*stopped {
-                drop(stopped);
-                self.maintain(&claim);
-                stopped = flag.lock().unwrap_or_else(PoisonError::into_inner);
-            }
+    /// Runs a round every interval, or at once when a caller found the clock past the
+    /// reservation, until told to stop; then seals the generator and releases.
+    pub(crate) fn run(mut self, claim: Claim) -> Result<(), Error> {
+        while self.status.signal.wait(self.interval) == Wakeup::Round {
+            let started = Instant::now();
+            self.maintain(&claim);
+            let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.status.round_us.store(took, Ordering::Relaxed);
         }
-        drop(stopped);
         self.seal_and_release(claim)
     }
 
@@ -50,14 +40,14 @@ impl<C: TimeSource + 'static> Keeper<C> {
         let g = &*self.generator;
         let layout = g.layout();
         let start_ms = g.clock().precise_now_ms();
+        let start_mono = self.status.mono_us();
         let mut error = None;
-        let was_lost = start_ms >= self.status.deadline_ms.load(Ordering::Relaxed);
+        let was_lost = self.status.lost_at(start_mono);
         match self.store.renew(claim) {
             Ok(valid) => {
                 LeaseStatus::count(&self.status.renewals);
                 if !was_lost {
-                    let deadline = valid.map_or(u64::MAX, |v| deadline_ms(start_ms, v));
-                    self.status.deadline_ms.store(deadline, Ordering::Relaxed);
+                    self.status.renewed(start_mono, valid);
                 }
                 if let Some(valid) = valid {
                     // The reservation runs at least two validity periods ahead, so a store that
@@ -69,7 +59,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
             }
             Err(e) => {
                 if matches!(e, Error::LeaseLost { .. }) {
-                    self.status.deadline_ms.store(0, Ordering::Relaxed);
+                    self.status.lose();
                 }
                 #[cfg(feature = "tracing")]
                 tracing::warn!(node = self.generator.node(), error = %e, "monoflake: lease renewal failed");
@@ -78,7 +68,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
         }
         // Once the deadline has passed the lease is lost for good: the node may already be
         // someone else's. Count it once; issuing stays stopped.
-        if !was_lost && start_ms >= self.status.deadline_ms.load(Ordering::Relaxed) {
+        if !was_lost && self.status.lost_at(start_mono) {
             LeaseStatus::count(&self.status.losses);
             #[cfg(feature = "tracing")]
             tracing::error!(
@@ -86,7 +76,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
                 "monoflake: lease lost; issuing stopped"
             );
         }
-        let lost = start_ms >= self.status.deadline_ms.load(Ordering::Relaxed);
+        let lost = self.status.lost_at(start_mono);
         if error.is_none() && !lost {
             let issued_end = layout.unix_ms_of_tick(g.last_tick().saturating_add(1));
             let base = start_ms.max(issued_end);
@@ -105,7 +95,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
                             // The store says the claim is gone (its key deleted, taken over):
                             // the node may be someone else's already. Stop now, for good —
                             // not when the reservation already written runs out.
-                            self.status.deadline_ms.store(0, Ordering::Relaxed);
+                            self.status.lose();
                             LeaseStatus::count(&self.status.losses);
                         }
                         error = Some(e);
@@ -114,7 +104,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
             }
         }
         self.status.record(error.as_ref());
-        let deadline = self.status.deadline_ms.load(Ordering::Relaxed);
+        let deadline = self.status.fence_deadline_ms(start_ms, start_mono);
         // The keeper is the fence's only writer until the release.
         g.fence().set(
             last_tick_before(layout, self.reserved_until_ms),

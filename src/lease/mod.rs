@@ -9,6 +9,7 @@
 //! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file.rs` and `etcd.rs` implement it.
 
 mod build;
+mod choose;
 #[cfg(feature = "etcd")]
 mod etcd;
 #[cfg(feature = "etcd")]
@@ -20,7 +21,7 @@ mod status;
 mod store;
 
 use std::fmt;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -91,7 +92,6 @@ pub struct Leased<C: TimeSource + 'static = LockedClock> {
     status: Arc<LeaseStatus>,
     /// The process that claimed the node: only it may stop the keeper and release.
     pid: u32,
-    stop: Arc<(Mutex<bool>, Condvar)>,
     keeper: Option<JoinHandle<Result<(), Error>>>,
 }
 
@@ -298,9 +298,7 @@ impl<C: TimeSource + 'static> Leased<C> {
             std::mem::forget(keeper);
             return Ok(());
         }
-        let (flag, wake) = &*self.stop;
-        *flag.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        wake.notify_all();
+        self.status.signal.stop();
         keeper.join().unwrap_or_else(|_| {
             Err(Error::LeaseLost {
                 node: self.generator.node(),

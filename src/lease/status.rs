@@ -1,8 +1,8 @@
 //! What the keeper knows of the lease, for the generator's refusals and for statistics, and
 //! the conversions between store times (Unix ms) and ticks.
 
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::generator::Refusal;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
@@ -11,31 +11,157 @@ use crate::{Error, Layout, Stats};
 /// The fewest milliseconds subtracted from a lease's validity, to cover a coarse clock's lag.
 const DEADLINE_MARGIN_MS: u64 = 2;
 
+/// The shortest wait a caller is told to take for the keeper to extend the reservation.
+const MIN_RETRY: Duration = Duration::from_micros(200);
+
+/// How the keeper is told to stop, or to run a round at once.
+#[derive(Debug, Default)]
+pub(crate) struct KeeperSignal {
+    flags: Mutex<Flags>,
+    cond: Condvar,
+    /// A wake is pending: callers that find it set need not lock.
+    // Ordering: Relaxed; a hint that saves a lock, the mutex carries the real flag.
+    pending: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct Flags {
+    stop: bool,
+    wake: bool,
+}
+
+/// What ended a keeper's wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wakeup {
+    Stop,
+    Round,
+}
+
+impl KeeperSignal {
+    /// Tells the keeper to stop.
+    pub(crate) fn stop(&self) {
+        self.flags
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stop = true;
+        self.cond.notify_all();
+    }
+
+    /// Asks the keeper for a round now (the clock moved past the reservation).
+    pub(crate) fn wake(&self) {
+        if self.pending.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        self.flags
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .wake = true;
+        self.cond.notify_all();
+    }
+
+    /// Waits up to `timeout` for a stop or a wake.
+    pub(crate) fn wait(&self, timeout: Duration) -> Wakeup {
+        let mut flags = self.flags.lock().unwrap_or_else(PoisonError::into_inner);
+        if !flags.stop && !flags.wake {
+            flags = self
+                .cond
+                .wait_timeout(flags, timeout)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        if flags.stop {
+            return Wakeup::Stop;
+        }
+        flags.wake = false;
+        self.pending.store(false, Ordering::Relaxed);
+        Wakeup::Round
+    }
+}
+
 /// What the hot path needs to explain a refusal; written by the keeper.
 #[derive(Debug)]
 pub(crate) struct LeaseStatus {
     pub(crate) store: String,
-    // Ordering: Relaxed; status words read only to word an error.
-    pub(crate) deadline_ms: AtomicU64,
+    pub(crate) signal: KeeperSignal,
+    /// How long the keeper's last round with the store took (renewal and reservation write),
+    /// in microseconds: what a caller refused for a reservation not yet written waits.
+    pub(crate) round_us: AtomicU64,
+    /// Where the monotonic clock of the deadline starts.
+    origin: Instant,
+    /// The lease's deadline on the monotonic clock (µs since `origin`): `u64::MAX` for a claim
+    /// that lasts as long as the process, 0 once lost for good. Kept on `Instant`, not on the
+    /// generator's clock, so that a forward step of that clock is not mistaken for a lost
+    /// lease, and its slewing cannot stretch the lease.
+    // Ordering: Relaxed; status words read only to word an error, or by the keeper itself.
+    deadline_us: AtomicU64,
     pub(crate) released: AtomicBool,
     pub(crate) last_error: Mutex<Option<String>>,
     pub(crate) reservation_writes: AtomicU64,
     pub(crate) reservation_failures: AtomicU64,
     pub(crate) renewals: AtomicU64,
     pub(crate) losses: AtomicU64,
+    /// Free nodes passed over at the claim because their reservation was too far ahead.
+    pub(crate) skipped_ahead: AtomicU64,
+    /// How long the claim waited for a reservation slightly ahead of the clock, in ms.
+    pub(crate) claim_wait_ms: AtomicU64,
 }
 
 impl LeaseStatus {
     pub(crate) fn new(store: String) -> Self {
         LeaseStatus {
             store,
-            deadline_ms: AtomicU64::new(u64::MAX),
+            signal: KeeperSignal::default(),
+            round_us: AtomicU64::new(0),
+            origin: Instant::now(),
+            deadline_us: AtomicU64::new(u64::MAX),
             released: AtomicBool::new(false),
             last_error: Mutex::new(None),
             reservation_writes: AtomicU64::new(0),
             reservation_failures: AtomicU64::new(0),
             renewals: AtomicU64::new(0),
             losses: AtomicU64::new(0),
+            skipped_ahead: AtomicU64::new(0),
+            claim_wait_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Now on the deadline's monotonic clock, in µs.
+    pub(crate) fn mono_us(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX - 1)
+    }
+
+    /// Whether the lease is lost at monotonic time `mono_us`.
+    pub(crate) fn lost_at(&self, mono_us: u64) -> bool {
+        mono_us >= self.deadline_us.load(Ordering::Relaxed)
+    }
+
+    /// Records a renewal that started at `mono_us` and is valid for `valid` (`None`: as long
+    /// as the process lives).
+    pub(crate) fn renewed(&self, mono_us: u64, valid: Option<Duration>) {
+        let deadline = valid.map_or(u64::MAX, |v| {
+            mono_us.saturating_add(u64::try_from(v.as_micros()).unwrap_or(u64::MAX))
+        });
+        self.deadline_us.store(deadline, Ordering::Relaxed);
+    }
+
+    /// The lease is lost for good (the store said so).
+    pub(crate) fn lose(&self) {
+        self.deadline_us.store(0, Ordering::Relaxed);
+    }
+
+    /// The deadline in the generator's clock, in Unix ms, for a reading `clock_ms` of that
+    /// clock taken at monotonic time `mono_us`: `u64::MAX` for none, 0 when lost. The margin
+    /// covers a coarse clock's lag and the generator's clock running slower than real time
+    /// while it slews (0.1 %) or drifts.
+    pub(crate) fn fence_deadline_ms(&self, clock_ms: u64, mono_us: u64) -> u64 {
+        match self.deadline_us.load(Ordering::Relaxed) {
+            u64::MAX => u64::MAX,
+            0 => 0,
+            deadline => {
+                let left_ms = deadline.saturating_sub(mono_us) / 1000;
+                let margin = DEADLINE_MARGIN_MS + left_ms / 500;
+                clock_ms.saturating_add(left_ms).saturating_sub(margin)
+            }
         }
     }
 
@@ -45,6 +171,8 @@ impl LeaseStatus {
         stats.reservation_failures = self.reservation_failures.load(Ordering::Relaxed);
         stats.lease_renewals = self.renewals.load(Ordering::Relaxed);
         stats.lease_losses = self.losses.load(Ordering::Relaxed);
+        stats.nodes_skipped_ahead = self.skipped_ahead.load(Ordering::Relaxed);
+        stats.claim_wait_ms = self.claim_wait_ms.load(Ordering::Relaxed);
     }
 
     pub(crate) fn count(counter: &AtomicU64) {
@@ -57,11 +185,21 @@ impl LeaseStatus {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = e.map(Error::to_string);
     }
+
+    /// A refusal that only needs the keeper to run a round now: wake it and wait about one
+    /// round with the store.
+    fn wait_for_keeper(&self) -> Error {
+        self.signal.wake();
+        let round = Duration::from_micros(self.round_us.load(Ordering::Relaxed));
+        Error::WouldBlock {
+            retry_after: round.max(MIN_RETRY),
+        }
+    }
 }
 
 impl Refusal for LeaseStatus {
-    /// The error for a refused call: `deadline_passed` when the clock reached the lease
-    /// deadline, otherwise the reservation ran out.
+    /// The error for a refused call: `deadline_passed` when the generator's clock reached the
+    /// fence's deadline, otherwise the reservation ran out.
     fn refusal(&self, node: u64, deadline_passed: bool) -> Error {
         let last = self
             .last_error
@@ -75,19 +213,23 @@ impl Refusal for LeaseStatus {
             };
         }
         if deadline_passed {
-            let deadline = self.deadline_ms.load(Ordering::Relaxed);
+            if !self.lost_at(self.mono_us()) {
+                // The generator's clock stepped forward past the fence's deadline, but the
+                // lease itself is still valid: the keeper recomputes the fence.
+                return self.wait_for_keeper();
+            }
             let why = last.unwrap_or_else(|| "no renewal succeeded".into());
             return Error::LeaseLost {
                 node,
-                reason: format!(
-                    "not renewed with {} before its deadline (unix ms {deadline}): {why}",
-                    self.store
-                ),
+                reason: format!("not renewed with {} within its validity: {why}", self.store),
             };
         }
-        Error::ReservationUnavailable {
-            node,
-            reason: last.unwrap_or_else(|| format!("{} has not acknowledged it yet", self.store)),
+        match last {
+            // The store failed: say so.
+            Some(reason) => Error::ReservationUnavailable { node, reason },
+            // The store is healthy and the clock simply moved past the reservation (a forward
+            // step, or the keeper ran late): have the keeper extend it now.
+            None => self.wait_for_keeper(),
         }
     }
 }
@@ -102,15 +244,6 @@ pub(crate) fn duration_ms(d: Duration) -> u64 {
 pub(crate) fn first_tick_from(layout: &Layout, unix_ms: u64) -> u64 {
     let since = unix_ms.saturating_sub(layout.epoch_ms());
     since.div_ceil(layout.tick_ms())
-}
-
-/// The deadline of a claim renewed at `start_ms` and valid for `valid`, in Unix ms, with the
-/// margin taken off.
-pub(crate) fn deadline_ms(start_ms: u64, valid: Duration) -> u64 {
-    let valid_ms = duration_ms(valid);
-    start_ms
-        .saturating_add(valid_ms)
-        .saturating_sub(DEADLINE_MARGIN_MS)
 }
 
 /// The first clock tick at which a lease with this deadline may no longer issue: the tick

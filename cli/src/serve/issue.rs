@@ -24,12 +24,16 @@ pub struct Source {
     pub store: Arc<dyn NodeStore>,
     pub layout: Layout,
     pub request: NodeRequest,
+    /// `--trust-reservation`: trust a reservation ahead of this clock.
+    pub trust_reservation: bool,
 }
 
 impl Source {
     /// Claims a node and builds a generator holding it.
     pub fn claim(&self) -> Result<Leased, Error> {
-        Generator::builder(self.layout.clone()).build_leased(Arc::clone(&self.store), self.request)
+        Generator::builder(self.layout.clone())
+            .trust_future_reservation(self.trust_reservation)
+            .build_leased(Arc::clone(&self.store), self.request)
     }
 }
 

@@ -42,7 +42,7 @@ fn batch_capacity(layout: &Layout) -> u64 {
 }
 
 pub fn run(args: &ServeArgs) -> Result<(), Failure> {
-    let layout = Layout::preset(&args.node_args.layout)?;
+    let layout = args.node_args.layout.clone();
     let request = match args.node_args.node {
         NodeArg::Auto => NodeRequest::Any,
         NodeArg::Exact(n) => NodeRequest::Exact(layout.check_node(n)?),
@@ -97,6 +97,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         store: open_store(&args.node_args)?,
         layout,
         request,
+        trust_reservation: args.node_args.trust_reservation,
     };
     let issuer = Arc::new(issue::Issuer::new(
         source,

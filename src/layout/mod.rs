@@ -1,5 +1,7 @@
 //! How the 64 bits of an ID are split: time, node fields, sequence; the epoch and the tick.
 
+mod spec;
+
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -22,8 +24,11 @@ pub const PRESETS: &[&str] = &{
     names
 };
 
-/// Names a node field may not take: they are the keys of a decoded ID.
-const RESERVED_NAMES: &[&str] = &["id", "unix_ms", "time", "node", "sequence"];
+/// Names a node field may not take: the keys of a decoded ID, and the settings of a layout
+/// spec (`epoch`, `tick`, `sign_bit`), so that every layout can be written as a spec.
+const RESERVED_NAMES: &[&str] = &[
+    "id", "unix_ms", "time", "node", "sequence", "epoch", "tick", "sign_bit",
+];
 
 /// One named part of the node value, e.g. `datacenter` or `worker`.
 ///
@@ -85,6 +90,18 @@ impl NodeField {
 /// bits (64 when [`LayoutBuilder::allow_sign_bit`] is set), time and sequence need at least one
 /// bit, the tick at least 1 ms, and the epoch must not lie in the future. Layouts are plain
 /// values: any number of them can live in one process.
+///
+/// A layout is also one line of text, the spec the command line's `--layout` takes: `Display`
+/// writes it and `FromStr` reads it (or a preset's name), so the library and the CLI agree:
+///
+/// ```
+/// use monoflake::Layout;
+///
+/// let text = "time=41,datacenter=5,worker=5,sequence=12,epoch=2010-11-04T01:42:54.657Z,tick=1ms";
+/// assert_eq!(Layout::twitter().to_string(), text);
+/// assert_eq!(text.parse::<Layout>()?, Layout::twitter());
+/// # Ok::<(), monoflake::Error>(())
+/// ```
 ///
 /// # Example
 ///
@@ -840,6 +857,9 @@ impl LayoutBuilder {
             });
         }
         l.node_bits = node_bits;
+        // Without node bits the node's place makes no difference to any ID: one form, so that
+        // equal layouts compare equal and read back from their spec.
+        l.node_low &= node_bits > 0;
         let now_ms = crate::clock::wall_clock_ms();
         if l.epoch_ms > now_ms {
             return Err(Error::EpochInFuture {
@@ -869,7 +889,9 @@ fn check_field_name(name: &str, earlier: &[NodeField]) -> Result<(), Error> {
         return refuse("a name is a lowercase letter followed by [a-z0-9_]");
     }
     if RESERVED_NAMES.contains(&name) {
-        return refuse("the name is reserved (id, unix_ms, time, node, sequence)");
+        return refuse(
+            "the name is reserved (id, unix_ms, time, node, sequence, epoch, tick, sign_bit)",
+        );
     }
     if earlier.iter().any(|f| f.name == name) {
         return refuse("two node fields have this name");

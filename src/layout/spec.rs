@@ -1,0 +1,664 @@
+//! A layout as one line of text (`time=41,datacenter=5,worker=5,sequence=12,epoch=…,tick=1ms`):
+//! `FromStr` and `Display` for [`Layout`], and the name node stores keep its state under.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::hash::Hasher;
+use std::str::FromStr;
+
+use siphasher::sip::SipHasher24;
+
+use super::{ALL_PRESETS, Layout};
+use crate::Error;
+use crate::id::Rfc3339;
+
+/// What a spec is, for error messages.
+const SPEC_HELP: &str = "a spec lists NAME=VALUE parts, bit fields from the most significant \
+                         bit down, e.g. time=41,datacenter=5,worker=5,sequence=12,\
+                         epoch=2010-11-04T01:42:54.657Z,tick=1ms";
+
+/// The canonical spec text: bit fields from the most significant bit down, then the epoch
+/// (RFC 3339, UTC, milliseconds), the tick (`Nms`, or `Ns` for whole seconds) and, only when
+/// IDs may use the top bit, `sign_bit=yes`. [`Layout::from_str`] reads it back.
+///
+/// ```
+/// use monoflake::Layout;
+/// assert_eq!(
+///     Layout::twitter().to_string(),
+///     "time=41,datacenter=5,worker=5,sequence=12,epoch=2010-11-04T01:42:54.657Z,tick=1ms"
+/// );
+/// assert_eq!(
+///     Layout::sonyflake().to_string(),
+///     "time=39,sequence=8,machine=16,epoch=2014-09-01T00:00:00.000Z,tick=10ms"
+/// );
+/// assert!(Layout::discord().to_string().ends_with(",tick=1ms,sign_bit=yes"));
+/// ```
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "time={}", self.time_bits)?;
+        let write_fields = |f: &mut fmt::Formatter<'_>| {
+            self.fields
+                .iter()
+                .try_for_each(|field| write!(f, ",{}={}", field.name, field.bits))
+        };
+        if self.node_low {
+            write!(f, ",sequence={}", self.sequence_bits)?;
+            write_fields(f)?;
+        } else {
+            write_fields(f)?;
+            write!(f, ",sequence={}", self.sequence_bits)?;
+        }
+        write!(f, ",epoch={}", Rfc3339(self.epoch_ms))?;
+        if self.tick_ms.is_multiple_of(1000) {
+            write!(f, ",tick={}s", self.tick_ms / 1000)?;
+        } else {
+            write!(f, ",tick={}ms", self.tick_ms)?;
+        }
+        if self.allow_sign_bit {
+            f.write_str(",sign_bit=yes")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a preset name (`twitter`) or a spec: comma-separated `NAME=VALUE` parts.
+///
+/// * Bit fields, from the most significant bit down: `time=BITS` first, then the node fields
+///   by name and `sequence=BITS` — node fields before the sequence (Twitter's order) or after
+///   it (Sonyflake's), all on one side.
+/// * `epoch=` RFC 3339 (`2024-01-01T00:00:00Z`, `2020-02-20T02:20:02+08:00`, `2024-01-01`)
+///   or Unix milliseconds (`1288834974657`); required.
+/// * `tick=` `1ms` (the default), `10ms`, `1s`…
+/// * `sign_bit=yes` lets IDs use all 64 bits (default `no`: every ID fits an `i64`).
+///
+/// The layout is then checked as [`LayoutBuilder::build`](crate::LayoutBuilder::build) checks
+/// it. A spec shaped exactly like a preset gives that preset (with its name); any other is
+/// named `custom`.
+///
+/// # Errors
+///
+/// [`Error::UnknownPreset`] for a name that is not a preset, [`Error::InvalidLayoutSpec`]
+/// naming the part that is wrong, and the builder's errors ([`Error::LayoutTooWide`] with
+/// the bits the layout needs, [`Error::ZeroBits`], [`Error::InvalidFieldName`]…).
+///
+/// ```
+/// use monoflake::{Error, Layout};
+///
+/// let layout: Layout = "time=39,region=4,host=8,sequence=12,epoch=2024-01-01,tick=10ms".parse()?;
+/// assert_eq!((layout.name(), layout.total_bits(), layout.tick_ms()), ("custom", 63, 10));
+/// assert_eq!(layout.epoch_ms(), 1_704_067_200_000);
+/// // The text Display writes reads back to the same layout, presets included.
+/// assert_eq!(layout.to_string().parse::<Layout>()?, layout);
+/// assert_eq!(Layout::discord().to_string().parse::<Layout>()?, Layout::discord());
+/// assert_eq!("sonyflake".parse::<Layout>()?, Layout::sonyflake());
+///
+/// // A write-up's game-server layout needs 73 bits.
+/// let err = "time=37,server=20,sequence=16,epoch=2024-01-01".parse::<Layout>().unwrap_err();
+/// assert!(matches!(err, Error::LayoutTooWide { total: 73, max: 63, .. }));
+/// let err = "time=41,worker=10,sequence=12,epoch=2024-01-01,tick=10".parse::<Layout>().unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid layout spec at \"tick=10\": a tick needs a unit: 10ms or 10s"
+/// );
+/// # Ok::<(), Error>(())
+/// ```
+impl FromStr for Layout {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Layout, Error> {
+        let text = text.trim();
+        if !text.contains('=') {
+            return Layout::preset(text);
+        }
+        let parsed = parse(text)?;
+        Ok(
+            match ALL_PRESETS
+                .iter()
+                .find(|p| same_shape(&p.layout(), &parsed))
+            {
+                Some(preset) => preset.layout(),
+                None => parsed,
+            },
+        )
+    }
+}
+
+impl Layout {
+    /// The name node stores keep this layout's claims and time reservations under (a
+    /// directory of the file store, a key prefix in etcd), so that two different layouts
+    /// never share a node's claim or reservation, and one layout always finds its own
+    /// whatever it is called:
+    ///
+    /// * a layout shaped exactly like a preset (same widths, field names, order, epoch, tick
+    ///   and sign bit) uses the preset's name, however it was made;
+    /// * any other layout uses `custom-` and 16 hex digits of SipHash-2-4 (keys 0, 0) of its
+    ///   canonical spec text (its `Display`). The name the builder was given plays no part.
+    ///
+    /// ```
+    /// use monoflake::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().state_name(), "twitter");
+    /// let same: Layout = Layout::twitter().to_string().parse()?;
+    /// assert_eq!(same.state_name(), "twitter");
+    /// let custom: Layout = "time=41,worker=10,sequence=12,epoch=2024-01-01".parse()?;
+    /// assert_eq!(custom.state_name(), "custom-6a16fa6634b88623");
+    /// let renamed = Layout::builder().name("orders").time_bits(41).node_field("worker", 10)
+    ///     .sequence_bits(12).epoch_ms(1_704_067_200_000).build()?;
+    /// assert_eq!(renamed.state_name(), custom.state_name());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn state_name(&self) -> Cow<'static, str> {
+        if let Some(preset) = ALL_PRESETS.iter().find(|p| same_shape(&p.layout(), self)) {
+            return Cow::Borrowed(preset.name);
+        }
+        let mut hasher = SipHasher24::new_with_keys(0, 0);
+        hasher.write(self.to_string().as_bytes());
+        Cow::Owned(format!("custom-{:016x}", hasher.finish()))
+    }
+}
+
+/// Everything but the name.
+fn same_shape(a: &Layout, b: &Layout) -> bool {
+    a.time_bits == b.time_bits
+        && a.sequence_bits == b.sequence_bits
+        && a.fields == b.fields
+        && a.node_low == b.node_low
+        && a.epoch_ms == b.epoch_ms
+        && a.tick_ms == b.tick_ms
+        && a.allow_sign_bit == b.allow_sign_bit
+}
+
+fn spec_error(part: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidLayoutSpec {
+        part: part.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn parse(text: &str) -> Result<Layout, Error> {
+    let mut builder = Layout::builder();
+    let (mut time, mut sequence) = (None::<u32>, None::<u32>);
+    let (mut epoch, mut tick, mut sign_bit) = (None::<u64>, None::<u64>, None::<bool>);
+    let (mut above, mut below) = (0usize, 0usize);
+    for part in text.split(',') {
+        let part = part.trim();
+        let Some((key, value)) = part.split_once('=') else {
+            let reason = if part.is_empty() {
+                format!("an empty part; {SPEC_HELP}")
+            } else {
+                format!("expected NAME=VALUE; {SPEC_HELP}")
+            };
+            return Err(spec_error(part, reason));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let twice = || spec_error(part, format!("{key} is given twice"));
+        match key {
+            "epoch" => {
+                if epoch.replace(parse_epoch(part, value)?).is_some() {
+                    return Err(twice());
+                }
+            }
+            "tick" => {
+                if tick.replace(parse_tick(part, value)?).is_some() {
+                    return Err(twice());
+                }
+            }
+            "sign_bit" => {
+                let yes = match value {
+                    "yes" | "true" => true,
+                    "no" | "false" => false,
+                    _ => {
+                        return Err(spec_error(
+                            part,
+                            "sign_bit is yes (IDs may use all 64 bits) or no (the default: \
+                             every ID fits an i64)",
+                        ));
+                    }
+                };
+                if sign_bit.replace(yes).is_some() {
+                    return Err(twice());
+                }
+            }
+            _ => {
+                let bits = parse_bits(part, key, value)?;
+                match key {
+                    "time" if time.is_some() => return Err(twice()),
+                    "time" => time = Some(bits),
+                    _ if time.is_none() => {
+                        return Err(spec_error(
+                            part,
+                            "the time field comes first (fields go from the most significant \
+                             bit down)",
+                        ));
+                    }
+                    "sequence" if sequence.is_some() => return Err(twice()),
+                    "sequence" => sequence = Some(bits),
+                    name => {
+                        if sequence.is_some() {
+                            below += 1;
+                        } else {
+                            above += 1;
+                        }
+                        builder = builder.node_field(name.to_owned(), bits);
+                    }
+                }
+            }
+        }
+    }
+    let Some(time) = time else {
+        return Err(spec_error("", format!("no time=BITS field; {SPEC_HELP}")));
+    };
+    let Some(sequence) = sequence else {
+        return Err(spec_error(
+            "",
+            format!("no sequence=BITS field; {SPEC_HELP}"),
+        ));
+    };
+    let Some(epoch) = epoch else {
+        return Err(spec_error(
+            "",
+            "no epoch (RFC 3339 such as epoch=2024-01-01T00:00:00Z, or Unix milliseconds)",
+        ));
+    };
+    if above > 0 && below > 0 {
+        return Err(spec_error(
+            "",
+            format!(
+                "node fields sit all between time and sequence (as twitter) or all below the \
+                 sequence (as sonyflake); this spec has {above} above the sequence and {below} \
+                 below it"
+            ),
+        ));
+    }
+    builder
+        .time_bits(time)
+        .sequence_bits(sequence)
+        .node_below_sequence(below > 0)
+        .epoch_ms(epoch)
+        .tick_ms(tick.unwrap_or(1))
+        .allow_sign_bit(sign_bit.unwrap_or(false))
+        .build()
+}
+
+fn parse_bits(part: &str, key: &str, value: &str) -> Result<u32, Error> {
+    match value.parse::<u32>() {
+        Ok(bits) if bits <= 64 => Ok(bits),
+        Ok(bits) => Err(spec_error(
+            part,
+            format!("{key} has {bits} bits; an ID holds at most 64"),
+        )),
+        Err(_) => Err(spec_error(
+            part,
+            format!(
+                "the width of {key} is a number of bits, got {value:?} (the other settings \
+                 are epoch=, tick= and sign_bit=)"
+            ),
+        )),
+    }
+}
+
+fn parse_tick(part: &str, value: &str) -> Result<u64, Error> {
+    let (number, scale) = if let Some(n) = value.strip_suffix("ms") {
+        (n, 1)
+    } else if let Some(n) = value.strip_suffix('s') {
+        (n, 1000)
+    } else if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(spec_error(
+            part,
+            format!("a tick needs a unit: {value}ms or {value}s"),
+        ));
+    } else {
+        return Err(spec_error(
+            part,
+            format!("a tick is a whole number of ms or s, e.g. 1ms, 10ms, 1s; got {value:?}"),
+        ));
+    };
+    number
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| {
+            spec_error(
+                part,
+                format!("a tick is a whole number of ms or s, e.g. 1ms, 10ms, 1s; got {value:?}"),
+            )
+        })
+}
+
+/// Unix milliseconds, or RFC 3339 (a date alone is midnight UTC).
+fn parse_epoch(part: &str, value: &str) -> Result<u64, Error> {
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return value.parse().map_err(|_| {
+            spec_error(
+                part,
+                format!("the epoch {value} is too large for Unix milliseconds"),
+            )
+        });
+    }
+    parse_rfc3339(value).map_err(|reason| {
+        spec_error(
+            part,
+            format!(
+                "the epoch is RFC 3339 (2024-01-01T00:00:00Z, 2020-02-20T02:20:02+08:00, \
+                 2024-01-01) or Unix milliseconds; {reason}"
+            ),
+        )
+    })
+}
+
+/// A cursor over ASCII text, for the RFC 3339 reader.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn digits(&mut self, n: usize, what: &str) -> Result<u64, String> {
+        let end = self.at + n;
+        match self.bytes.get(self.at..end) {
+            Some(d) if d.iter().all(u8::is_ascii_digit) => {
+                self.at = end;
+                Ok(d.iter().fold(0, |acc, &b| acc * 10 + u64::from(b - b'0')))
+            }
+            _ => Err(format!(
+                "expected {n} digits of {what} at position {}",
+                self.at
+            )),
+        }
+    }
+
+    fn expect(&mut self, one_of: &[u8], what: &str) -> Result<u8, String> {
+        match self.bytes.get(self.at) {
+            Some(b) if one_of.contains(b) => {
+                self.at += 1;
+                Ok(*b)
+            }
+            _ => Err(format!("expected {what} at position {}", self.at)),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.at == self.bytes.len()
+    }
+}
+
+fn parse_rfc3339(text: &str) -> Result<u64, String> {
+    let mut c = Cursor {
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    let year = c.digits(4, "the year")?;
+    c.expect(b"-", "'-'")?;
+    let month = c.digits(2, "the month")?;
+    c.expect(b"-", "'-'")?;
+    let day = c.digits(2, "the day")?;
+    if !(1..=12).contains(&month) {
+        return Err(format!("month {month} is not 1..=12"));
+    }
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let last = month_days[(month - 1) as usize];
+    if !(1..=last).contains(&day) {
+        return Err(format!(
+            "day {day} is not 1..={last} in {year:04}-{month:02}"
+        ));
+    }
+    let days = days_from_civil(year, month, day);
+    let (mut ms, mut offset_ms) = (0u64, 0i64);
+    if !c.done() {
+        c.expect(b"Tt ", "'T' between date and time")?;
+        let hour = c.digits(2, "the hour")?;
+        c.expect(b":", "':'")?;
+        let minute = c.digits(2, "the minute")?;
+        c.expect(b":", "':'")?;
+        let second = c.digits(2, "the second")?;
+        if hour > 23 || minute > 59 || second > 59 {
+            return Err(format!(
+                "{hour:02}:{minute:02}:{second:02} is not a time of day"
+            ));
+        }
+        ms = (hour * 3600 + minute * 60 + second) * 1000;
+        if c.expect(b".", "").is_ok() {
+            let start = c.at;
+            let mut place = 100;
+            while let Ok(d) = c.digits(1, "a fraction") {
+                if place == 0 && d != 0 {
+                    return Err("the epoch is finer than a millisecond".into());
+                }
+                ms += d * place;
+                place /= 10;
+            }
+            if c.at == start {
+                return Err(format!("expected digits after '.' at position {start}"));
+            }
+        }
+        let zone = c.expect(b"Zz+-", "a zone (Z or +HH:MM)")?;
+        if zone == b'+' || zone == b'-' {
+            let hours = c.digits(2, "the zone's hours")?;
+            c.expect(b":", "':'")?;
+            let minutes = c.digits(2, "the zone's minutes")?;
+            if hours > 23 || minutes > 59 {
+                return Err(format!("{hours:02}:{minutes:02} is not a zone offset"));
+            }
+            let offset = i64::try_from((hours * 60 + minutes) * 60_000).unwrap_or(0);
+            offset_ms = if zone == b'+' { offset } else { -offset };
+        }
+        if !c.done() {
+            return Err(format!("unexpected text at position {}", c.at));
+        }
+    }
+    let local = i128::from(days) * 86_400_000 + i128::from(ms);
+    let utc = local - i128::from(offset_ms);
+    u64::try_from(utc).map_err(|_| format!("{text} is before 1970-01-01T00:00:00Z"))
+}
+
+/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm), negative before it.
+fn days_from_civil(year: u64, month: u64, day: u64) -> i64 {
+    let y = i64::try_from(year).unwrap_or(0) - i64::from(month <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::try_from(month).unwrap_or(1);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + i64::try_from(day).unwrap_or(1) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_reads_what_rfc3339_writes_and_offsets() {
+        for ms in [0, 951_782_400_000, 1_288_834_974_657, 4_102_444_799_999] {
+            assert_eq!(parse_rfc3339(&crate::rfc3339(ms)), Ok(ms));
+        }
+        assert_eq!(
+            parse_rfc3339("2020-02-20T02:20:02+08:00"),
+            Ok(1_582_136_402_000)
+        );
+        assert_eq!(parse_rfc3339("2016-05-20"), Ok(1_463_702_400_000));
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00.5Z"), Ok(500));
+        assert!(
+            parse_rfc3339("1969-12-31T23:59:59Z")
+                .unwrap_err()
+                .contains("before 1970")
+        );
+        assert!(
+            parse_rfc3339("2023-02-29")
+                .unwrap_err()
+                .contains("day 29 is not 1..=28")
+        );
+        assert!(
+            parse_rfc3339("2023-01-01T00:00:00")
+                .unwrap_err()
+                .contains("a zone")
+        );
+        assert!(
+            parse_rfc3339("2023-01-01T00:00:00.0001Z")
+                .unwrap_err()
+                .contains("finer")
+        );
+        assert!(parse_rfc3339("2023-01-01T24:00:00Z").is_err());
+    }
+
+    #[test]
+    fn every_preset_round_trips_through_its_spec() {
+        for name in crate::PRESETS {
+            let layout = Layout::preset(name).unwrap();
+            let text = layout.to_string();
+            assert_eq!(text.parse::<Layout>().unwrap(), layout, "{text}");
+            assert_eq!(layout.state_name(), *name);
+        }
+    }
+
+    #[test]
+    fn spec_errors_name_the_part_and_the_numbers() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "time=41,worker=10,sequence=12",
+                "invalid layout spec: no epoch",
+            ),
+            (
+                "worker=10,time=41,sequence=12,epoch=0",
+                "invalid layout spec at \"worker=10\": the time field comes first",
+            ),
+            (
+                "time=41,sequence=12,worker=10,time=3,epoch=0",
+                "invalid layout spec at \"time=3\": time is given twice",
+            ),
+            (
+                "time=41,a=5,sequence=12,b=5,epoch=0",
+                "1 above the sequence and 1 below it",
+            ),
+            (
+                "time=41,worker=x,sequence=12,epoch=0",
+                "the width of worker is a number of bits, got \"x\"",
+            ),
+            (
+                "time=41,worker=10,sequence=12,epoch=0,tick=fast",
+                "a tick is a whole number of ms or s",
+            ),
+            (
+                "time=41,worker=10,sequence=12,epoch=0,sign_bit=maybe",
+                "sign_bit is yes",
+            ),
+            ("time=41,,sequence=12,epoch=0", "an empty part"),
+            ("time=41,worker,sequence=12,epoch=0", "expected NAME=VALUE"),
+            ("time=41,sequence=12,epoch=0,time", "expected NAME=VALUE"),
+            (
+                "time=41,worker=10,epoch=0",
+                "invalid layout spec: no sequence=BITS field",
+            ),
+            (
+                "time=41,worker=10,sequence=12,epoch=2024-13-01",
+                "month 13 is not 1..=12",
+            ),
+            (
+                "time=41,Worker=10,sequence=12,epoch=0",
+                "invalid node field name \"Worker\"",
+            ),
+            (
+                "time=41,tick2=10,sequence=12,epoch=0,tick=0ms",
+                "the tick must be at least 1 ms, got 0",
+            ),
+            (
+                "time=37,server=20,sequence=16,epoch=2024-01-01",
+                "layout needs 73 bits (time 37 + node 20 + sequence 16) but an ID holds at most 63",
+            ),
+            (
+                "time=41,worker=10,sequence=12,epoch=4102444800000",
+                "in the future",
+            ),
+            (
+                "time=99,sequence=12,epoch=0",
+                "time has 99 bits; an ID holds at most 64",
+            ),
+        ];
+        for (spec, message) in cases {
+            let err = spec.parse::<Layout>().unwrap_err();
+            assert!(err.is_bad_input(), "{spec}: {err}");
+            assert!(err.to_string().contains(message), "{spec}: {err}");
+        }
+    }
+
+    #[test]
+    fn state_names_differ_for_layouts_that_differ() {
+        let a: Layout = "time=41,worker=10,sequence=12,epoch=2024-01-01"
+            .parse()
+            .unwrap();
+        let b: Layout = "time=41,worker=10,sequence=12,epoch=2024-01-01,tick=2ms"
+            .parse()
+            .unwrap();
+        let c: Layout = "time=41,sequence=12,worker=10,epoch=2024-01-01"
+            .parse()
+            .unwrap();
+        let names = [a.state_name(), b.state_name(), c.state_name()];
+        assert!(
+            names
+                .iter()
+                .all(|n| n.starts_with("custom-") && n.len() == 23)
+        );
+        assert_ne!(names[0], names[1]);
+        assert_ne!(names[0], names[2]);
+        assert_ne!(names[1], names[2]);
+    }
+
+    proptest::proptest! {
+        /// Every layout the builder accepts is written as a spec that reads back to the same
+        /// layout, with the same state name.
+        #[test]
+        fn every_built_layout_round_trips(
+            time in 1u32..45,
+            fields in proptest::collection::vec((0usize..6, 0u32..12), 0..4),
+            sequence in 1u32..20,
+            node_low: bool,
+            epoch in 0u64..1_700_000_000_000,
+            tick in proptest::sample::select(vec![1u64, 2, 10, 999, 1000, 60_000]),
+            sign_bit: bool,
+        ) {
+            let names = ["worker", "dc", "host", "region", "m0", "shard_id"];
+            let mut builder = Layout::builder()
+                .time_bits(time)
+                .sequence_bits(sequence)
+                .node_below_sequence(node_low)
+                .epoch_ms(epoch)
+                .tick_ms(tick)
+                .allow_sign_bit(sign_bit);
+            for (name, bits) in fields {
+                builder = builder.node_field(names[name], bits);
+            }
+            if let Ok(layout) = builder.build() {
+                let text = layout.to_string();
+                let back: Layout = text.parse().unwrap();
+                proptest::prop_assert!(same_shape(&back, &layout), "{}", text);
+                proptest::prop_assert_eq!(back.to_string(), text);
+                proptest::prop_assert_eq!(back.state_name(), layout.state_name());
+            }
+        }
+
+        /// Reading any text never panics: it gives a layout or a bad-input error.
+        #[test]
+        fn any_text_gives_a_layout_or_a_bad_input_error(
+            text in "((time|sequence|epoch|tick|sign_bit|worker|x)=[0-9a-zT:.+-]{0,12},?){0,6}",
+        ) {
+            if let Err(e) = text.parse::<Layout>() {
+                proptest::prop_assert!(e.is_bad_input(), "{}", e);
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Which node to take when reservations run ahead of the clock: prefer a settled node, take
+//! one slightly ahead (a holder that crashed moments ago) only when no settled one is free,
+//! refuse one absurdly far ahead (a clock that is or was wrong) unless told to trust it.
+
+use std::time::Duration;
+
+use super::store::{Claim, NodeRequest, NodeStore};
+use crate::{Error, Layout};
+
+/// How many free nodes with a reservation ahead of the clock a claim of any node holds while
+/// it looks further for a settled one. Each is held until the choice is made (so the store's
+/// "lowest free node" moves on), then given back.
+const MAX_PASSED_OVER: usize = 64;
+
+/// The node chosen, and how many were passed over as too far ahead.
+#[derive(Debug)]
+pub(crate) struct Chosen {
+    pub(crate) claim: Claim,
+    pub(crate) skipped_ahead: u64,
+}
+
+/// How far the claim's reservation is ahead of `now_ms`, in ms (0 for none, or one passed).
+pub(crate) fn ahead_ms(claim: &Claim, now_ms: u64) -> u64 {
+    claim
+        .reserved_until_ms()
+        .map_or(0, |until| until.saturating_sub(now_ms))
+}
+
+/// Claims a node for `request`: see the module comment. `tolerance_ms` is the largest lead
+/// accepted; `trust` accepts any lead (the caller moves its clock to the reservation).
+///
+/// # Errors
+///
+/// The store's errors; [`Error::ReservationAhead`] for an exact node reserved too far ahead;
+/// [`Error::AllNodesHeld`] (with the count of nodes passed over) when no node is usable.
+pub(crate) fn choose(
+    store: &dyn NodeStore,
+    layout: &Layout,
+    request: NodeRequest,
+    now_ms: u64,
+    tolerance_ms: u64,
+    trust: bool,
+) -> Result<Chosen, Error> {
+    let too_far = |claim: &Claim| !trust && ahead_ms(claim, now_ms) > tolerance_ms;
+    if let NodeRequest::Exact(_) = request {
+        let claim = store.claim(layout, request)?;
+        if too_far(&claim) {
+            let error = ahead_error(&claim, now_ms, tolerance_ms);
+            give_back(store, claim);
+            return Err(error);
+        }
+        return Ok(Chosen {
+            claim,
+            skipped_ahead: 0,
+        });
+    }
+    // Any node: the first settled one wins; nodes ahead are held (so the store offers the next
+    // one) and given back once the choice is made.
+    let mut passed: Vec<Claim> = Vec::new();
+    let outcome = loop {
+        if passed.len() >= MAX_PASSED_OVER {
+            break Ok(None);
+        }
+        match store.claim(layout, NodeRequest::Any) {
+            Ok(claim) if ahead_ms(&claim, now_ms) == 0 => break Ok(Some(claim)),
+            Ok(claim) => passed.push(claim),
+            Err(Error::AllNodesHeld { .. }) => break Ok(None),
+            Err(e) => break Err(e),
+        }
+    };
+    let skipped_ahead = passed.iter().filter(|c| too_far(c)).count() as u64;
+    let chosen = match outcome {
+        Ok(Some(settled)) => Ok(settled),
+        Ok(None) => {
+            // No settled node: the least-ahead one within the tolerance, if any.
+            let best = passed
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !too_far(c))
+                .min_by_key(|(_, c)| ahead_ms(c, now_ms))
+                .map(|(i, _)| i);
+            match best {
+                Some(i) => Ok(passed.swap_remove(i)),
+                None => Err(Error::AllNodesHeld {
+                    count: layout.max_node().saturating_add(1),
+                    ahead: skipped_ahead,
+                }),
+            }
+        }
+        Err(e) => Err(e),
+    };
+    for claim in passed {
+        give_back(store, claim);
+    }
+    chosen.map(|claim| Chosen {
+        claim,
+        skipped_ahead,
+    })
+}
+
+/// The error for a claim whose reservation is too far ahead.
+fn ahead_error(claim: &Claim, now_ms: u64, tolerance_ms: u64) -> Error {
+    Error::ReservationAhead {
+        node: claim.node(),
+        reserved_until_ms: claim.reserved_until_ms().unwrap_or(0),
+        ahead: Duration::from_millis(ahead_ms(claim, now_ms)),
+        tolerance: Duration::from_millis(tolerance_ms),
+    }
+}
+
+/// Gives a node back untouched: its reservation stays what it was.
+fn give_back(store: &dyn NodeStore, claim: Claim) {
+    let until = claim.reserved_until_ms().unwrap_or(0);
+    // Best effort: the claim is given up either way, and the record is unchanged.
+    let _ = store.release(claim, until);
+}
