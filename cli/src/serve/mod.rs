@@ -41,6 +41,25 @@ fn batch_capacity(layout: &Layout) -> u64 {
     lead_ticks.max(1).saturating_mul(layout.max_sequence() + 1)
 }
 
+/// Says so on stderr when a listener beyond loopback has no token or no TLS.
+fn warn_if_exposed(addr: std::net::SocketAddr, token: bool, tls: bool) {
+    if addr.ip().is_loopback() {
+        return;
+    }
+    if !token {
+        eprintln!(
+            "monoflake: warning: {addr} is not loopback and there is no --token-file: \
+             anyone who can reach it gets IDs"
+        );
+    }
+    if !tls {
+        eprintln!(
+            "monoflake: warning: {addr} is not loopback and there is no --tls-cert: \
+             tokens and IDs cross the network in clear text"
+        );
+    }
+}
+
 pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     let layout = args.node_args.layout.clone();
     let request = match args.node_args.node {
@@ -112,6 +131,9 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         draining: AtomicBool::new(false),
     });
     let scheme = if tls.is_some() { "https" } else { "http" };
+    for addr in std::iter::once(args.listen).chain(args.grpc_listen) {
+        warn_if_exposed(addr, app.token.is_some(), tls.is_some());
+    }
     let mut endpoints = Vec::new();
     let local = |l: &tokio::net::TcpListener| {
         l.local_addr()
