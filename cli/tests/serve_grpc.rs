@@ -115,6 +115,37 @@ fn next_and_decode_over_grpc() {
 }
 
 #[test]
+fn sigterm_with_an_open_grpc_connection_still_exits_0_and_releases() {
+    let dir = common::TempDir::new("grpc-stop");
+    let state = dir.path().to_str().unwrap();
+    let s = Server::start(&[
+        "--state-dir",
+        state,
+        "--node",
+        "4",
+        "--grpc-listen",
+        "127.0.0.1:0",
+    ]);
+    let addr = s.grpc.clone().unwrap();
+    let rt = runtime();
+    // A client keeps its HTTP/2 connection open (and its runtime running) across the stop.
+    let mut c = rt.block_on(client(&addr));
+    let before = rt
+        .block_on(c.next(NextRequest { count: 10 }))
+        .unwrap()
+        .into_inner()
+        .ids;
+    let (status, log) = s.stop();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("node 4 released"), "{log}");
+    // The open connection gets no more IDs; the node is free for the next server.
+    assert!(rt.block_on(c.next(NextRequest { count: 1 })).is_err());
+    let next = Server::start(&["--state-dir", state, "--node", "4"]);
+    let after = server::ids_of(&server::get(&server::agent(), &next.url("/v1/id"), &[]));
+    assert!(after[0] > before[9]);
+}
+
+#[test]
 fn grpc_clients_in_parallel_never_share_an_id() {
     let dir = common::TempDir::new("grpc-unique");
     let s = Server::start(&[
