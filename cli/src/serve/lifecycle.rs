@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use monoflake::Error;
-
 use axum::Router;
+use monoflake::Error;
 use tokio::net::TcpListener;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
@@ -33,6 +33,25 @@ pub async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
         .map_err(|e| format!("cannot listen for {what} on {addr}: {e}"))
 }
 
+/// SIGTERM and SIGINT, caught from before the node is claimed: a stop that arrives while the
+/// claim is under way is kept, and served (drain, release) as soon as serving starts.
+pub struct Signals {
+    terminate: Signal,
+    interrupt: Signal,
+}
+
+impl Signals {
+    /// Must run inside the runtime.
+    pub fn watch() -> Result<Signals, String> {
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())
+                .map_err(|e| format!("cannot watch for SIGTERM: {e}"))?,
+            interrupt: signal(SignalKind::interrupt())
+                .map_err(|e| format!("cannot watch for SIGINT: {e}"))?,
+        })
+    }
+}
+
 /// Serves every endpoint until SIGTERM or SIGINT, then drains them.
 pub async fn run(
     app: Arc<App>,
@@ -40,12 +59,13 @@ pub async fn run(
     tls: Option<TlsAcceptor>,
     limits: Limits,
     reclaim_after: Duration,
+    signals: Signals,
 ) -> Result<(), String> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| format!("cannot watch for SIGINT: {e}"))?;
+    let Signals {
+        mut terminate,
+        mut interrupt,
+    } = signals;
     let mut tasks = tokio::task::JoinSet::new();
     for e in endpoints {
         tasks.spawn(listener::serve(

@@ -100,6 +100,10 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         .thread_name("monoflake-serve")
         .build()
         .map_err(|e| runtime_failure(format!("cannot start the I/O runtime: {e}")))?;
+    let signals = {
+        let _inside = runtime.enter();
+        lifecycle::Signals::watch().map_err(runtime_failure)?
+    };
     // Listen first: a port in use fails before any node is claimed.
     let http_listener = runtime
         .block_on(lifecycle::bind(args.listen, "HTTP"))
@@ -173,6 +177,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         tls,
         limits,
         reclaim_after,
+        signals,
     ));
     // Connections still open after the drain are cut here; nothing then holds the generator.
     runtime.shutdown_timeout(Duration::from_millis(100));
