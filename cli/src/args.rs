@@ -290,6 +290,9 @@ pub struct ServeArgs {
     /// from it; retried as often while the store refuses.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_seconds)]
     pub reclaim_after: f64,
+    /// Threads serving requests [default: one per CPU].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
     /// How long a stop (SIGTERM, SIGINT) waits for requests in flight before it closes their
     /// connections and releases the node.
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_seconds)]

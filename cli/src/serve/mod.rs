@@ -95,7 +95,11 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
         _ => None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        runtime.worker_threads(usize::from(n));
+    }
+    let runtime = runtime
         .enable_all()
         .thread_name("monoflake-serve")
         .build()
