@@ -146,6 +146,70 @@ fn sigterm_with_an_open_grpc_connection_still_exits_0_and_releases() {
 }
 
 #[test]
+fn grpc_health_follows_readiness_and_needs_no_token() {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+
+    let dir = common::TempDir::new("grpc-health");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "health-token-0123456789\n").unwrap();
+    let state = dir.path().join("state");
+    let s = Server::start(&[
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--token-file",
+        token.to_str().unwrap(),
+        "--reclaim-after",
+        "3600",
+    ]);
+    let addr = s.grpc.clone().unwrap();
+    let rt = runtime();
+    let channel = rt.block_on(async {
+        Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    });
+    let mut health = HealthClient::new(channel);
+    let mut status = |service: &str| {
+        let request = HealthCheckRequest {
+            service: service.to_owned(),
+        };
+        rt.block_on(health.check(request))
+            .map(|r| r.into_inner().status)
+    };
+    assert_eq!(status("").unwrap(), ServingStatus::Serving as i32);
+    assert_eq!(
+        status("monoflake.v1.Ids").unwrap(),
+        ServingStatus::Serving as i32
+    );
+    assert_eq!(
+        status("no.such.Service").unwrap_err().code(),
+        Code::NotFound
+    );
+    // The lease is lost (the state directory removed): health turns NOT_SERVING, as /readyz.
+    std::fs::remove_dir_all(&state).unwrap();
+    let start = std::time::Instant::now();
+    while status("monoflake.v1.Ids").unwrap() != ServingStatus::NotServing as i32 {
+        assert!(
+            start.elapsed() < server::GUARD,
+            "health never turned NOT_SERVING"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(status("").unwrap(), ServingStatus::NotServing as i32);
+    assert_eq!(
+        server::get(&server::agent(), &s.url("/readyz"), &[]).status,
+        503
+    );
+    drop(s);
+}
+
+#[test]
 fn grpc_clients_in_parallel_never_share_an_id() {
     let dir = common::TempDir::new("grpc-unique");
     let s = Server::start(&[

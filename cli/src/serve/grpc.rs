@@ -25,13 +25,24 @@ mod pb {
 use pb::ids_server::{Ids, IdsServer};
 use pb::{DecodeRequest, DecodeResponse, NextRequest, NextResponse, NodeField};
 
-/// The gRPC routes, to be served by the listener like any router.
+/// The name health checks ask about (`grpc.health.v1.HealthCheckRequest.service`).
+pub const SERVICE_NAME: &str = "monoflake.v1.Ids";
+
+/// The gRPC routes, to be served by the listener like any router: `monoflake.v1.Ids` (behind
+/// the token) and the standard `grpc.health.v1.Health` (open, like `/readyz`), which reports
+/// `SERVING` for `monoflake.v1.Ids` and for the server as a whole (`""`) exactly while
+/// `/readyz` answers 200.
 pub fn router(app: Arc<App>) -> Router {
     let guard = Arc::clone(&app);
+    let health = tonic_health::pb::health_server::HealthServer::new(
+        tonic_health::server::HealthService::from_health_reporter(app.health.clone()),
+    );
     let service = IdsServer::with_interceptor(Service { app }, move |request: Request<()>| {
         authorize(&guard, request)
     });
-    tonic::service::Routes::new(service).into_axum_router()
+    tonic::service::Routes::new(service)
+        .add_service(health)
+        .into_axum_router()
 }
 
 fn authorize(app: &App, request: Request<()>) -> Result<Request<()>, Status> {

@@ -30,6 +30,9 @@ pub struct App {
     pub token: Option<Token>,
     /// Set when a stop began: `/readyz` answers 503 so load balancers move away.
     pub draining: AtomicBool,
+    /// The gRPC health service's statuses (`grpc.health.v1.Health`), kept in step with
+    /// `/readyz` by the supervisor (`lifecycle.rs`).
+    pub health: tonic_health::server::HealthReporter,
 }
 
 type Shared = State<Arc<App>>;

@@ -16,7 +16,9 @@ use tokio::net::TcpListener;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
+use tonic_health::ServingStatus;
 
+use super::grpc::SERVICE_NAME;
 use super::http::App;
 use super::listener::{self, Limits};
 
@@ -77,7 +79,8 @@ pub async fn run(
             stop_rx.clone(),
         ));
     }
-    let reclaimer = tokio::spawn(reclaim(Arc::clone(&app), reclaim_after));
+    report_health(&app, app.issuer.ready().is_ok()).await;
+    let supervisor = tokio::spawn(supervise(Arc::clone(&app), reclaim_after));
     let signal = tokio::select! {
         _ = terminate.recv() => "SIGTERM",
         _ = interrupt.recv() => "SIGINT",
@@ -87,20 +90,40 @@ pub async fn run(
         app.issuer.node()
     );
     app.draining.store(true, Ordering::Relaxed);
-    reclaimer.abort();
+    supervisor.abort();
+    report_health(&app, false).await;
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
     Ok(())
 }
 
-/// After a lost lease, waits `after`, then claims a node again (off the runtime's threads:
-/// claiming is store I/O), and so on while claiming fails.
-async fn reclaim(app: Arc<App>, after: Duration) {
+/// Sets the gRPC health statuses (the server's, `""`, and `monoflake.v1.Ids`).
+async fn report_health(app: &App, serving: bool) {
+    let status = if serving {
+        ServingStatus::Serving
+    } else {
+        ServingStatus::NotServing
+    };
+    for name in ["", SERVICE_NAME] {
+        app.health.set_service_status(name, status).await;
+    }
+}
+
+/// Every quarter second (at most): checks that issuing works, keeps the gRPC health status in
+/// step with `/readyz`, and after a lost lease waits `after`, then claims a node again (off
+/// the runtime's threads: claiming is store I/O), and so on while claiming fails.
+async fn supervise(app: Arc<App>, after: Duration) {
     let check = Duration::from_millis(250).min(after);
     let mut lost_since: Option<Instant> = None;
+    let mut serving = true;
     loop {
         tokio::time::sleep(check).await;
-        if !matches!(app.issuer.ready(), Err(Error::LeaseLost { .. })) {
+        let ready = app.issuer.ready();
+        if ready.is_ok() != serving {
+            serving = ready.is_ok();
+            report_health(&app, serving).await;
+        }
+        if !matches!(ready, Err(Error::LeaseLost { .. })) {
             lost_since = None;
             continue;
         }

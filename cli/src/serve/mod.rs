@@ -137,6 +137,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         exposition: metrics::Exposition::new(Arc::clone(&issuer)),
         token,
         draining: AtomicBool::new(false),
+        health: tonic_health::server::HealthReporter::new(),
     });
     let scheme = if tls.is_some() { "https" } else { "http" };
     for addr in std::iter::once(args.listen).chain(args.grpc_listen) {
