@@ -37,10 +37,11 @@ impl<C: TimeSource> Generator<C> {
                 return Err(self.refuse(step));
             };
             // Fence: never a tick the store has not acknowledged, never after the lease
-            // deadline, never in a forked child (a jump to a new tick or a borrow also asks
-            // the pid, to catch forks that skip pthread_atfork).
+            // deadline, never in a forked child (a move into a later tick — a jump or a
+            // borrow — also asks the pid, to catch forks that skip pthread_atfork; once per
+            // tick, not once per borrowed ID).
             let last_tick = last >> self.params.sequence_bits;
-            let slow = (first != cur + 1) | (last_tick > now) | (n > 1);
+            let slow = (last_tick > cur >> self.params.sequence_bits) | (n > 1);
             // One branch on the common path for all of it.
             if forked | slow | self.core.fence.refuses(now, last_tick) {
                 self.check_slow(forked, now, last_tick)?;
