@@ -164,7 +164,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
     }
 }
 
-fn measure<C: TimeSource + 'static>(
+fn measure<C: TimeSource + Clone + 'static>(
     args: &BenchArgs,
     layout: &Layout,
     threads: usize,
@@ -282,7 +282,7 @@ fn window(
             })
             .collect();
         barrier.wait();
-        let mut advance = |to: u8, after: Duration| {
+        let advance = |to: u8, after: Duration| {
             std::thread::sleep(after);
             // A thread that failed has stopped everyone already.
             let _ = phase.compare_exchange(to - 1, to, Ordering::Relaxed, Ordering::Relaxed);
