@@ -175,21 +175,22 @@ fn measure<C: TimeSource + Clone + 'static>(
     let overhead = timer_overhead(&timer);
     let cap_per_s = (layout.max_sequence() + 1) as f64 * 1000.0 / layout.tick_ms() as f64;
     progress(format_args!(
-        "measuring layout {} with the {} clock: a burst, then {} windows of {:?} \
-         ({WARM_UP:?} warm-up, then {:?} counted and {:?} timed)",
+        "measuring layout {} with the {} clock: a burst, then {} windows of {} ms \
+         ({} ms warm-up, then {} ms counted and {} ms timed)",
         layout.name(),
         clock_name(args.clock),
         2 * threads - 1,
-        WARM_UP + measured,
-        measured / 2,
-        measured / 2
+        (WARM_UP + measured).as_millis(),
+        WARM_UP.as_millis(),
+        (measured / 2).as_millis(),
+        (measured / 2).as_millis()
     ));
     let fresh = Generator::builder(layout.clone()).clock(clock()).build()?;
     let burst = burst(&fresh, cap_per_s)?;
     let shared = Generator::builder(layout.clone()).clock(clock()).build()?;
     let mut rows = Vec::new();
     for n in 1..=threads {
-        progress(format_args!("{n} thread(s), one shared generator"));
+        progress(format_args!("{}, one shared generator", threads_text(n)));
         rows.push(window(&shared, n, Kind::Shared, measured, &timer)?);
         if n > 1 {
             progress(format_args!("{n} threads, per-core ({n} slots)"));
@@ -216,6 +217,14 @@ fn measure<C: TimeSource + Clone + 'static>(
     }
     out.flush()?;
     Ok(())
+}
+
+fn threads_text(n: usize) -> String {
+    if n == 1 {
+        "1 thread".into()
+    } else {
+        format!("{n} threads")
+    }
 }
 
 fn clock_name(c: ClockArg) -> &'static str {
@@ -405,7 +414,7 @@ impl Report<'_> {
         let l = self.layout;
         let mut t = format!(
             "monoflake bench: layout {} ({} time, {} node, {} sequence bits; cap {} per node), \
-             {} clock, 1 to {} threads, {:?} in all\nmachine: {}\n\n",
+             {} clock, 1 to {} threads, {} ms in all\nmachine: {}\n\n",
             l.name(),
             l.time_bits(),
             l.node_bits(),
@@ -413,7 +422,7 @@ impl Report<'_> {
             rate(self.cap_per_s),
             clock_name(self.args.clock),
             self.threads,
-            self.args.duration,
+            self.args.duration.as_millis(),
             machine(),
         );
         let (n, ns) = self.burst;
@@ -466,8 +475,8 @@ impl Report<'_> {
         if at_cap.is_empty() {
             let best = self.rows.iter().map(|r| r.ids_per_s).fold(0.0, f64::max);
             t += &format!(
-                "at the cap: not reached; the layout allows {} per node and the best row gave {} \
-                 (a wider sequence or more threads would not be capped either)\n",
+                "at the cap: not reached; the layout allows {} per node and the best row gave {}, \
+                 so no row waited for the cap\n",
                 rate(self.cap_per_s),
                 rate(best)
             );
@@ -479,8 +488,8 @@ impl Report<'_> {
             for r in at_cap {
                 let [_, _, _, p9999, max] = percentiles(&r.latency);
                 t += &format!(
-                    "  {} thread(s), {}: {:.2}% of the cap, p99.99 {p9999} ns, max {max} ns\n",
-                    r.threads,
+                    "  {}, {}: {:.2}% of the cap, p99.99 {p9999} ns, max {max} ns\n",
+                    threads_text(r.threads),
                     r.kind.name(),
                     r.ids_per_s / self.cap_per_s * 100.0
                 );

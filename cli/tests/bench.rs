@@ -98,7 +98,7 @@ fn bench_table_has_its_header_rows_and_cap_line() {
     assert!(
         table.starts_with(
             "monoflake bench: layout discord (42 time, 10 node, 12 sequence bits; \
-             cap 4.10 M/s per node), coarse clock, 1 to 1 threads, 400ms in all\n"
+             cap 4.10 M/s per node), coarse clock, 1 to 1 threads, 400 ms in all\n"
         ),
         "{table}"
     );
