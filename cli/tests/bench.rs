@@ -109,7 +109,11 @@ fn bench_table_has_its_header_rows_and_cap_line() {
     }
     let rows: Vec<&str> = table
         .lines()
-        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|l| {
+            let mut words = l.split_whitespace();
+            words.next().is_some_and(|w| w.parse::<u32>().is_ok())
+                && words.next().is_some_and(|w| w == "shared" || w == "per-core")
+        })
         .collect();
     assert_eq!(rows.len(), 1, "{table}");
     assert!(rows[0].trim_start().starts_with("1  shared"), "{table}");
@@ -137,4 +141,27 @@ fn bench_refuses_bad_input_with_exit_2() {
             text(&out.stderr)
         );
     }
+}
+
+#[test]
+fn bench_takes_a_layout_spec_and_reports_an_unreached_cap() {
+    let out = monoflake(&[
+        "bench",
+        "--layout",
+        "time=41,n=1,sequence=21,epoch=2010-11-04T01:42:54.657Z",
+        "--threads",
+        "1",
+        "--duration",
+        "300ms",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["layout"]["sequence_bits"], 21);
+    assert_eq!(v["layout"]["node_bits"], 1);
+    // 2^21 IDs per ms: no single thread issues one ID per half nanosecond.
+    assert_eq!(v["layout"]["cap_per_s"], 2_097_152_000.0);
+    assert_eq!(v["rows"][0]["at_cap"], false);
+    // The burst is capped at 2,000,000 IDs.
+    assert_eq!(v["hot_path"]["ids"], 2_000_000);
 }
