@@ -10,6 +10,8 @@
 //! * **sustained**: 1 thread, then 2 threads, calling back to back for 300 ms of warm-up (past
 //!   monoflake's 100 ms lead) and then 2.5 s measured: every call waits for its slot under the
 //!   cap. Throughput is the IDs issued in the measured window against the cap (4,096 per ms).
+//!   Beside them, a reference that is no generator: each call takes the next 1/4096 ms slot from
+//!   a counter and spins until it opens, the machine's own noise at this pace.
 //! * **paced**: 1,000,000 calls paced 1 µs apart (a quarter of the cap).
 //! * The timer's own cost (two `raw()` reads) is measured the same way and reported; it is
 //!   included in every figure.
@@ -154,9 +156,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return; // `cargo test --benches` asks; nothing to list
     }
-    let filter: Option<String> = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with("--"));
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     let clock = quanta::Clock::new();
     // The timer's own cost.
     let mut overhead = histogram();
@@ -183,6 +183,34 @@ fn main() {
             next: Box::new(move || coarse.next_id().expect("id").as_u64()),
         },
     ];
+    // A reference for the machine's own noise at this pace: no generator, each call takes the
+    // next 1/4096 ms slot and spins until it opens (what an ideal paced generator would do).
+    let pacer_clock = quanta::Clock::new();
+    let origin = pacer_clock.raw();
+    let last = std::sync::atomic::AtomicU64::new(0);
+    entrants.push(Entrant {
+        name: "reference: spin to the next slot",
+        capped: true,
+        next: Box::new(move || {
+            use std::sync::atomic::Ordering::Relaxed;
+            // Slots of 1/4096 ms since `origin`; the next one is the later of the last + 1
+            // and now (no lead: an idle pacer starts at the present).
+            let slot_now =
+                || pacer_clock.delta_as_nanos(origin, pacer_clock.raw()) * 4096 / 1_000_000;
+            let mut cur = last.load(Relaxed);
+            let slot = loop {
+                let next = (cur + 1).max(slot_now());
+                match last.compare_exchange_weak(cur, next, Relaxed, Relaxed) {
+                    Ok(_) => break next,
+                    Err(actual) => cur = actual,
+                }
+            };
+            while slot_now() < slot {
+                std::hint::spin_loop();
+            }
+            slot
+        }),
+    });
     for p in peers::twitter_peers()
         .into_iter()
         .filter(|p| p.name != "sonyflake")
@@ -226,7 +254,11 @@ fn main() {
         let mut table = format!(
             "\n{regime}, ns per call:\n| generator | p50 | p99 | p99.9 | p99.99 | max |{extra_head}\n|---|---|---|---|---|---|{extra_rule}\n"
         );
-        for e in entrants.iter().filter(|e| e.capped || !capped_only) {
+        for e in entrants
+            .iter()
+            .filter(|e| e.capped || !capped_only)
+            .filter(|e| capped_only || !e.name.starts_with("reference"))
+        {
             let (h, extra) = run(&clock, &*e.next);
             let (text, j) = row(e.name, &h, &extra);
             eprintln!("{regime}: {text}");

@@ -99,10 +99,7 @@ pub fn peers() -> Vec<Peer> {
 /// bits: it requires worker + sequence bits < 22).
 #[allow(dead_code)]
 pub fn wide_peers() -> Vec<Peer> {
-    vec![
-        ferroid_wide(),
-        idgenerator("idgenerator wide", 1, 20, true),
-    ]
+    vec![ferroid_wide(), idgenerator("idgenerator wide", 1, 20, true)]
 }
 
 /// Every peer at its own defaults, the Snowflake-style ones at Twitter's layout.

@@ -195,16 +195,17 @@ fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return; // `cargo test --benches` asks; nothing to list
     }
-    let filter: Option<String> = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with("--"));
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     let mut rows = Vec::new();
     println!(
         "\ntwo threads, one shared generator, {WINDOWS} windows of {WINDOW:?} (median window):\n\
          | generator | M IDs/s | ns per ID | thread shares | windows (M/s) |\n|---|---:|---:|---|---|"
     );
     for e in entrants() {
-        if filter.as_ref().is_some_and(|f| !e.name.contains(f.as_str())) {
+        if filter
+            .as_ref()
+            .is_some_and(|f| !e.name.contains(f.as_str()))
+        {
             continue;
         }
         let mut windows: Vec<(f64, Vec<f64>)> = (0..WINDOWS)
@@ -228,7 +229,10 @@ fn main() {
             let q = |p: f64| h.value_at_quantile(p);
             json!({"p50": q(0.5), "p99": q(0.99), "p999": q(0.999), "p9999": q(0.9999), "max": h.max()})
         });
-        let share_text: Vec<String> = shares.iter().map(|s| format!("{:.1}%", s * 100.0)).collect();
+        let share_text: Vec<String> = shares
+            .iter()
+            .map(|s| format!("{:.1}%", s * 100.0))
+            .collect();
         let window_text: Vec<String> = all_rates.iter().map(|r| format!("{r:.1}")).collect();
         println!(
             "| {} | {:.1} | {:.2} | {} | {} |",

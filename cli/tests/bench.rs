@@ -53,8 +53,14 @@ fn bench_json_has_every_row_with_consistent_figures() {
         let rate = r["ids_per_s"].as_f64().unwrap();
         let counted = r["counted_s"].as_f64().unwrap();
         assert!(rate > 0.0 && counted > 0.0, "{r}");
-        assert!((r["ns_per_id"].as_f64().unwrap() * rate - 1e9).abs() < 1.0, "{r}");
-        assert!((r["of_cap"].as_f64().unwrap() - rate / cap).abs() < 1e-9, "{r}");
+        assert!(
+            (r["ns_per_id"].as_f64().unwrap() * rate - 1e9).abs() < 1.0,
+            "{r}"
+        );
+        assert!(
+            (r["of_cap"].as_f64().unwrap() - rate / cap).abs() < 1e-9,
+            "{r}"
+        );
         // Honest time: past the warm-up, no more than the cap allows over the window plus
         // the 100 ms lead (and one stride of 64 calls per thread counted late).
         let threads = r["threads"].as_u64().unwrap() as f64;
@@ -104,7 +110,15 @@ fn bench_table_has_its_header_rows_and_cap_line() {
     );
     assert!(table.contains("\nhot path: "), "{table}");
     let header = table.lines().find(|l| l.contains("threads  kind")).unwrap();
-    for column in ["IDs/s", "ns/ID", "of cap", "thread shares", "p50", "p99.99", "max"] {
+    for column in [
+        "IDs/s",
+        "ns/ID",
+        "of cap",
+        "thread shares",
+        "p50",
+        "p99.99",
+        "max",
+    ] {
         assert!(header.contains(column), "{header}");
     }
     let rows: Vec<&str> = table
@@ -112,12 +126,17 @@ fn bench_table_has_its_header_rows_and_cap_line() {
         .filter(|l| {
             let mut words = l.split_whitespace();
             words.next().is_some_and(|w| w.parse::<u32>().is_ok())
-                && words.next().is_some_and(|w| w == "shared" || w == "per-core")
+                && words
+                    .next()
+                    .is_some_and(|w| w == "shared" || w == "per-core")
         })
         .collect();
     assert_eq!(rows.len(), 1, "{table}");
     assert!(rows[0].trim_start().starts_with("1  shared"), "{table}");
-    assert!(rows[0].contains("100%"), "one thread has all the IDs: {table}");
+    assert!(
+        rows[0].contains("100%"),
+        "one thread has all the IDs: {table}"
+    );
     assert!(table.contains("\nat the cap"), "{table}");
 }
 
@@ -130,7 +149,10 @@ fn bench_refuses_bad_input_with_exit_2() {
         ),
         (&["bench", "--duration", "10x"][..], "unknown unit \"x\""),
         (&["bench", "--duration", "50ms"][..], "is out of range"),
-        (&["bench", "--layout", "flickr"][..], "unknown layout preset"),
+        (
+            &["bench", "--layout", "flickr"][..],
+            "unknown layout preset",
+        ),
         (&["bench", "--threads", "0"][..], "--threads"),
     ] {
         let out = monoflake(args);
