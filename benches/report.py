@@ -279,10 +279,10 @@ def main():
     rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
-    load = os.getloadavg()
+    loadavg = os.getloadavg()
     header = (f"Machine: {os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}; "
               f"{rustc}; monoflake at {commit}. Load average when the report was written: "
-              f"{load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} (the machine is shared).\n")
+              f"{loadavg[0]:.2f}, {loadavg[1]:.2f}, {loadavg[2]:.2f} (the machine is shared).\n")
     if timer:
         t = timer[0]["rows"][0]
         header += f"Timer overhead (two quanta `raw()` reads): p50 {t['p50']} ns, p99 {t['p99']} ns.\n"
