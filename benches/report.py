@@ -37,7 +37,7 @@ def layout_of(name):
     """The layout a row ran on, from its name."""
     if name.startswith(REFERENCES):
         return "—"
-    if "wide" in name:
+    if "wide" in name or name.startswith("monoflake next_ids"):
         return "41/1/20" if name.startswith("idgenerator") else "41/1/21"
     if name.startswith(("ulid", "scru128", "uuid")):
         return "own, 128-bit"
