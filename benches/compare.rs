@@ -1,27 +1,19 @@
-//! monoflake against its peers, group by group, with two reference points measured in the
-//! same run: one `AtomicU64::fetch_add` and one quanta `raw()` read.
+//! monoflake against its peers, one thread at a time, with three reference points measured in
+//! the same run: one `AtomicU64::fetch_add`, one quanta `raw()` read, and one `raw()` read plus
+//! one compare-exchange (the least a clock-reading lock-free generator can do).
 //!
-//! `cargo bench --bench compare` (then `python3 benches/report.py` for the tables and plots)
+//! `cargo bench --bench compare` (then `python3 benches/report.py` for the tables and plots);
+//! one group: `cargo bench --bench compare -- hot_path`. Two threads: `benches/threads.rs`.
 
 mod peers;
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use monoflake::{CoarseClock, DEFAULT_TICKER_INTERVAL, Generator, Layout};
-
-/// 21 sequence bits: 2 M IDs per ms per node, so no cap binds in these runs.
-fn wide() -> Layout {
-    Layout::builder()
-        .name("wide")
-        .node_field("n", 1)
-        .sequence_bits(21)
-        .build()
-        .unwrap()
-}
+use peers::wide;
 
 fn hot_path(c: &mut Criterion) {
     let mut g = c.benchmark_group("hot_path");
@@ -33,8 +25,21 @@ fn hot_path(c: &mut Criterion) {
     });
     let clock = quanta::Clock::new();
     g.bench_function("quanta raw()", |b| b.iter(|| clock.raw()));
+    let cell = AtomicU64::new(0);
+    g.bench_function("quanta raw() + compare_exchange", |b| {
+        b.iter(|| {
+            let now = clock.raw();
+            let current = cell.load(Ordering::Relaxed);
+            black_box(cell.compare_exchange(
+                current,
+                now.max(current + 1),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ))
+        })
+    });
     let locked = Generator::new(wide(), 1).unwrap();
-    g.bench_function("monoflake locked", |b| {
+    g.bench_function("monoflake locked wide", |b| {
         b.iter(|| black_box(locked.try_next_id().unwrap()))
     });
     let (coarse_clock, _ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL).unwrap();
@@ -43,7 +48,7 @@ fn hot_path(c: &mut Criterion) {
         .clock(coarse_clock)
         .build()
         .unwrap();
-    g.bench_function("monoflake coarse", |b| {
+    g.bench_function("monoflake coarse wide", |b| {
         b.iter(|| black_box(coarse.try_next_id().unwrap()))
     });
     for peer in peers::peers() {
@@ -57,57 +62,14 @@ fn twitter_cap(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1))
         .measurement_time(peers::SUSTAINED);
     let generator = Generator::new(Layout::twitter(), 1).unwrap();
-    g.bench_function("monoflake", |b| {
+    g.bench_function("monoflake locked", |b| {
         b.iter(|| black_box(generator.next_id().unwrap()))
     });
-    for peer in peers::peers()
+    for peer in peers::twitter_peers()
         .into_iter()
         .filter(|p| p.capped && p.name != "sonyflake")
     {
         g.bench_function(peer.name, |b| b.iter(|| black_box((peer.next)())));
-    }
-    g.finish();
-}
-
-/// Time for `iters` IDs taken by two threads at once (half each), started together.
-fn two_threads(iters: u64, next: &(dyn Fn() -> u64 + Sync)) -> Duration {
-    let barrier = Barrier::new(3);
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| {
-                barrier.wait();
-                for _ in 0..iters / 2 {
-                    black_box(next());
-                }
-                barrier.wait();
-            });
-        }
-        barrier.wait();
-        let start = Instant::now();
-        barrier.wait();
-        start.elapsed()
-    })
-}
-
-fn shared(c: &mut Criterion) {
-    let mut g = c.benchmark_group("two_threads");
-    g.throughput(Throughput::Elements(1))
-        .measurement_time(Duration::from_secs(3));
-    let one = Arc::new(Generator::new(wide(), 1).unwrap());
-    g.bench_function("monoflake shared state", |b| {
-        b.iter_custom(|iters| two_threads(iters, &|| one.try_next_id().unwrap().as_u64()))
-    });
-    let per_core = Generator::builder(wide())
-        .node(1)
-        .build_per_core(2)
-        .unwrap();
-    g.bench_function("monoflake per-core", |b| {
-        b.iter_custom(|iters| two_threads(iters, &|| per_core.try_next_id().unwrap().as_u64()))
-    });
-    for peer in peers::peers().into_iter().filter(|p| p.name != "sonyflake") {
-        g.bench_function(peer.name, |b| {
-            b.iter_custom(|iters| two_threads(iters, &*peer.next))
-        });
     }
     g.finish();
 }
@@ -145,5 +107,5 @@ fn batch(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, hot_path, twitter_cap, shared, batch);
+criterion_group!(benches, hot_path, twitter_cap, batch);
 criterion_main!(benches);

@@ -1,39 +1,52 @@
-//! Latency percentiles per call (criterion reports means only): monoflake and its peers, at
-//! the Twitter cap and below it, timed call by call with quanta and recorded in HdrHistogram.
+//! Latency percentiles per call (criterion reports means only): monoflake and its peers on
+//! Twitter's layout, timed call by call with quanta and recorded in HdrHistogram.
 //!
-//! `cargo bench --bench latency` prints the tables and writes `target/latency.json`.
+//! `cargo bench --bench latency` prints the tables and writes `target/latency.json`;
+//! one regime: `cargo bench --bench latency -- sustained` (or `burst`, `paced`).
 //!
-//! * **At the cap**: 5 bursts of 400,000 back-to-back calls (about 1.6× what the 4096-per-ms
-//!   cap allows in the 100 ms a burst takes), 200 ms apart. monoflake borrows ahead (its
+//! * **burst**: 5 bursts of 400,000 back-to-back calls (about 1.6× what the 4096-per-ms cap
+//!   allows in the 100 ms a burst takes), 200 ms apart. monoflake borrows ahead (its
 //!   `max_lead` of 100 ms covers a burst); the peers wait at each millisecond boundary.
-//! * **Below the cap**: 1,000,000 calls paced 1 µs apart (a quarter of the cap).
+//! * **sustained**: 1 thread, then 2 threads, calling back to back for 300 ms of warm-up (past
+//!   monoflake's 100 ms lead) and then 2.5 s measured: every call waits for its slot under the
+//!   cap. Throughput is the IDs issued in the measured window against the cap (4,096 per ms).
+//!   Beside them, a reference that is no generator: each call takes the next 1/4096 ms slot from
+//!   a counter and spins until it opens, the machine's own noise at this pace.
+//! * **paced**: 1,000,000 calls paced 1 µs apart (a quarter of the cap).
 //! * The timer's own cost (two `raw()` reads) is measured the same way and reported; it is
 //!   included in every figure.
 
 mod peers;
 
 use std::hint::black_box;
-use std::io::Write;
+use std::sync::Barrier;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use monoflake::{CoarseClock, DEFAULT_TICKER_INTERVAL, Generator, Layout};
+use serde_json::{Value, json};
 
 const BURSTS: usize = 5;
 const BURST: usize = 400_000;
 const PACED: usize = 1_000_000;
 const PACE_NS: u64 = 1_000;
+const WARM_UP: Duration = Duration::from_millis(300);
+const MEASURED: Duration = Duration::from_millis(2500);
+/// Twitter's cap: IDs per millisecond.
+const CAP_PER_MS: f64 = 4096.0;
 
 struct Entrant {
     name: &'static str,
-    next: Box<dyn Fn() -> u64>,
+    /// Capped by Twitter's 12-bit sequence (the sustained regime runs only these).
+    capped: bool,
+    next: Box<dyn Fn() -> u64 + Send + Sync>,
 }
 
 fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 10_000_000_000, 3).expect("histogram bounds")
 }
 
-fn at_cap(clock: &quanta::Clock, next: &dyn Fn() -> u64) -> Histogram<u64> {
+fn burst(clock: &quanta::Clock, next: &(dyn Fn() -> u64 + Sync)) -> (Histogram<u64>, Value) {
     let mut h = histogram();
     for _ in 0..BURSTS {
         for _ in 0..BURST {
@@ -43,10 +56,10 @@ fn at_cap(clock: &quanta::Clock, next: &dyn Fn() -> u64) -> Histogram<u64> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    h
+    (h, Value::Null)
 }
 
-fn paced(clock: &quanta::Clock, next: &dyn Fn() -> u64) -> Histogram<u64> {
+fn paced(clock: &quanta::Clock, next: &(dyn Fn() -> u64 + Sync)) -> (Histogram<u64>, Value) {
     let mut h = histogram();
     let origin = clock.raw();
     for i in 0..PACED as u64 {
@@ -57,34 +70,93 @@ fn paced(clock: &quanta::Clock, next: &dyn Fn() -> u64) -> Histogram<u64> {
         black_box(next());
         let _ = h.record(clock.delta_as_nanos(start, clock.raw()).max(1));
     }
-    h
+    (h, Value::Null)
 }
 
-fn row(name: &str, h: &Histogram<u64>) -> (String, String) {
+/// `threads` threads back to back: warm-up, then the measured window, every call timed.
+/// Returns the merged histogram and the throughput against the cap.
+fn sustained(
+    clock: &quanta::Clock,
+    next: &(dyn Fn() -> u64 + Sync),
+    threads: usize,
+) -> (Histogram<u64>, Value) {
+    let barrier = Barrier::new(threads);
+    let warm = WARM_UP.as_nanos() as u64;
+    let end = (WARM_UP + MEASURED).as_nanos() as u64;
+    let results: Vec<(Histogram<u64>, u64)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (clock, barrier) = (clock.clone(), &barrier);
+                s.spawn(move || {
+                    let mut h = histogram();
+                    let mut issued = 0u64;
+                    barrier.wait();
+                    let origin = clock.raw();
+                    loop {
+                        let start = clock.raw();
+                        black_box(next());
+                        let done = clock.raw();
+                        let at = clock.delta_as_nanos(origin, done);
+                        if at >= end {
+                            break;
+                        }
+                        if clock.delta_as_nanos(origin, start) >= warm {
+                            issued += 1;
+                            let _ = h.record(clock.delta_as_nanos(start, done).max(1));
+                        }
+                    }
+                    (h, issued)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut all = histogram();
+    let mut issued = 0;
+    for (h, n) in results {
+        all.add(h).unwrap();
+        issued += n;
+    }
+    let cap = CAP_PER_MS * MEASURED.as_secs_f64() * 1e3;
+    let extra = json!({
+        "threads": threads,
+        "ids_per_s": issued as f64 / MEASURED.as_secs_f64(),
+        "of_cap": issued as f64 / cap,
+    });
+    (all, extra)
+}
+
+fn row(name: &str, h: &Histogram<u64>, extra: &Value) -> (String, Value) {
     let q = |p: f64| h.value_at_quantile(p);
+    let of_cap = extra["of_cap"]
+        .as_f64()
+        .map(|f| format!(" {:.2}% |", f * 100.0))
+        .unwrap_or_default();
     let text = format!(
-        "| {name} | {} | {} | {} | {} | {} |",
+        "| {name} | {} | {} | {} | {} | {} |{of_cap}",
         q(0.5),
         q(0.99),
         q(0.999),
         q(0.9999),
         h.max()
     );
-    let json = format!(
-        "{{\"name\":\"{name}\",\"p50\":{},\"p99\":{},\"p999\":{},\"p9999\":{},\"max\":{}}}",
-        q(0.5),
-        q(0.99),
-        q(0.999),
-        q(0.9999),
-        h.max()
-    );
+    let mut json = json!({
+        "name": name, "p50": q(0.5), "p99": q(0.99), "p999": q(0.999),
+        "p9999": q(0.9999), "max": h.max(),
+    });
+    if let (Some(o), Some(e)) = (json.as_object_mut(), extra.as_object()) {
+        o.extend(e.clone());
+    }
     (text, json)
 }
+
+type Run = Box<dyn Fn(&quanta::Clock, &(dyn Fn() -> u64 + Sync)) -> (Histogram<u64>, Value)>;
 
 fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return; // `cargo test --benches` asks; nothing to list
     }
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     let clock = quanta::Clock::new();
     // The timer's own cost.
     let mut overhead = histogram();
@@ -102,55 +174,105 @@ fn main() {
     let mut entrants = vec![
         Entrant {
             name: "monoflake locked",
+            capped: true,
             next: Box::new(move || locked.next_id().expect("id").as_u64()),
         },
         Entrant {
             name: "monoflake coarse",
+            capped: true,
             next: Box::new(move || coarse.next_id().expect("id").as_u64()),
         },
     ];
-    for p in peers::peers().into_iter().filter(|p| p.name != "sonyflake") {
+    // A reference for the machine's own noise at this pace: no generator, each call takes the
+    // next 1/4096 ms slot and spins until it opens (what an ideal paced generator would do).
+    let pacer_clock = quanta::Clock::new();
+    let origin = pacer_clock.raw();
+    let last = std::sync::atomic::AtomicU64::new(0);
+    entrants.push(Entrant {
+        name: "reference: spin to the next slot",
+        capped: true,
+        next: Box::new(move || {
+            use std::sync::atomic::Ordering::Relaxed;
+            // Slots of 1/4096 ms since `origin`; the next one is the later of the last + 1
+            // and now (no lead: an idle pacer starts at the present).
+            let slot_now =
+                || pacer_clock.delta_as_nanos(origin, pacer_clock.raw()) * 4096 / 1_000_000;
+            let mut cur = last.load(Relaxed);
+            let slot = loop {
+                let next = (cur + 1).max(slot_now());
+                match last.compare_exchange_weak(cur, next, Relaxed, Relaxed) {
+                    Ok(_) => break next,
+                    Err(actual) => cur = actual,
+                }
+            };
+            while slot_now() < slot {
+                std::hint::spin_loop();
+            }
+            slot
+        }),
+    });
+    for p in peers::twitter_peers()
+        .into_iter()
+        .filter(|p| p.name != "sonyflake")
+    {
         entrants.push(Entrant {
             name: p.name,
+            capped: p.capped,
             next: p.next,
         });
     }
     let mut json = Vec::new();
     let mut out = String::new();
-    let (text, j) = row("timer (2 × raw())", &overhead);
-    json.push(format!("{{\"regime\":\"timer\",\"rows\":[{j}]}}"));
+    let (text, j) = row("timer (2 × raw())", &overhead, &Value::Null);
+    json.push(json!({"regime": "timer", "rows": [j]}));
     out += &format!(
         "\ntimer overhead, ns:\n| what | p50 | p99 | p99.9 | p99.99 | max |\n|---|---|---|---|---|---|\n{text}\n"
     );
-    for (regime, run) in [
+    let regimes: Vec<(&str, &str, bool, Run)> = vec![
+        ("burst", "bursts at the cap", false, Box::new(burst)),
         (
-            "at the cap",
-            at_cap as fn(&quanta::Clock, &dyn Fn() -> u64) -> Histogram<u64>,
+            "sustained",
+            "sustained at the cap, 1 thread",
+            true,
+            Box::new(|c: &quanta::Clock, n: &(dyn Fn() -> u64 + Sync)| sustained(c, n, 1)),
         ),
-        ("below the cap", paced),
-    ] {
+        (
+            "sustained",
+            "sustained at the cap, 2 threads",
+            true,
+            Box::new(|c: &quanta::Clock, n: &(dyn Fn() -> u64 + Sync)| sustained(c, n, 2)),
+        ),
+        ("paced", "below the cap", false, Box::new(paced)),
+    ];
+    for (key, regime, capped_only, run) in regimes {
+        if filter.as_ref().is_some_and(|f| !key.contains(f.as_str())) {
+            continue;
+        }
         let mut rows = Vec::new();
+        let extra_head = if capped_only { " of cap |" } else { "" };
+        let extra_rule = if capped_only { "---:|" } else { "" };
         let mut table = format!(
-            "\n{regime}, ns per call:\n| generator | p50 | p99 | p99.9 | p99.99 | max |\n|---|---|---|---|---|---|\n"
+            "\n{regime}, ns per call:\n| generator | p50 | p99 | p99.9 | p99.99 | max |{extra_head}\n|---|---|---|---|---|---|{extra_rule}\n"
         );
-        for e in &entrants {
-            let h = run(&clock, &*e.next);
-            let (text, j) = row(e.name, &h);
+        for e in entrants
+            .iter()
+            .filter(|e| e.capped || !capped_only)
+            .filter(|e| capped_only || !e.name.starts_with("reference"))
+        {
+            let (h, extra) = run(&clock, &*e.next);
+            let (text, j) = row(e.name, &h, &extra);
             eprintln!("{regime}: {text}");
             table += &text;
             table += "\n";
             rows.push(j);
         }
         out += &table;
-        json.push(format!(
-            "{{\"regime\":\"{regime}\",\"rows\":[{}]}}",
-            rows.join(",")
-        ));
+        json.push(json!({"regime": regime, "rows": rows}));
     }
     println!("{out}");
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/latency.json");
-    if let Ok(mut f) = std::fs::File::create(&path) {
-        let _ = writeln!(f, "[{}]", json.join(","));
-        eprintln!("wrote {}", path.display());
+    match std::fs::write(&path, Value::Array(json).to_string()) {
+        Ok(()) => eprintln!("wrote {}", path.display()),
+        Err(e) => eprintln!("cannot write {}: {e}", path.display()),
     }
 }

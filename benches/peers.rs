@@ -1,25 +1,110 @@
-//! The peers, set up the same way for `compare` and `latency`: each at its own default layout,
-//! and the Snowflake-style ones at Twitter's (41 bits of ms, 10 node bits, 12 sequence bits).
+//! The peers, set up the same way for every bench: each at its own defaults, the Snowflake-style
+//! ones at Twitter's layout (41 bits of ms, 10 node bits, 12 sequence bits), and the ones that
+//! take a custom layout (ferroid, idgenerator) also on monoflake's wide layout.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
+use ferroid::define_snowflake_id;
 use ferroid::generator::AtomicSnowflakeGenerator;
 use ferroid::id::SnowflakeTwitterId;
 use ferroid::time::{MonotonicClock, TWITTER_EPOCH};
+use monoflake::Layout;
 
-/// One ID from each peer, as a closure usable from any thread.
-#[allow(dead_code)] // each bench uses part of it
+define_snowflake_id!(
+    /// ferroid's ID on monoflake's wide layout: 41 bits of ms, 1 node bit, 21 sequence bits.
+    WideId, u64,
+    reserved: 1,
+    timestamp: 41,
+    machine_id: 1,
+    sequence: 21
+);
+
+/// The wide layout monoflake runs on where no cap should bind: 41 bits of ms since Twitter's
+/// epoch, one node bit, 21 sequence bits (2,097,152 IDs per ms per node).
+#[allow(dead_code)] // each bench uses part of this module
+pub fn wide() -> Layout {
+    Layout::builder()
+        .name("wide")
+        .node_field("n", 1)
+        .sequence_bits(21)
+        .build()
+        .expect("wide layout")
+}
+
+/// One ID from one peer, as a closure usable from any thread.
+#[allow(dead_code)]
 pub struct Peer {
     pub name: &'static str,
     /// Capped by a Snowflake sequence (4096 per ms, or Sonyflake's 256 per 10 ms).
     pub capped: bool,
+    /// On the wide layout (41/1/21) rather than the peer's own or Twitter's.
+    pub wide: bool,
     pub next: Box<dyn Fn() -> u64 + Send + Sync>,
 }
 
-pub fn peers() -> Vec<Peer> {
-    let ferroid: AtomicSnowflakeGenerator<SnowflakeTwitterId, _> =
+/// ferroid's lock-free generator with its monotonic clock, yielding on `Pending` as its
+/// documentation shows.
+fn ferroid_twitter() -> Peer {
+    let g: AtomicSnowflakeGenerator<SnowflakeTwitterId, _> =
         AtomicSnowflakeGenerator::new(1, MonotonicClock::<1>::with_epoch(TWITTER_EPOCH));
+    Peer {
+        name: "ferroid (atomic)",
+        capped: true,
+        wide: false,
+        next: Box::new(move || g.next_id(|_| std::thread::yield_now()).to_raw()),
+    }
+}
+
+fn ferroid_wide() -> Peer {
+    let g: AtomicSnowflakeGenerator<WideId, _> =
+        AtomicSnowflakeGenerator::new(1, MonotonicClock::<1>::with_epoch(TWITTER_EPOCH));
+    Peer {
+        name: "ferroid (atomic) wide",
+        capped: false,
+        wide: true,
+        next: Box::new(move || g.next_id(|_| std::thread::yield_now()).to_raw()),
+    }
+}
+
+/// idgenerator's core generator behind a mutex (its `IdInstance` is the same behind a global
+/// `parking_lot` mutex; the core lets two layouts run in one process).
+fn idgenerator(name: &'static str, worker_bits: u8, seq_bits: u8, wide: bool) -> Peer {
+    let mut core = idgenerator::CoreIdGenerator::default();
+    core.init(
+        idgenerator::IdGeneratorOptions::new()
+            .worker_id(1)
+            .worker_id_bit_len(worker_bits)
+            .seq_bit_len(seq_bits),
+    )
+    .expect("idgenerator");
+    let core = Mutex::new(core);
+    Peer {
+        name,
+        capped: !wide,
+        wide,
+        next: Box::new(move || core.lock().unwrap().next_id() as u64),
+    }
+}
+
+/// Every peer at its own or Twitter's layout, then the wide-layout ones.
+#[allow(dead_code)]
+pub fn peers() -> Vec<Peer> {
+    let mut all = twitter_peers();
+    all.extend(wide_peers());
+    all
+}
+
+/// The peers on the wide layout (41/1/21; idgenerator's widest is 1 worker bit and 20 sequence
+/// bits: it requires worker + sequence bits < 22).
+#[allow(dead_code)]
+pub fn wide_peers() -> Vec<Peer> {
+    vec![ferroid_wide(), idgenerator("idgenerator wide", 1, 20, true)]
+}
+
+/// Every peer at its own defaults, the Snowflake-style ones at Twitter's layout.
+#[allow(dead_code)]
+pub fn twitter_peers() -> Vec<Peer> {
     let snowflaked = snowflaked::sync::Generator::new(1);
     let rs_snowflake = Mutex::new(snowflake::SnowflakeIdGenerator::new(1, 1));
     let snowflake_me = snowflake_me::Snowflake::builder()
@@ -27,52 +112,42 @@ pub fn peers() -> Vec<Peer> {
         .data_center_id(&|| Ok(1))
         .finalize()
         .expect("snowflake_me");
-    idgenerator::IdInstance::init(
-        idgenerator::IdGeneratorOptions::new()
-            .worker_id(1)
-            .worker_id_bit_len(10)
-            .seq_bit_len(12),
-    )
-    .expect("idgenerator");
     let sonyflake = sonyflake::Sonyflake::builder()
         .machine_id(&|| Ok(1))
         .finalize()
         .expect("sonyflake");
     let ulid = Mutex::new(ulid::Generator::new());
     vec![
-        Peer {
-            name: "ferroid (atomic)",
-            capped: true,
-            next: Box::new(move || ferroid.next_id(|_| std::thread::yield_now()).to_raw()),
-        },
+        ferroid_twitter(),
         Peer {
             name: "snowflaked (sync)",
             capped: true,
+            wide: false,
             next: Box::new(move || snowflaked.generate::<u64>()),
         },
         Peer {
             name: "rs-snowflake",
             capped: true,
+            wide: false,
             next: Box::new(move || rs_snowflake.lock().unwrap().real_time_generate() as u64),
         },
         Peer {
             name: "snowflake_me",
             capped: true,
+            wide: false,
             next: Box::new(move || snowflake_me.next_id().expect("snowflake_me").as_u64()),
         },
-        Peer {
-            name: "idgenerator",
-            capped: true,
-            next: Box::new(|| idgenerator::IdInstance::next_id() as u64),
-        },
+        idgenerator("idgenerator", 10, 12, false),
         Peer {
             name: "sonyflake",
             capped: true,
+            wide: false,
             next: Box::new(move || sonyflake.next_id().expect("sonyflake").to_u64()),
         },
         Peer {
             name: "ulid (monotonic)",
             capped: false,
+            wide: false,
             next: Box::new(move || {
                 let mut g = ulid.lock().unwrap();
                 g.generate()
@@ -83,11 +158,13 @@ pub fn peers() -> Vec<Peer> {
         Peer {
             name: "scru128",
             capped: false,
+            wide: false,
             next: Box::new(|| (scru128::new().to_u128() >> 64) as u64),
         },
         Peer {
             name: "uuid v7",
             capped: false,
+            wide: false,
             next: Box::new(|| uuid::Uuid::now_v7().as_u64_pair().0),
         },
     ]

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Turns a benchmark run into docs/benchmarks.md's tables and two SVG plots.
+"""Turns one benchmark run into docs/benchmarks.md's tables and two SVG plots.
 
-    cargo bench --bench compare && cargo bench --bench latency && python3 benches/report.py
+    cargo bench --bench compare -- 'hot_path|batch|twitter_cap' && cargo bench --bench threads \
+      && cargo bench --bench latency && python3 benches/report.py
 
-Reads criterion's estimates (target/criterion/*/*/new/) and target/latency.json; rewrites the
-part of docs/benchmarks.md between the RESULTS markers and writes docs/bench-ns-per-id.svg and
-docs/bench-latency.svg. Standard library only.
+Reads criterion's estimates (target/criterion/*/*/new/), target/threads.json and
+target/latency.json; rewrites the part of docs/benchmarks.md between the RESULTS markers (the
+tables, then the targets computed from the same numbers) and writes docs/bench-ns-per-id.svg
+and docs/bench-latency.svg. Standard library only.
 """
 
 import glob
@@ -18,13 +20,30 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRITERION = os.path.join(ROOT, "target", "criterion")
-GROUPS = ["hot_path", "twitter_cap", "two_threads", "batch"]
+GROUPS = ["hot_path", "twitter_cap", "batch"]
 TITLES = {
-    "hot_path": "Hot path, one thread (monoflake on a 21-bit-sequence layout; peers at their own)",
-    "twitter_cap": "Twitter layout at its cap (4096 per ms), one thread, sustained 5 s",
-    "two_threads": "Two threads sharing one generator (aggregate)",
-    "batch": "Batches",
+    "hot_path": "Hot path, one thread",
+    "twitter_cap": "Twitter layout at its cap (4096 per ms), one thread, criterion, 5 s",
+    "batch": "Batches, one thread (wide layout for monoflake)",
 }
+REFERENCES = ("AtomicU64::fetch_add", "quanta raw()")
+
+
+def is_peer(name):
+    return not name.startswith("monoflake") and not name.startswith(REFERENCES)
+
+
+def layout_of(name):
+    """The layout a row ran on, from its name."""
+    if name.startswith(REFERENCES):
+        return "—"
+    if "wide" in name or name.startswith("monoflake next_ids"):
+        return "41/1/20" if name.startswith("idgenerator") else "41/1/21"
+    if name.startswith(("ulid", "scru128", "uuid")):
+        return "own, 128-bit"
+    if name.startswith("sonyflake"):
+        return "sonyflake"
+    return "twitter (41/10/12)"
 
 
 def estimates():
@@ -66,33 +85,146 @@ def fmt_rate(ns):
     return f"{per_s / 1e3:.1f} k/s"
 
 
-def tables(est, latency):
+def load(name):
+    path = os.path.join(ROOT, "target", name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def criterion_tables(est):
     lines = []
-    ref = {n: ns for n, ns, _ in est.get("hot_path", [])}
     for group in GROUPS:
         rows = est.get(group)
         if not rows:
             continue
+        peers = [ns for n, ns, _ in rows if is_peer(n)]
+        best = min(peers) if peers else None
         lines.append(f"### {TITLES[group]}\n")
-        lines.append("| generator | per ID | IDs/s | vs monoflake |")
-        lines.append("|---|---:|---:|---:|")
-        mono = [ns for n, ns, _ in rows if n.startswith("monoflake")]
-        best = min(mono) if mono else None
+        lines.append("Time per ID (criterion's mean). Last column: this row's time over the best "
+                     "peer's in this table (below 1× is faster than every peer).\n")
+        lines.append("| generator | layout | per ID | IDs/s | × best peer |")
+        lines.append("|---|---|---:|---:|---:|")
         for name, ns, _ in rows:
-            ratio = f"{ns / best:.1f}×" if best else ""
-            lines.append(f"| {name} | {fmt_ns(ns)} | {fmt_rate(ns)} | {ratio} |")
+            base = re.sub(r" (x\d+|next_ids\(\d+\))$", "", name)
+            ratio = f"{ns / best:.2f}×" if best else ""
+            lines.append(f"| {name} | {layout_of(base)} | {fmt_ns(ns)} | {fmt_rate(ns)} | {ratio} |")
         lines.append("")
-    if latency:
-        for block in latency:
-            lines.append(f"### Latency per call, {block['regime']} (ns, timer included)\n")
-            lines.append("| generator | p50 | p99 | p99.9 | p99.99 | max |")
-            lines.append("|---|---:|---:|---:|---:|---:|")
-            for r in block["rows"]:
-                lines.append(
-                    f"| {r['name']} | {r['p50']} | {r['p99']} | {r['p999']} | {r['p9999']} | {r['max']} |"
-                )
-            lines.append("")
-    return "\n".join(lines), ref
+    return lines
+
+
+def threads_tables(threads):
+    lines = []
+    if not threads:
+        return lines
+    rows = sorted(threads["rows"], key=lambda r: -r["ids_per_s"])
+    peers = [r["ids_per_s"] for r in rows if is_peer(r["name"])]
+    best = max(peers) if peers else None
+    lines.append(f"### Two threads sharing one generator, sustained {threads['window_s']:.0f} s windows\n")
+    lines.append("Both threads start on a barrier and call back to back for the whole window. The figure "
+                 "is the median of 3 windows; shares are each thread's part of that window; the lowest "
+                 "share is over all 3 windows. Last column: this row's rate over the best peer's (above "
+                 "1× is faster than every peer).\n")
+    lines.append("| generator | layout | IDs/s | ns per ID | thread shares | lowest share | windows (M/s) | × best peer |")
+    lines.append("|---|---|---:|---:|---|---:|---|---:|")
+    for r in rows:
+        shares = " / ".join(f"{s * 100:.1f}%" for s in r["shares"])
+        windows = ", ".join(f"{w:.1f}" for w in r["windows_m_per_s"])
+        ratio = f"{r['ids_per_s'] / best:.2f}×" if best else ""
+        lines.append(f"| {r['name']} | {layout_of(r['name'])} | {r['ids_per_s'] / 1e6:.1f} M/s | "
+                     f"{r['ns_per_id']:.2f} ns | {shares} | {r['min_share'] * 100:.1f}% | {windows} | {ratio} |")
+    lines.append("")
+    lat = [r for r in rows if r.get("latency")]
+    if lat:
+        lines.append("### Per call under two-thread contention, wide layout, one 1 s window (ns, timer included)\n")
+        lines.append("| generator | p50 | p99 | p99.9 | p99.99 | max |")
+        lines.append("|---|---:|---:|---:|---:|---:|")
+        for r in lat:
+            lt = r["latency"]
+            lines.append(f"| {r['name']} | {lt['p50']} | {lt['p99']} | {lt['p999']} | {lt['p9999']} | {lt['max']} |")
+        lines.append("")
+    return lines
+
+
+def latency_tables(latency):
+    lines = []
+    for block in latency or []:
+        if block["regime"] == "timer":
+            continue
+        capped = any("of_cap" in r for r in block["rows"])
+        lines.append(f"### Latency per call, Twitter layout, {block['regime']} (ns, timer included)\n")
+        lines.append("| generator | p50 | p99 | p99.9 | p99.99 | max |" + (" IDs/s | of cap |" if capped else ""))
+        lines.append("|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if capped else ""))
+        for r in block["rows"]:
+            extra = f" {r['ids_per_s'] / 1e6:.3f} M/s | {r['of_cap'] * 100:.2f}% |" if capped else ""
+            lines.append(f"| {r['name']} | {r['p50']} | {r['p99']} | {r['p999']} | {r['p9999']} | {r['max']} |{extra}")
+        lines.append("")
+    return lines
+
+
+def targets(est, threads, latency):
+    """The issue's targets, computed from this run's numbers."""
+    hot = {n: ns for n, ns, _ in est.get("hot_path", [])}
+    batch = {n: ns for n, ns, _ in est.get("batch", [])}
+    two = {r["name"]: r for r in (threads or {}).get("rows", [])}
+    rows = []
+
+    def add(what, measured, held):
+        rows.append(f"| {what} | {measured} | {held} |")
+
+    f1 = hot.get("ferroid (atomic) wide")
+    c1, l1 = hot.get("monoflake coarse wide"), hot.get("monoflake locked wide")
+    ref = hot.get("quanta raw() + compare_exchange")
+    if f1 and c1:
+        add("one thread, coarse ≤ 1.0× ferroid, same layout", f"{fmt_ns(c1)} vs {fmt_ns(f1)}: {c1 / f1:.2f}×",
+            "yes" if c1 <= f1 else "**no**")
+    if ref and l1:
+        add("one thread, locked ≤ 1.2× one `raw()` + one compare-exchange",
+            f"{fmt_ns(l1)} vs {fmt_ns(ref)}: {l1 / ref:.2f}×", "yes" if l1 <= 1.2 * ref else "**no**")
+    if f1 and l1:
+        add("one thread, locked vs ferroid, same layout", f"{l1 / f1:.2f}×", "(reported)")
+    f2 = two.get("ferroid (atomic) wide")
+    for name, goal in (("monoflake coarse wide", 1.5), ("monoflake locked wide", 1.0)):
+        r = two.get(name)
+        clock = name.split()[1]
+        if r and f2:
+            x = r["ids_per_s"] / f2["ids_per_s"]
+            add(f"two threads, one shared generator, {clock} ≥ {goal}× ferroid, same layout",
+                f"{r['ids_per_s'] / 1e6:.1f} vs {f2['ids_per_s'] / 1e6:.1f} M/s: {x:.2f}×",
+                "yes" if x >= goal else "**no**")
+        if r:
+            add(f"two threads, {clock}: each thread ≥ 40% of the IDs (lowest of 3 windows)",
+                f"{r['min_share'] * 100:.1f}%", "yes" if r["min_share"] >= 0.4 else "**no**")
+            if r.get("latency"):
+                lt = r["latency"]
+                add(f"two threads, {clock}: per call under contention",
+                    f"p99.99 {lt['p9999']} ns, max {lt['max']} ns", "(reported)")
+    for block in latency or []:
+        if not block["regime"].startswith("sustained"):
+            continue
+        ref = next((r for r in block["rows"] if r["name"].startswith("reference")), None)
+        noise = (f" (the spin-to-slot reference in the same regime: p99.99 {ref['p9999']} ns, "
+                 f"max {ref['max']} ns)") if ref else ""
+        for r in block["rows"]:
+            if not r["name"].startswith("monoflake"):
+                continue
+            ok = r["of_cap"] >= 0.99 and r["p9999"] <= 2000 and r["max"] <= 100_000
+            add(f"{block['regime']}, {r['name']}: ≥ 99% of cap, p99.99 ≤ 2 µs, max ≤ 100 µs",
+                f"{r['of_cap'] * 100:.2f}%, p99.99 {r['p9999']} ns, max {r['max']} ns{noise}",
+                "yes" if ok else "**no**")
+    b = batch.get("monoflake next_ids(4096)")
+    if b:
+        add("batch of 4096 ≥ 1 G IDs/s", fmt_rate(b), "yes" if b <= 1.0 else "**no**")
+    if not rows:
+        return []
+    return ["### The targets, from this run\n", "| target | measured | held? |", "|---|---|---|"] + rows + [""]
+
+
+def tables(est, threads, latency):
+    lines = criterion_tables(est) + threads_tables(threads) + latency_tables(latency)
+    lines += targets(est, threads, latency)
+    return "\n".join(lines)
 
 
 def bar_svg(path, title, rows, unit_fmt, log=True):
@@ -130,16 +262,13 @@ def bar_svg(path, title, rows, unit_fmt, log=True):
         f.write("\n".join(svg) + "\n")
 
 
+
 def main():
     est = estimates()
-    latency = None
-    lpath = os.path.join(ROOT, "target", "latency.json")
-    if os.path.exists(lpath):
-        with open(lpath) as f:
-            latency = [b for b in json.load(f) if b["regime"] != "timer"] or None
-            f.seek(0)
-            timer = [b for b in json.load(f) if b["regime"] == "timer"]
-    text, _ = tables(est, latency)
+    threads = load("threads.json")
+    latency = load("latency.json")
+    timer = [b for b in latency or [] if b["regime"] == "timer"]
+    text = tables(est, threads, latency)
     cpu = "unknown CPU"
     try:
         with open("/proc/cpuinfo") as f:
@@ -148,8 +277,13 @@ def main():
     except OSError:
         pass
     rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
-    header = f"Machine: {os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}; {rustc}.\n"
-    if latency and timer:
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    loadavg = os.getloadavg()
+    header = (f"Machine: {os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}; "
+              f"{rustc}; monoflake at {commit}. Load average when the report was written: "
+              f"{loadavg[0]:.2f}, {loadavg[1]:.2f}, {loadavg[2]:.2f} (the machine is shared).\n")
+    if timer:
         t = timer[0]["rows"][0]
         header += f"Timer overhead (two quanta `raw()` reads): p50 {t['p50']} ns, p99 {t['p99']} ns.\n"
     doc = os.path.join(ROOT, "docs", "benchmarks.md")
@@ -160,17 +294,16 @@ def main():
     body = re.sub(re.escape(start) + ".*" + re.escape(end), lambda _: new, body, flags=re.S)
     with open(doc, "w") as f:
         f.write(body)
-    hot = [(n, ns) for n, ns, _ in est.get("hot_path", [])]
+    hot = [(n, ns) for n, ns, _ in est.get("hot_path", []) if ns < 1e5]
     if hot:
         bar_svg(os.path.join(ROOT, "docs", "bench-ns-per-id.svg"),
                 "ns per ID, one thread (log scale; lower is better)", hot, fmt_ns)
-    if latency:
-        cap = next((b for b in latency if b["regime"] == "at the cap"), None)
-        if cap:
-            rows = [(r["name"], r["p9999"]) for r in sorted(cap["rows"], key=lambda r: r["p9999"])]
-            bar_svg(os.path.join(ROOT, "docs", "bench-latency.svg"),
-                    "p99.99 latency per call at the Twitter cap (log scale; lower is better)",
-                    rows, fmt_ns)
+    sustained = next((b for b in latency or [] if b["regime"] == "sustained at the cap, 1 thread"), None)
+    if sustained:
+        rows = [(r["name"], r["p9999"]) for r in sorted(sustained["rows"], key=lambda r: r["p9999"])]
+        bar_svg(os.path.join(ROOT, "docs", "bench-latency.svg"),
+                "p99.99 per call, sustained at the Twitter cap, 1 thread (log scale; lower is better)",
+                rows, fmt_ns)
     print(text)
 
 

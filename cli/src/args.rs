@@ -32,6 +32,8 @@ pub enum Command {
     /// Serve IDs over HTTP (and gRPC with --grpc-listen) from one leased node.
     #[cfg(feature = "server")]
     Serve(ServeArgs),
+    /// Measure how fast this machine issues IDs for a layout and clock (about ten seconds).
+    Bench(crate::bench::BenchArgs),
 }
 
 /// What `--layout` takes, in `--help`.

@@ -58,6 +58,7 @@ pub fn run(command: Command) -> Result<(), Failure> {
         Command::Manpage(args) => crate::shell::manpage(&args),
         #[cfg(feature = "server")]
         Command::Serve(args) => crate::serve::run(&args),
+        Command::Bench(args) => crate::bench::run(&args),
     };
     match result {
         Err(Failure { code: 0, .. }) => Ok(()),

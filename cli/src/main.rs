@@ -4,6 +4,7 @@
 //! input (an unparsable ID, an unknown preset, a node out of range).
 
 mod args;
+mod bench;
 mod commands;
 mod decode;
 mod keys;
