@@ -89,7 +89,9 @@ impl<C: TimeSource> Generator<C> {
     #[cold]
     #[inline(never)]
     fn refuse(&self, step: Step) -> Error {
-        if self.core.fence.another_process() {
+        // A refusal at the lead limit issues nothing and is frequent under sustained demand
+        // (one per paced slot): it does not ask the pid. The other refusals do.
+        if !matches!(step, Step::Lead { .. }) && self.core.fence.another_process() {
             return Error::Forked { node: self.node };
         }
         match step {
