@@ -10,13 +10,11 @@
 mod common;
 mod server;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use server::{GUARD, Server, agent, get, ids_of, wait_for_status};
+use server::{Server, agent, get, ids_of, wait_for_status};
 
 fn etcd_wanted() -> bool {
     let set = std::env::var("MONOFLAKE_TEST_ETCD").is_ok_and(|v| !v.is_empty());
@@ -26,92 +24,7 @@ fn etcd_wanted() -> bool {
     set
 }
 
-/// A private etcd on loopback; with `tls`, it serves https with that certificate and key.
-struct Etcd {
-    child: Option<Child>,
-    endpoint: String,
-    _data: common::TempDir,
-}
-
-impl Etcd {
-    fn start(tls: Option<(&Path, &Path)>) -> Etcd {
-        let data = common::TempDir::new("serve-etcd");
-        let (client, peer) = (common::free_port(), common::free_port());
-        let scheme = if tls.is_some() { "https" } else { "http" };
-        let endpoint = format!("{scheme}://127.0.0.1:{client}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
-        let mut command = Command::new("etcd");
-        command
-            .args(["--name", "serve-test", "--data-dir"])
-            .arg(data.path().join("data"))
-            .args([
-                "--listen-client-urls",
-                &endpoint,
-                "--advertise-client-urls",
-                &endpoint,
-            ])
-            .args([
-                "--listen-peer-urls",
-                &peer_url,
-                "--initial-advertise-peer-urls",
-                &peer_url,
-            ])
-            .args(["--initial-cluster", &format!("serve-test={peer_url}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some((cert, key)) = tls {
-            command
-                .arg("--cert-file")
-                .arg(cert)
-                .arg("--key-file")
-                .arg(key);
-        }
-        let child = command
-            .spawn()
-            .expect("etcd is not installed (apt-get install etcd-server)");
-        let etcd = Etcd {
-            child: Some(child),
-            endpoint,
-            _data: data,
-        };
-        let start = Instant::now();
-        while !etcd.ctl(tls.map(|t| t.0), &["endpoint", "health"]).0 {
-            assert!(start.elapsed() < GUARD, "etcd did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        etcd
-    }
-
-    /// Runs etcdctl against this etcd: success and output.
-    fn ctl(&self, ca: Option<&Path>, args: &[&str]) -> (bool, String) {
-        let mut c = Command::new("etcdctl");
-        c.env("ETCDCTL_API", "3")
-            .args(["--endpoints", &self.endpoint]);
-        if let Some(ca) = ca {
-            c.arg("--cacert").arg(ca);
-        }
-        let out = c.args(args).output().expect("etcdctl");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
+use common::Etcd;
 
 #[test]
 fn serve_reaches_etcd_over_tls_with_a_user_and_password() {
@@ -125,7 +38,7 @@ fn serve_reaches_etcd_over_tls_with_a_user_and_password() {
     let (cert, key) = (dir.path().join("etcd.pem"), dir.path().join("etcd-key.pem"));
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
-    let etcd = Etcd::start(Some((&cert, &key)));
+    let etcd = Etcd::start_with_tls(Some((&cert, &key)));
     for args in [
         &["user", "add", "root:root-pass-1"][..],
         &["user", "add", "ids:ids-pass-22"],
@@ -202,7 +115,7 @@ fn a_lease_lost_under_load_turns_to_503_and_nothing_is_stamped_after_the_deadlin
         return;
     }
     let dir = common::TempDir::new("serve-etcd-loss");
-    let mut etcd = Etcd::start(None);
+    let mut etcd = Etcd::start();
     let s = Server::start(&[
         "--backend",
         "etcd",

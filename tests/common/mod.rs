@@ -107,11 +107,19 @@ mod etcd {
         }
 
         pub fn start() -> Etcd {
+            Self::start_with_tls(None)
+        }
+
+        /// A private etcd; with `tls`, it serves https with that certificate and key (and is
+        /// waited for with `etcdctl endpoint health`, trusting that certificate).
+        pub fn start_with_tls(tls: Option<(&std::path::Path, &std::path::Path)>) -> Etcd {
             let data = TempDir::new("etcd");
             let (client, peer) = (free_port(), free_port());
-            let endpoint = format!("http://127.0.0.1:{client}");
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            let endpoint = format!("{scheme}://127.0.0.1:{client}");
             let peer_url = format!("http://127.0.0.1:{peer}");
-            let child = Command::new("etcd")
+            let mut command = Command::new("etcd");
+            command
                 .args(["--name", "monoflake-test", "--data-dir"])
                 .arg(data.path().join("data"))
                 .args([
@@ -128,20 +136,33 @@ mod etcd {
                 ])
                 .args(["--initial-cluster", &format!("monoflake-test={peer_url}")])
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect(
-                    "etcd is not installed: apt-get install -y etcd-server (bash .ci/run does)",
-                );
+                .stderr(Stdio::null());
+            if let Some((cert, key)) = tls {
+                command
+                    .arg("--cert-file")
+                    .arg(cert)
+                    .arg("--key-file")
+                    .arg(key);
+            }
+            let child = command.spawn().expect(
+                "etcd is not installed: apt-get install -y etcd-server (bash .ci/run does)",
+            );
             let etcd = Etcd {
                 child: Some(child),
                 endpoint,
                 _data: data,
             };
             let start = Instant::now();
-            while monoflake::EtcdStore::connect(&[&etcd.endpoint], "/probe", Duration::from_secs(5))
-                .is_err()
-            {
+            let ready = || match tls {
+                Some((cert, _)) => etcd.ctl(Some(cert), &["endpoint", "health"]).0,
+                None => monoflake::EtcdStore::connect(
+                    &[&etcd.endpoint],
+                    "/probe",
+                    Duration::from_secs(5),
+                )
+                .is_ok(),
+            };
+            while !ready() {
                 assert!(
                     start.elapsed() < Duration::from_secs(20),
                     "etcd did not start"
@@ -149,6 +170,23 @@ mod etcd {
                 std::thread::sleep(Duration::from_millis(100));
             }
             etcd
+        }
+
+        /// Runs etcdctl against this etcd (trusting `ca` for https): success and output.
+        pub fn ctl(&self, ca: Option<&std::path::Path>, args: &[&str]) -> (bool, String) {
+            let mut c = Command::new("etcdctl");
+            c.env("ETCDCTL_API", "3")
+                .args(["--endpoints", &self.endpoint]);
+            if let Some(ca) = ca {
+                c.arg("--cacert").arg(ca);
+            }
+            let out = c.args(args).output().expect("etcdctl");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.success(), text)
         }
 
         /// Kills the server by its pid and waits for it.
