@@ -129,10 +129,13 @@ impl Layout {
     /// never share a node's claim or reservation, and one layout always finds its own
     /// whatever it is called:
     ///
-    /// * a layout shaped exactly like a preset (same widths, field names, order, epoch, tick
-    ///   and sign bit) uses the preset's name, however it was made;
-    /// * any other layout uses `custom-` and 16 hex digits of SipHash-2-4 (keys 0, 0) of its
-    ///   canonical spec text (its `Display`). The name the builder was given plays no part.
+    /// * only what decides an ID's bits counts: the time, node and sequence widths, where the
+    ///   node bits sit, the epoch and the tick — not field names, how the node bits are split
+    ///   into fields, the sign-bit setting or the builder's name (layouts that differ only in
+    ///   those make the same IDs, so they share node claims and reservations);
+    /// * a layout that makes a preset's IDs uses the preset's name, however it was made;
+    /// * any other layout uses `custom-` and 16 hex digits of SipHash-2-4 (keys 0, 0) of those
+    ///   numbers.
     ///
     /// ```
     /// use monoflake::Layout;
@@ -141,7 +144,7 @@ impl Layout {
     /// let same: Layout = Layout::twitter().to_string().parse()?;
     /// assert_eq!(same.state_name(), "twitter");
     /// let custom: Layout = "time=41,worker=10,sequence=12,epoch=2024-01-01".parse()?;
-    /// assert_eq!(custom.state_name(), "custom-6a16fa6634b88623");
+    /// assert_eq!(custom.state_name(), "custom-851a7745362cec28");
     /// let renamed = Layout::builder().name("orders").time_bits(41).node_field("worker", 10)
     ///     .sequence_bits(12).epoch_ms(1_704_067_200_000).build()?;
     /// assert_eq!(renamed.state_name(), custom.state_name());
@@ -151,21 +154,37 @@ impl Layout {
         if let Some(preset) = ALL_PRESETS.iter().find(|p| same_shape(&p.layout(), self)) {
             return Cow::Borrowed(preset.name);
         }
+        let (time, node, sequence, node_low, epoch, tick) = id_shape(self);
         let mut hasher = SipHasher24::new_with_keys(0, 0);
-        hasher.write(self.to_string().as_bytes());
+        hasher.write(
+            format!(
+                "time={time},node={node},sequence={sequence},node_below_sequence={node_low},\
+                 epoch_ms={epoch},tick_ms={tick}"
+            )
+            .as_bytes(),
+        );
         Cow::Owned(format!("custom-{:016x}", hasher.finish()))
     }
 }
 
-/// Everything but the name.
+/// What decides an ID's bits: the widths, where the node bits sit, the epoch and the tick.
+/// Not the field names, how the node bits are split into fields, nor the sign-bit setting:
+/// layouts that differ only in those make the same IDs, so they must share node claims.
+fn id_shape(l: &Layout) -> (u32, u32, u32, bool, u64, u64) {
+    let node_bits: u32 = l.fields.iter().map(|f| f.bits).sum();
+    (
+        l.time_bits,
+        node_bits,
+        l.sequence_bits,
+        l.node_low && node_bits > 0,
+        l.epoch_ms,
+        l.tick_ms,
+    )
+}
+
+/// The same IDs: see [`id_shape`].
 fn same_shape(a: &Layout, b: &Layout) -> bool {
-    a.time_bits == b.time_bits
-        && a.sequence_bits == b.sequence_bits
-        && a.fields == b.fields
-        && a.node_low == b.node_low
-        && a.epoch_ms == b.epoch_ms
-        && a.tick_ms == b.tick_ms
-        && a.allow_sign_bit == b.allow_sign_bit
+    id_shape(a) == id_shape(b)
 }
 
 fn spec_error(part: &str, reason: impl Into<String>) -> Error {
@@ -616,6 +635,26 @@ mod tests {
         assert_ne!(names[0], names[1]);
         assert_ne!(names[0], names[2]);
         assert_ne!(names[1], names[2]);
+    }
+
+    #[test]
+    fn layouts_that_make_the_same_ids_share_a_state_name() {
+        let twitter = Layout::twitter().state_name();
+        for spec in [
+            "time=41,datacenter=5,worker=5,sequence=12,epoch=2010-11-04T01:42:54.657Z,tick=1ms,sign_bit=yes",
+            "time=41,dc=5,worker=5,sequence=12,epoch=2010-11-04T01:42:54.657Z",
+            "time=41,worker=10,sequence=12,epoch=2010-11-04T01:42:54.657Z",
+        ] {
+            let layout: Layout = spec.parse().unwrap();
+            assert_eq!(layout.state_name(), twitter, "{spec}");
+        }
+        let a: Layout = "time=41,a=3,b=7,sequence=12,epoch=2024-01-01"
+            .parse()
+            .unwrap();
+        let b: Layout = "time=41,n=10,sequence=12,epoch=2024-01-01,sign_bit=yes"
+            .parse()
+            .unwrap();
+        assert_eq!(a.state_name(), b.state_name());
     }
 
     proptest::proptest! {
