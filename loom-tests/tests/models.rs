@@ -259,3 +259,41 @@ fn two_threads_at_the_paced_lead_limit() {
         assert_eq!(waits, 2, "{results:?}");
     });
 }
+
+/// The common case (the clock inside the state's tick, room in its sequence: one comparison
+/// and the compare-exchange) racing itself, the general step, and the clock moving on to the
+/// next tick.
+#[test]
+fn the_common_case_races_the_general_step_across_a_tick() {
+    loom::model(|| {
+        let layout = Layout::builder()
+            .sequence_bits(2)
+            .node_field("n", 2)
+            .build()
+            .unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let g = Arc::new(
+            Generator::builder(layout.clone())
+                .clock(Arc::clone(&clock))
+                .max_lead(Duration::from_millis(10))
+                .build()
+                .unwrap(),
+        );
+        // The first ID enters tick 0 by the general step; the next ones stay in it.
+        let first = g.try_next_id().unwrap();
+        let spawn = |g: Arc<Generator<Arc<ManualClock>>>| {
+            thread::spawn(move || (0..2).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
+        };
+        let a = spawn(Arc::clone(&g));
+        let b = spawn(Arc::clone(&g));
+        clock.advance_ms(1);
+        let runs = [vec![first], a.join().unwrap(), b.join().unwrap()];
+        assert_unique_and_increasing(&runs);
+        // Five IDs, four per tick: whether the clock moved on first or not, they fit in ticks 0
+        // and 1 (at most the fifth borrows tick 1).
+        for id in runs.iter().flatten() {
+            let t = id.parts(&layout).unwrap().unix_ms() - T0;
+            assert!(t <= 1, "tick {t} is beyond the clock");
+        }
+    });
+}

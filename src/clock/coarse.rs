@@ -43,7 +43,7 @@ pub struct CoarseClock {
 struct CoarseInner {
     // Ordering: Relaxed everywhere; the value is a lone, forward-only number (fetch_max), and
     // readers need no other memory published with it.
-    now_ms: CachePadded<AtomicU64>,
+    now_ns: CachePadded<AtomicU64>,
     stop: AtomicBool,
     precise: LockedClock,
 }
@@ -82,7 +82,7 @@ impl CoarseClock {
         interval: Duration,
     ) -> std::io::Result<(CoarseClock, Ticker)> {
         let inner = Arc::new(CoarseInner {
-            now_ms: CachePadded::new(AtomicU64::new(precise.now_ms())),
+            now_ns: CachePadded::new(AtomicU64::new(precise.now_ns())),
             stop: AtomicBool::new(false),
             precise,
         });
@@ -94,8 +94,8 @@ impl CoarseClock {
                 // synchronisation that matters.
                 while !worker.stop.load(Ordering::Relaxed) {
                     worker
-                        .now_ms
-                        .fetch_max(worker.precise.now_ms(), Ordering::Relaxed);
+                        .now_ns
+                        .fetch_max(worker.precise.now_ns(), Ordering::Relaxed);
                     std::thread::park_timeout(interval);
                 }
             })?;
@@ -126,7 +126,12 @@ impl CoarseClock {
 impl TimeSource for CoarseClock {
     #[inline]
     fn now_ms(&self) -> u64 {
-        self.inner.now_ms.load(Ordering::Relaxed)
+        self.now_ns() / 1_000_000
+    }
+
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        self.inner.now_ns.load(Ordering::Relaxed)
     }
 
     fn precise_now_ms(&self) -> u64 {
@@ -135,9 +140,7 @@ impl TimeSource for CoarseClock {
 
     fn precise_now_ns(&self) -> u64 {
         let now = self.inner.precise.now_ns();
-        self.inner
-            .now_ms
-            .fetch_max(now / 1_000_000, Ordering::Relaxed);
+        self.inner.now_ns.fetch_max(now, Ordering::Relaxed);
         now
     }
 
@@ -152,8 +155,8 @@ impl TimeSource for CoarseClock {
     fn advance_to_ms(&self, unix_ms: u64) -> bool {
         self.inner.precise.advance_to_ms(unix_ms);
         self.inner
-            .now_ms
-            .fetch_max(self.inner.precise.now_ms(), Ordering::Relaxed);
+            .now_ns
+            .fetch_max(self.inner.precise.now_ns(), Ordering::Relaxed);
         true
     }
 }

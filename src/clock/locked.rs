@@ -69,46 +69,88 @@ pub struct LockedClock {
     inner: Arc<LockedInner>,
 }
 
-/// The counter the clock advances by: quanta's, or (in unit tests) a simulated one.
+/// The counter the clock advances by: quanta's, or (in unit tests) a simulated one that
+/// counts nanoseconds.
 enum Counter {
     Quanta {
         clock: quanta::Clock,
-        start: u64,
+        /// Nanoseconds per counter unit, times 2^32, from quanta's calibration: one
+        /// multiplication by a constant turns a counter difference into nanoseconds.
+        ns_per_unit: u64,
     },
     #[cfg(test)]
     Simulated(Arc<std::sync::atomic::AtomicU64>),
 }
 
 impl Counter {
-    /// Nanoseconds elapsed since the clock started.
+    fn quanta() -> Self {
+        let clock = quanta::Clock::new();
+        // quanta scales a counter difference by its calibration; scaling 2^32 units gives the
+        // factor with 32 fractional bits (within 1 ns per 2^32 units: below one part per
+        // billion at any counter rate above 1 GHz). Without a calibrated counter quanta's raw
+        // reading is in nanoseconds already, and the factor is exactly 2^32.
+        let ns_per_unit = clock.delta_as_nanos(0, 1 << 32).max(1);
+        Counter::Quanta { clock, ns_per_unit }
+    }
+
+    /// The counter's reading, in its own units.
     #[inline]
-    fn elapsed(&self) -> u64 {
+    fn raw(&self) -> u64 {
         match self {
-            Counter::Quanta { clock, start } => clock.delta_as_nanos(*start, clock.raw()),
+            Counter::Quanta { clock, .. } => clock.raw(),
             #[cfg(test)]
             Counter::Simulated(ns) => ns.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
+
+    /// A difference of counter units in nanoseconds.
+    #[inline]
+    fn ns(&self, units: u64) -> u64 {
+        match self {
+            Counter::Quanta { ns_per_unit, .. } => {
+                let ns = (u128::from(units) * u128::from(*ns_per_unit)) >> 32;
+                u64::try_from(ns).unwrap_or(u64::MAX)
+            }
+            #[cfg(test)]
+            Counter::Simulated(_) => units,
+        }
+    }
+
+    /// A number of nanoseconds in counter units (the inverse of [`Counter::ns`]).
+    fn units(&self, ns: u64) -> u64 {
+        match self {
+            Counter::Quanta { ns_per_unit, .. } => {
+                let units = (u128::from(ns) << 32) / u128::from(*ns_per_unit);
+                u64::try_from(units).unwrap_or(u64::MAX)
+            }
+            #[cfg(test)]
+            Counter::Simulated(_) => ns,
+        }
+    }
 }
 
-/// One straight piece of the clock's line: from counter time `start` on, the clock reads
-/// `at + d - min(d, slew_for) / SLEW_DIVISOR` where `d` is the counter time since `start`.
+/// One straight piece of the clock's line: from the counter reading `start` on, the clock
+/// reads `at + d - min(d, slew_for) / SLEW_DIVISOR` where `d` is the counter time since
+/// `start` in nanoseconds. The bounds are kept in counter units, so a reading takes one
+/// subtraction and one multiplication from the counter to the clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Segment {
-    /// Counter time (ns since the start) where the piece begins.
+    /// The counter reading (its own units) where the piece begins.
     start: u64,
     /// The clock's reading (Unix ns) at `start`.
     at: u64,
-    /// For how much counter time after `start` the clock runs slow (0: not slewing).
+    /// For how many nanoseconds of counter time after `start` the clock runs slow (0: not
+    /// slewing).
     slew_for: u64,
-    /// Counter time at which the next comparison with the wall clock is due.
+    /// The counter reading (its own units) at which the next comparison with the wall clock
+    /// is due.
     check_at: u64,
 }
 
 impl Segment {
+    /// The reading `d` nanoseconds of counter time after `start`.
     #[inline]
-    fn read(&self, elapsed: u64) -> u64 {
-        let d = elapsed.saturating_sub(self.start);
+    fn read(&self, d: u64) -> u64 {
         if self.slew_for == 0 {
             return self.at.saturating_add(d);
         }
@@ -116,9 +158,8 @@ impl Segment {
         self.at.saturating_add(d - slowed)
     }
 
-    /// How much of the slew is still to be given back at counter time `elapsed`, in ns.
-    fn slew_left(&self, elapsed: u64) -> u64 {
-        let d = elapsed.saturating_sub(self.start);
+    /// How much of the slew is still to be given back `d` ns of counter time after `start`.
+    fn slew_left(&self, d: u64) -> u64 {
         (self.slew_for - d.min(self.slew_for)) / SLEW_DIVISOR
     }
 }
@@ -209,7 +250,8 @@ impl Line {
 struct LockedInner {
     counter: Counter,
     base_ns: u64,
-    interval_ns: u64,
+    /// The comparison interval in counter units.
+    interval: u64,
     tolerance_ns: u64,
     wall: Box<WallFn>,
     line: Line,
@@ -287,9 +329,7 @@ impl LockedClock {
         interval: Duration,
         tolerance: Duration,
     ) -> Self {
-        let clock = quanta::Clock::new();
-        let start = clock.raw();
-        Self::with_counter(Counter::Quanta { clock, start }, wall, interval, tolerance)
+        Self::with_counter(Counter::quanta(), wall, interval, tolerance)
     }
 
     fn with_counter(
@@ -299,18 +339,19 @@ impl LockedClock {
         tolerance: Duration,
     ) -> Self {
         let base_ns = wall();
-        let interval_ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+        let interval = counter.units(u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX));
+        let start = counter.raw();
         let first = Segment {
-            start: counter.elapsed(),
+            start,
             at: base_ns,
             slew_for: 0,
-            check_at: counter.elapsed().saturating_add(interval_ns),
+            check_at: start.saturating_add(interval),
         };
         LockedClock {
             inner: Arc::new(LockedInner {
                 counter,
                 base_ns,
-                interval_ns,
+                interval,
                 tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
                 wall: Box::new(wall),
                 line: Line::new(first),
@@ -335,11 +376,11 @@ impl LockedClock {
         let i = &*self.inner;
         // The counter first: a segment published after this read starts at or after it, and
         // reads as its own start — never less than the older segment gave.
-        let elapsed = i.counter.elapsed();
+        let raw = i.counter.raw();
         let segment = i.line.load();
-        let now = segment.read(elapsed);
-        if elapsed >= segment.check_at {
-            return self.compare(elapsed, now, false).unwrap_or(now);
+        let now = segment.read(i.counter.ns(raw.saturating_sub(segment.start)));
+        if raw >= segment.check_at {
+            return self.compare(raw, now, false).unwrap_or(now);
         }
         now
     }
@@ -354,9 +395,9 @@ impl LockedClock {
     /// assert!(skew.abs() < 1_000_000_000);
     /// ```
     pub fn reanchor(&self) -> i64 {
-        let elapsed = self.inner.counter.elapsed();
-        let now = self.inner.line.load().read(elapsed);
-        self.compare(elapsed, now, true);
+        let raw = self.inner.counter.raw();
+        let now = self.read_at(&self.inner.line.load(), raw);
+        self.compare(raw, now, true);
         self.last_skew_ns()
     }
 
@@ -378,29 +419,35 @@ impl LockedClock {
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let elapsed = i.counter.elapsed();
-        let current = i.line.load();
-        let now = current.read(elapsed);
+        let raw = i.counter.raw();
+        let now = self.read_at(&i.line.load(), raw);
         if unix_ns <= now {
             return now;
         }
         i.line.publish(Segment {
-            start: elapsed,
+            start: raw,
             at: unix_ns,
             slew_for: 0,
-            check_at: elapsed.saturating_add(i.interval_ns),
+            check_at: raw.saturating_add(i.interval),
         });
         i.forward_ns.fetch_add(unix_ns - now, Ordering::Relaxed);
         i.reanchors.fetch_add(1, Ordering::Relaxed);
         unix_ns
     }
 
+    /// The reading of `segment` at the counter reading `raw`.
+    #[inline]
+    fn read_at(&self, segment: &Segment, raw: u64) -> u64 {
+        segment.read(self.inner.counter.ns(raw.saturating_sub(segment.start)))
+    }
+
     /// The comparison: called by the first reader past `check_at` (others find the writer
     /// lock taken and go on) or by [`LockedClock::reanchor`] (`wait`: take the lock). Returns
-    /// the clock's reading at `elapsed` on the new line, or `None` when it did not compare.
+    /// the clock's reading at the counter reading `raw` on the new line, or `None` when it did
+    /// not compare.
     #[cold]
     #[inline(never)]
-    fn compare(&self, elapsed: u64, now: u64, wait: bool) -> Option<u64> {
+    fn compare(&self, raw: u64, now: u64, wait: bool) -> Option<u64> {
         let i = &*self.inner;
         let _writer = if wait {
             i.writer
@@ -411,10 +458,10 @@ impl LockedClock {
         };
         // Another reader may have compared in the meantime; read the line again.
         let current = i.line.load();
-        if !wait && elapsed < current.check_at {
+        if !wait && raw < current.check_at {
             return None;
         }
-        let now = now.max(current.read(elapsed));
+        let now = now.max(self.read_at(&current, raw));
         let wall = (i.wall)();
         let skew = i128::from(wall) - i128::from(now);
         let skew = i64::try_from(skew).unwrap_or(if skew < 0 { i64::MIN } else { i64::MAX });
@@ -422,7 +469,7 @@ impl LockedClock {
         i.last_skew_ns.store(skew as u64, Ordering::Relaxed);
         i.max_skew_ns
             .fetch_max(skew.unsigned_abs(), Ordering::Relaxed);
-        let check_at = elapsed.saturating_add(i.interval_ns);
+        let check_at = raw.saturating_add(i.interval);
         let next = if skew > 0 && skew.unsigned_abs() > i.tolerance_ns {
             // The wall clock is ahead: step forward.
             i.forward_ns
@@ -434,7 +481,7 @@ impl LockedClock {
                 "monoflake: clock stepped forward to the wall clock"
             );
             Segment {
-                start: elapsed,
+                start: raw,
                 at: wall,
                 slew_for: 0,
                 check_at,
@@ -444,7 +491,7 @@ impl LockedClock {
             // tolerance behind it (stop slewing).
             let ahead = if skew < 0 { skew.unsigned_abs() } else { 0 };
             Segment {
-                start: elapsed,
+                start: raw,
                 at: now,
                 slew_for: ahead.saturating_mul(SLEW_DIVISOR),
                 check_at,
@@ -492,12 +539,13 @@ impl LockedClock {
     /// ```
     pub fn report(&self) -> ClockReport {
         let i = &*self.inner;
-        let elapsed = i.counter.elapsed();
+        let raw = i.counter.raw();
+        let segment = i.line.load();
         ClockReport {
             forward_steps: self.reanchor_count(),
             last_skew_ns: self.last_skew_ns(),
             max_skew_ns: i.max_skew_ns.load(Ordering::Relaxed),
-            slew_left_ns: i.line.load().slew_left(elapsed),
+            slew_left_ns: segment.slew_left(i.counter.ns(raw.saturating_sub(segment.start))),
         }
     }
 }
@@ -629,6 +677,37 @@ mod tests {
     }
 
     #[test]
+    fn the_counter_scales_as_quanta_does_within_a_part_per_billion() {
+        let counter = Counter::quanta();
+        let Counter::Quanta { clock, .. } = &counter else {
+            unreachable!("Counter::quanta is quanta's counter")
+        };
+        for units in [
+            1u64,
+            1_000,
+            1 << 20,
+            1 << 32,
+            1 << 40,
+            3 << 44,
+            u64::MAX >> 8,
+        ] {
+            let ours = counter.ns(units);
+            let theirs = clock.delta_as_nanos(0, units);
+            assert!(
+                ours.abs_diff(theirs) <= 1 + theirs / 1_000_000_000,
+                "{units} units: {ours} ns here, {theirs} ns by quanta"
+            );
+            // Back to units, within the units of one nanosecond (the reading's resolution).
+            let back = counter.units(ours);
+            assert!(
+                back.abs_diff(units) <= 2 + counter.units(1) + units / 1_000_000_000,
+                "{units} units -> {ours} ns -> {back} units"
+            );
+        }
+        assert_eq!(counter.ns(0), 0);
+    }
+
+    #[test]
     fn a_segment_reads_continuously_across_its_slew() {
         let s = Segment {
             start: 100,
@@ -636,11 +715,11 @@ mod tests {
             slew_for: 5_000,
             check_at: u64::MAX,
         };
-        assert_eq!(s.read(50), 1_000_000);
-        assert_eq!(s.read(1_100), 1_000_000 + 1_000 - 1);
-        assert_eq!(s.read(5_100), 1_000_000 + 5_000 - 5);
-        assert_eq!(s.read(6_100), 1_000_000 + 6_000 - 5);
-        assert_eq!(s.slew_left(100), 5);
-        assert_eq!(s.slew_left(10_000), 0);
+        assert_eq!(s.read(0), 1_000_000);
+        assert_eq!(s.read(1_000), 1_000_000 + 1_000 - 1);
+        assert_eq!(s.read(5_000), 1_000_000 + 5_000 - 5);
+        assert_eq!(s.read(6_000), 1_000_000 + 6_000 - 5);
+        assert_eq!(s.slew_left(0), 5);
+        assert_eq!(s.slew_left(9_900), 0);
     }
 }

@@ -319,6 +319,8 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             },
             None => (0, 0),
         };
+        let tick_ns = layout.tick_ms().saturating_mul(1_000_000);
+        let epoch_ns = layout.epoch_ms().saturating_mul(1_000_000);
         let out = Output {
             sequence_bits,
             sequence_mask: crate::layout::mask(sequence_bits),
@@ -336,12 +338,14 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             refusal,
             params: StepParams {
                 sequence_bits,
+                sequence_mask: crate::layout::mask(sequence_bits),
                 max_tick: layout.max_tick(),
                 max_lead,
                 offset_mask: crate::layout::mask(offset_bits),
                 floor_tick,
-                tick_ns: layout.tick_ms().saturating_mul(1_000_000),
-                epoch_ns: layout.epoch_ms().saturating_mul(1_000_000),
+                tick_ns,
+                epoch_ns,
+                ticks_fit: StepParams::ticks_fit(layout.max_tick(), tick_ns, epoch_ns),
             },
             out,
             tick_ms: layout.tick_ms(),

@@ -30,6 +30,11 @@ pub(crate) struct Fence {
     /// The first clock tick at which nothing may be issued: the lease deadline; `u64::MAX`
     /// without one, 0 once closed.
     deadline: AtomicU64,
+    /// `min(limit + 1, deadline)`: the first tick the common case may not issue in, when the
+    /// clock's tick is the state's (one load and one comparison instead of two).
+    // Ordering: Relaxed, as `limit` and `deadline`, of which it is a function: a stale read is
+    // an older bound, as there.
+    open_below: AtomicU64,
     /// The fork count seen when the generator was built.
     fork: forkguard::Guard,
     /// The process that built the generator: a fork that skips `pthread_atfork` (a raw
@@ -47,6 +52,7 @@ impl Fence {
         Ok(Fence {
             limit: AtomicU64::new(limit),
             deadline: AtomicU64::new(deadline),
+            open_below: AtomicU64::new(open_below(limit, deadline)),
             fork: forkguard::Guard::try_new().map_err(|e| Error::ForkDetection {
                 reason: e.to_string(),
             })?,
@@ -80,6 +86,14 @@ impl Fence {
         late | unreserved
     }
 
+    /// Whether issuing in `tick`, when it is also the clock's tick, is refused: the same answer
+    /// as [`Fence::refuses`]`(tick, tick)`, from one word.
+    #[inline]
+    pub(crate) fn refuses_in(&self, tick: u64) -> bool {
+        // Ordering: Relaxed; see the field comments.
+        tick >= self.open_below.load(Ordering::Relaxed)
+    }
+
     /// Whether the clock tick `now` has reached the deadline.
     pub(crate) fn late(&self, now: u64) -> bool {
         now >= self.deadline.load(Ordering::Relaxed)
@@ -95,6 +109,8 @@ impl Fence {
         // Ordering: Relaxed; see the field comments.
         self.limit.store(limit, Ordering::Relaxed);
         self.deadline.store(deadline, Ordering::Relaxed);
+        self.open_below
+            .store(open_below(limit, deadline), Ordering::Relaxed);
     }
 
     /// The limit and deadline, for `Debug`.
@@ -108,5 +124,15 @@ impl Fence {
     /// Closes the fence for good: every later check refuses.
     pub(crate) fn close(&self) {
         self.set(0, 0);
+    }
+}
+
+/// The first tick that `limit` and `deadline` together refuse (for `Fence::refuses_in`).
+const fn open_below(limit: u64, deadline: u64) -> u64 {
+    let past_limit = limit.saturating_add(1);
+    if past_limit < deadline {
+        past_limit
+    } else {
+        deadline
     }
 }

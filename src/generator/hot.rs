@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::step::{Step, next_state};
+use super::step::{Step, next_in_tick, next_state};
 use super::{Generator, Ids};
 use crate::clock::TimeSource;
 use crate::stats::Counters;
@@ -11,19 +11,68 @@ use crate::sync::{self, Ordering};
 use crate::{Error, Id};
 
 impl<C: TimeSource> Generator<C> {
+    /// Reserves one state value: the common case first — the clock inside the tick the state
+    /// holds, room in its sequence ([`next_in_tick`]) — then the general step.
+    #[inline]
+    pub(crate) fn reserve_one(&self) -> Result<u64, Error> {
+        // A forked child must not issue under the parent's node: checked once per call.
+        let forked = self.core.fence.forked();
+        // Ordering: Relaxed; a stale value only makes the compare-exchange fail. Loaded before
+        // the clock is read: what the common case decides from it alone (the tick's bounds,
+        // the fence) is then computed while the clock is read.
+        let cur = self.core.state.load(Ordering::Relaxed);
+        let now_ns = self.clock.now_ns();
+        if let Some(next) = next_in_tick(cur, now_ns, &self.params) {
+            // Fence: as below, for the clock's tick, which is the state's.
+            let tick = cur >> self.params.sequence_bits;
+            if !(forked | self.core.fence.refuses_in(tick)) {
+                return match self.commit(cur, next) {
+                    Ok(()) => Ok(next),
+                    Err(actual) => self.reserve_one_contended(actual, now_ns, true),
+                };
+            }
+        }
+        self.reserve_one_contended(cur, now_ns, false)
+    }
+
+    /// [`Generator::reserve_one`] beyond the common case: a new tick, a borrow, a refusal, or
+    /// a lost compare-exchange (`lost`: back off first).
+    #[inline(never)]
+    fn reserve_one_contended(&self, cur: u64, now_ns: u64, lost: bool) -> Result<u64, Error> {
+        self.reserve_from(1, cur, now_ns, lost)
+            .map(|(first, _)| first)
+    }
+
     /// Reserves `n >= 1` consecutive state values with one compare-exchange and returns the
     /// first and the last.
     #[inline]
     pub(crate) fn reserve(&self, n: u64) -> Result<(u64, u64), Error> {
+        let now_ns = self.clock.now_ns();
+        // Ordering: Relaxed; a stale value only makes the first compare-exchange fail.
+        let cur = self.core.state.load(Ordering::Relaxed);
+        self.reserve_from(n, cur, now_ns, false)
+    }
+
+    /// The general path: `n` values after the state `cur` (as loaded, perhaps stale) at the
+    /// clock reading `now_ns`; `lost` when a compare-exchange was just lost.
+    #[inline]
+    fn reserve_from(
+        &self,
+        n: u64,
+        mut cur: u64,
+        now_ns: u64,
+        lost: bool,
+    ) -> Result<(u64, u64), Error> {
         // A forked child must not issue under the parent's node: checked once per call.
         let forked = self.core.fence.forked();
         // Clock: the cheap reading first; a coarse one is replaced by a precise one (once)
         // before anything depends on it being current.
-        let mut clock = self.now_of(self.clock.now_ns());
+        let mut clock = self.now_of(now_ns);
         let mut precise = !self.clock.is_coarse();
-        // Ordering: Relaxed; a stale value only makes the first compare-exchange fail.
-        let mut cur = self.core.state.load(Ordering::Relaxed);
         let backoff = sync::Backoff::new();
+        if lost {
+            backoff.spin();
+        }
         loop {
             // Step: pure.
             let step = next_state(cur, clock, n, &self.params);
@@ -179,7 +228,7 @@ impl<C: TimeSource> Generator<C> {
     /// ```
     #[inline]
     pub fn try_next_id(&self) -> Result<Id, Error> {
-        self.reserve(1).map(|(first, _)| self.out.id(first))
+        self.reserve_one().map(|first| self.out.id(first))
     }
 
     /// Reserves `n` consecutive IDs with one compare-exchange, without waiting. The IDs are

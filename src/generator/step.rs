@@ -27,6 +27,8 @@
 pub(crate) struct StepParams {
     /// Width of the sequence field.
     pub sequence_bits: u32,
+    /// `mask(sequence_bits)`, precomputed.
+    pub sequence_mask: u64,
     /// The largest time-field value.
     pub max_tick: u64,
     /// How many ticks ahead of `now` the state may run.
@@ -40,6 +42,23 @@ pub(crate) struct StepParams {
     pub tick_ns: u64,
     /// The layout's epoch in Unix nanoseconds.
     pub epoch_ns: u64,
+    /// Whether the end of the last tick, `epoch_ns + (max_tick + 1) * tick_ns`, fits in a u64:
+    /// the common case ([`next_in_tick`]) is taken only then, for every layout of
+    /// millisecond ticks among others.
+    pub ticks_fit: bool,
+}
+
+impl StepParams {
+    /// Whether `epoch_ns + (max_tick + 1) * tick_ns` fits in a u64.
+    pub(crate) const fn ticks_fit(max_tick: u64, tick_ns: u64, epoch_ns: u64) -> bool {
+        match max_tick.checked_add(1) {
+            Some(ticks) => match ticks.checked_mul(tick_ns) {
+                Some(span) => span.checked_add(epoch_ns).is_some(),
+                None => false,
+            },
+            None => false,
+        }
+    }
 }
 
 /// The clock's reading for the step: the tick, and how far into it (nanoseconds).
@@ -145,6 +164,41 @@ pub(crate) const fn next_state(cur: u64, now: Now, n: u64, p: &StepParams) -> St
     Step::Issue { first, last }
 }
 
+/// The common case, decided without dividing the clock's reading: the clock (`now_ns`, Unix
+/// nanoseconds) is inside the tick the state `cur` holds, and that tick's sequence has room
+/// after `cur`. Returns the next state, exactly what [`next_state`]`(cur, now, 1, p)` issues
+/// then; `None` leaves the decision to [`next_state`].
+///
+/// Everything here but one subtraction and one comparison depends on `cur` alone, not on the
+/// clock: a processor computes it while the clock is being read, so the clock's reading is
+/// only two instructions away from the compare-exchange.
+///
+/// `cur` must be a state a generator can hold: its tick at most `max_tick`, and below
+/// `floor_tick` only as the last value before it (a generator's first state after a
+/// reservation). Such states need no check of either bound here: a full sequence has no room.
+#[inline]
+pub(crate) const fn next_in_tick(cur: u64, now_ns: u64, p: &StepParams) -> Option<u64> {
+    let tick = cur >> p.sequence_bits;
+    let next = cur.wrapping_add(1);
+    // The start of the state's tick in Unix ns. (For a state whose tick is beyond
+    // `max_tick`, only ever a full one, this may wrap: `room` is false then.)
+    if !p.ticks_fit {
+        return None;
+    }
+    let start = (tick.wrapping_mul(p.tick_ns)).wrapping_add(p.epoch_ns);
+    // The state's tick is the clock's: no jump to a later tick. (One comparison: with
+    // `start + tick_ns` in range, a clock before `start` wraps to a difference of at least
+    // `tick_ns`.)
+    let same_tick = now_ns.wrapping_sub(start) < p.tick_ns;
+    // Room: no carry into the next tick (a borrow), and `next` at or above the tick's start
+    // offset (a tick entered by a borrow before the clock reached it restarts at the offset;
+    // without an offset, every value of the tick is at or above it).
+    let room = next & p.sequence_mask != 0
+        && (p.offset_mask == 0
+            || next >= (tick << p.sequence_bits | start_offset(tick, p.offset_mask)));
+    if same_tick & room { Some(next) } else { None }
+}
+
 /// A u128 as a u64, at most `u64::MAX`.
 const fn saturate(x: u128) -> u64 {
     if x > u64::MAX as u128 {
@@ -160,12 +214,14 @@ mod tests {
 
     const P: StepParams = StepParams {
         sequence_bits: 2,
+        sequence_mask: 3,
         max_tick: 15,
         max_lead: 1,
         offset_mask: 0,
         floor_tick: 0,
         tick_ns: MS,
         epoch_ns: 0,
+        ticks_fit: true,
     };
     const MS: u64 = 1_000_000;
 
@@ -264,12 +320,14 @@ mod tests {
         );
         let wide = StepParams {
             sequence_bits: 1,
+            sequence_mask: 1,
             max_tick: u64::MAX >> 1,
             max_lead: 0,
             offset_mask: 0,
             floor_tick: 0,
             tick_ns: MS,
             epoch_ns: 0,
+            ticks_fit: false,
         };
         assert_eq!(
             next_state(u64::MAX - 1, Now::at(0), 2, &wide),
@@ -365,5 +423,162 @@ mod tests {
         assert!(starts.len() > 4, "offsets should vary: {starts:?}");
         let odd = (0..1000).filter(|&t| start_offset(t, 1) == 1).count();
         assert!((300..700).contains(&odd), "{odd} odd starts out of 1000");
+    }
+
+    /// The clock reading as the generator gives it to the step.
+    fn now_of(now_ns: u64, p: &StepParams) -> Now {
+        let since = now_ns.saturating_sub(p.epoch_ns);
+        Now {
+            tick: since / p.tick_ns,
+            rem_ns: since % p.tick_ns,
+        }
+    }
+
+    #[test]
+    fn the_common_case_is_taken_inside_the_tick_and_only_there() {
+        let p = StepParams {
+            sequence_bits: 12,
+            sequence_mask: 0xfff,
+            max_tick: (1 << 41) - 1,
+            max_lead: 100,
+            offset_mask: 0,
+            floor_tick: 0,
+            tick_ns: MS,
+            epoch_ns: 1_288_834_974_657 * MS,
+            ticks_fit: true,
+        };
+        let tick = 1_000_000_000;
+        let start = p.epoch_ns + tick * MS;
+        let cur = tick << 12 | 5;
+        assert_eq!(next_in_tick(cur, start, &p), Some(cur + 1));
+        assert_eq!(next_in_tick(cur, start + MS - 1, &p), Some(cur + 1));
+        // The clock in the next tick (a jump), or before this one (a borrowed tick).
+        assert_eq!(next_in_tick(cur, start + MS, &p), None);
+        assert_eq!(next_in_tick(cur, start - 1, &p), None);
+        // A full sequence (a borrow), a sealed state.
+        assert_eq!(next_in_tick(tick << 12 | 0xfff, start, &p), None);
+        assert_eq!(next_in_tick(u64::MAX, start, &p), None);
+        // A tick entered by a borrow, below its start offset: the step moves up to the offset.
+        let offset = StepParams {
+            offset_mask: 7,
+            ..p
+        };
+        let tick = (tick..).find(|&t| start_offset(t, 7) >= 2).unwrap();
+        let start = p.epoch_ns + tick * MS;
+        let fresh = tick << 12 | start_offset(tick, 7);
+        assert_eq!(next_in_tick(fresh - 2, start, &offset), None);
+        assert_eq!(next_in_tick(fresh - 1, start, &offset), Some(fresh));
+        assert_eq!(next_in_tick(fresh, start, &offset), Some(fresh + 1));
+        // Ticks whose end does not fit in a u64 are left to the general step.
+        let huge = StepParams {
+            ticks_fit: false,
+            ..p
+        };
+        assert_eq!(next_in_tick(cur, start, &huge), None);
+    }
+
+    /// Every state of small layouts, at the clock readings around its tick's bounds: the
+    /// common case issues exactly what the general step issues, and is taken whenever the
+    /// step simply adds one inside the clock's tick.
+    #[test]
+    fn the_common_case_agrees_with_the_step_on_every_small_state() {
+        let mut taken = 0;
+        for sequence_bits in 1..=3u32 {
+            for offset_bits in 0..sequence_bits {
+                for floor_tick in [0, 5] {
+                    for max_lead in 0..2 {
+                        let p = StepParams {
+                            sequence_bits,
+                            sequence_mask: crate::layout::mask(sequence_bits),
+                            max_tick: 15,
+                            max_lead,
+                            offset_mask: crate::layout::mask(offset_bits),
+                            floor_tick,
+                            tick_ns: 10,
+                            epoch_ns: 1_000,
+                            ticks_fit: true,
+                        };
+                        for cur in 0..16u64 << sequence_bits {
+                            for now_ns in 990..1_000 + 17 * 10 {
+                                let now = now_of(now_ns, &p);
+                                let step = next_state(cur, now, 1, &p);
+                                let fast = next_in_tick(cur, now_ns, &p);
+                                let reachable = cur >> sequence_bits >= floor_tick
+                                    || cur + 1 == floor_tick << sequence_bits;
+                                if let (Some(next), true) = (fast, reachable) {
+                                    assert_eq!(
+                                        step,
+                                        Step::Issue {
+                                            first: next,
+                                            last: next
+                                        }
+                                    );
+                                    taken += 1;
+                                }
+                                let simple = matches!(step, Step::Issue { first, .. }
+                                    if first == cur + 1
+                                        && first >> sequence_bits == now.tick
+                                        && cur >> sequence_bits == now.tick);
+                                let after_epoch = now_ns >= p.epoch_ns;
+                                if simple && reachable && after_epoch && now.tick >= floor_tick {
+                                    assert_eq!(fast, Some(cur + 1), "{p:?} {cur} {now_ns}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(taken > 1_000, "{taken}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// Whenever the common case issues, it issues exactly what the general step issues.
+        #[test]
+        fn the_common_case_agrees_with_the_step(
+            sequence_bits in 1u32..=22,
+            time_bits in 1u32..=41,
+            tick_ns in proptest::sample::select(vec![1u64, 1_000, MS, 10 * MS, 1_000 * MS]),
+            epoch_ns in 0u64..2_000_000_000_000_000_000,
+            offset_bits in 0u32..4,
+            max_lead in 0u64..4,
+            floor in proptest::option::of(0u64..1 << 41),
+            tick in 0u64..1 << 41,
+            // Low sequences (at or below a start offset) as often as any.
+            sequence in proptest::prop_oneof![0u64..16, proptest::num::u64::ANY],
+            now_from_start in -3i64 * MS as i64..3 * MS as i64,
+        ) {
+            let max_tick = (1u64 << time_bits) - 1;
+            let tick = tick & max_tick;
+            let mask = crate::layout::mask(sequence_bits);
+            let floor_tick = floor.map_or(0, |f| f & max_tick);
+            // A state a generator can hold: below the floor only as the value just before it.
+            let cur = if tick < floor_tick {
+                (floor_tick << sequence_bits) - 1
+            } else {
+                tick << sequence_bits | (sequence & mask)
+            };
+            let p = StepParams {
+                sequence_bits,
+                sequence_mask: mask,
+                max_tick,
+                max_lead,
+                offset_mask: crate::layout::mask(offset_bits.min(sequence_bits - 1)),
+                floor_tick,
+                tick_ns,
+                epoch_ns,
+                ticks_fit: StepParams::ticks_fit(max_tick, tick_ns, epoch_ns),
+            };
+            let start = (cur >> sequence_bits).saturating_mul(tick_ns).saturating_add(epoch_ns);
+            let now_ns = start.saturating_add_signed(now_from_start);
+            if let Some(next) = next_in_tick(cur, now_ns, &p) {
+                proptest::prop_assert_eq!(
+                    next_state(cur, now_of(now_ns, &p), 1, &p),
+                    Step::Issue { first: next, last: next }
+                );
+            }
+        }
     }
 }
