@@ -8,25 +8,11 @@ pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
-/// The backoff after a lost compare-exchange: crossbeam's, or under loom a yield (loom
-/// explores the other threads instead of a spin).
-#[cfg(not(loom))]
-pub(crate) use crossbeam_utils::Backoff;
-
-#[cfg(loom)]
-#[derive(Debug, Default)]
-pub(crate) struct Backoff;
-
-#[cfg(loom)]
-impl Backoff {
-    pub(crate) fn new() -> Self {
-        Backoff
-    }
-
-    pub(crate) fn spin(&self) {
-        loom::thread::yield_now();
-    }
-}
+/// How long a caller that lost a compare-exchange to another thread waits (spinning) before it
+/// starts over: long enough for the winner to run a streak of IDs on its own cache line, short
+/// enough to stay below the per-call tail of peers that yield the thread instead. See
+/// `Generator::after_a_lost_round`.
+pub(crate) const CONTENDED_WAIT: core::time::Duration = core::time::Duration::from_nanos(2_000);
 
 /// How many times a waiting caller spins (with a CPU hint) before it starts yielding its thread.
 pub(crate) const SPIN_LIMIT: u32 = 6;
