@@ -346,6 +346,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
                 tick_ns,
                 epoch_ns,
                 ticks_fit: StepParams::ticks_fit(layout.max_tick(), tick_ns, epoch_ns),
+                behind_ns: StepParams::behind_ns(max_lead, tick_ns),
             },
             out,
             tick_ms: layout.tick_ms(),

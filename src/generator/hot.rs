@@ -11,8 +11,9 @@ use crate::sync::{self, Ordering};
 use crate::{Error, Id};
 
 impl<C: TimeSource> Generator<C> {
-    /// Reserves one state value: the common case first — the clock inside the tick the state
-    /// holds, room in its sequence ([`next_in_tick`]) — then the general step.
+    /// Reserves one state value: the common case first — the tick the state holds is the
+    /// clock's or one borrowed within the lead, room in its sequence ([`next_in_tick`]) — then
+    /// the general step.
     #[inline]
     pub(crate) fn reserve_one(&self) -> Result<u64, Error> {
         // A forked child must not issue under the parent's node: checked once per call.
@@ -23,7 +24,14 @@ impl<C: TimeSource> Generator<C> {
         let cur = self.core.state.load(Ordering::Relaxed);
         let now_ns = self.clock.now_ns();
         let mut lost = false;
-        if let Some(next) = next_in_tick(cur, now_ns, &self.params) {
+        // A coarse reading may lag: the common case then takes only the clock's own tick, as
+        // the general step re-reads the precise clock before it issues in a borrowed one.
+        let behind_ns = if self.clock.is_coarse() {
+            0
+        } else {
+            self.params.behind_ns
+        };
+        if let Some(next) = next_in_tick(cur, now_ns, behind_ns, &self.params) {
             // Fence: as below, for the clock's tick, which is the state's.
             let tick = cur >> self.params.sequence_bits;
             if !(forked | self.core.fence.refuses_in(tick)) {

@@ -46,9 +46,21 @@ pub(crate) struct StepParams {
     /// the common case ([`next_in_tick`]) is taken only then, for every layout of
     /// millisecond ticks among others.
     pub ticks_fit: bool,
+    /// How far the clock may be behind the start of the state's tick for the common case:
+    /// `(max_lead - 1) * tick_ns` (0 without a lead), or 0 where that and a tick do not fit
+    /// in a u64 together.
+    pub behind_ns: u64,
 }
 
 impl StepParams {
+    /// `behind_ns` for these numbers.
+    pub(crate) const fn behind_ns(max_lead: u64, tick_ns: u64) -> u64 {
+        match max_lead.saturating_sub(1).checked_mul(tick_ns) {
+            Some(behind) if behind.checked_add(tick_ns).is_some() => behind,
+            _ => 0,
+        }
+    }
+
     /// Whether `epoch_ns + (max_tick + 1) * tick_ns` fits in a u64.
     pub(crate) const fn ticks_fit(max_tick: u64, tick_ns: u64, epoch_ns: u64) -> bool {
         match max_tick.checked_add(1) {
@@ -164,10 +176,11 @@ pub(crate) const fn next_state(cur: u64, now: Now, n: u64, p: &StepParams) -> St
     Step::Issue { first, last }
 }
 
-/// The common case, decided without dividing the clock's reading: the clock (`now_ns`, Unix
-/// nanoseconds) is inside the tick the state `cur` holds, and that tick's sequence has room
-/// after `cur`. Returns the next state, exactly what [`next_state`]`(cur, now, 1, p)` issues
-/// then; `None` leaves the decision to [`next_state`].
+/// The common case, decided without dividing the clock's reading: the tick the state `cur`
+/// holds is the clock's (`now_ns`, Unix nanoseconds), or one borrowed ahead of it by less than
+/// the lead — at most `behind_ns` ahead, a whole number of ticks below `max_lead` — and the
+/// tick's sequence has room after `cur`. Returns the next state, exactly what
+/// [`next_state`]`(cur, now, 1, p)` issues then; `None` leaves the decision to [`next_state`].
 ///
 /// Everything here but one subtraction and one comparison depends on `cur` alone, not on the
 /// clock: a processor computes it while the clock is being read, so the clock's reading is
@@ -177,7 +190,12 @@ pub(crate) const fn next_state(cur: u64, now: Now, n: u64, p: &StepParams) -> St
 /// `floor_tick` only as the last value before it (a generator's first state after a
 /// reservation). Such states need no check of either bound here: a full sequence has no room.
 #[inline]
-pub(crate) const fn next_in_tick(cur: u64, now_ns: u64, p: &StepParams) -> Option<u64> {
+pub(crate) const fn next_in_tick(
+    cur: u64,
+    now_ns: u64,
+    behind_ns: u64,
+    p: &StepParams,
+) -> Option<u64> {
     let tick = cur >> p.sequence_bits;
     let next = cur.wrapping_add(1);
     // The start of the state's tick in Unix ns. (For a state whose tick is beyond
@@ -186,17 +204,21 @@ pub(crate) const fn next_in_tick(cur: u64, now_ns: u64, p: &StepParams) -> Optio
         return None;
     }
     let start = (tick.wrapping_mul(p.tick_ns)).wrapping_add(p.epoch_ns);
-    // The state's tick is the clock's: no jump to a later tick. (One comparison: with
-    // `start + tick_ns` in range, a clock before `start` wraps to a difference of at least
-    // `tick_ns`.)
-    let same_tick = now_ns.wrapping_sub(start) < p.tick_ns;
+    // The clock is in the state's tick or at most `behind_ns` before its start: no jump to a
+    // later tick, and no pacing (the state's tick is not the last one the lead allows). One
+    // comparison: with `start + tick_ns` in range, a clock outside the window wraps to a
+    // difference of at least its width.
+    let Some(from) = start.checked_sub(behind_ns) else {
+        return None;
+    };
+    let held = now_ns.wrapping_sub(from) < behind_ns + p.tick_ns;
     // Room: no carry into the next tick (a borrow), and `next` at or above the tick's start
     // offset (a tick entered by a borrow before the clock reached it restarts at the offset;
     // without an offset, every value of the tick is at or above it).
     let room = next & p.sequence_mask != 0
         && (p.offset_mask == 0
             || next >= (tick << p.sequence_bits | start_offset(tick, p.offset_mask)));
-    if same_tick & room { Some(next) } else { None }
+    if held & room { Some(next) } else { None }
 }
 
 /// A u128 as a u64, at most `u64::MAX`.
@@ -222,6 +244,7 @@ mod tests {
         tick_ns: MS,
         epoch_ns: 0,
         ticks_fit: true,
+        behind_ns: 0,
     };
     const MS: u64 = 1_000_000;
 
@@ -328,6 +351,7 @@ mod tests {
             tick_ns: MS,
             epoch_ns: 0,
             ticks_fit: false,
+            behind_ns: 0,
         };
         assert_eq!(
             next_state(u64::MAX - 1, Now::at(0), 2, &wide),
@@ -435,7 +459,7 @@ mod tests {
     }
 
     #[test]
-    fn the_common_case_is_taken_inside_the_tick_and_only_there() {
+    fn the_common_case_is_taken_inside_the_held_tick_and_only_there() {
         let p = StepParams {
             sequence_bits: 12,
             sequence_mask: 0xfff,
@@ -446,18 +470,26 @@ mod tests {
             tick_ns: MS,
             epoch_ns: 1_288_834_974_657 * MS,
             ticks_fit: true,
+            behind_ns: 99 * MS,
         };
         let tick = 1_000_000_000;
         let start = p.epoch_ns + tick * MS;
         let cur = tick << 12 | 5;
-        assert_eq!(next_in_tick(cur, start, &p), Some(cur + 1));
-        assert_eq!(next_in_tick(cur, start + MS - 1, &p), Some(cur + 1));
-        // The clock in the next tick (a jump), or before this one (a borrowed tick).
-        assert_eq!(next_in_tick(cur, start + MS, &p), None);
-        assert_eq!(next_in_tick(cur, start - 1, &p), None);
+        let next = |cur, now_ns| next_in_tick(cur, now_ns, p.behind_ns, &p);
+        assert_eq!(next(cur, start), Some(cur + 1));
+        assert_eq!(next(cur, start + MS - 1), Some(cur + 1));
+        // The clock in the next tick: a jump.
+        assert_eq!(next(cur, start + MS), None);
+        // A tick borrowed ahead of the clock, up to 99 ticks; 100 ahead is the last tick the
+        // lead allows, where slots are paced.
+        assert_eq!(next(cur, start - 1), Some(cur + 1));
+        assert_eq!(next(cur, start - 99 * MS), Some(cur + 1));
+        assert_eq!(next(cur, start - 99 * MS - 1), None);
+        // Without a window behind (a coarse clock): only the clock's own tick.
+        assert_eq!(next_in_tick(cur, start - 1, 0, &p), None);
         // A full sequence (a borrow), a sealed state.
-        assert_eq!(next_in_tick(tick << 12 | 0xfff, start, &p), None);
-        assert_eq!(next_in_tick(u64::MAX, start, &p), None);
+        assert_eq!(next(tick << 12 | 0xfff, start), None);
+        assert_eq!(next(u64::MAX, start), None);
         // A tick entered by a borrow, below its start offset: the step moves up to the offset.
         let offset = StepParams {
             offset_mask: 7,
@@ -466,15 +498,15 @@ mod tests {
         let tick = (tick..).find(|&t| start_offset(t, 7) >= 2).unwrap();
         let start = p.epoch_ns + tick * MS;
         let fresh = tick << 12 | start_offset(tick, 7);
-        assert_eq!(next_in_tick(fresh - 2, start, &offset), None);
-        assert_eq!(next_in_tick(fresh - 1, start, &offset), Some(fresh));
-        assert_eq!(next_in_tick(fresh, start, &offset), Some(fresh + 1));
+        assert_eq!(next_in_tick(fresh - 2, start, 0, &offset), None);
+        assert_eq!(next_in_tick(fresh - 1, start, 0, &offset), Some(fresh));
+        assert_eq!(next_in_tick(fresh, start, 0, &offset), Some(fresh + 1));
         // Ticks whose end does not fit in a u64 are left to the general step.
         let huge = StepParams {
             ticks_fit: false,
             ..p
         };
-        assert_eq!(next_in_tick(cur, start, &huge), None);
+        assert_eq!(next_in_tick(cur, start, 0, &huge), None);
     }
 
     /// Every state of small layouts, at the clock readings around its tick's bounds: the
@@ -486,7 +518,7 @@ mod tests {
         for sequence_bits in 1..=3u32 {
             for offset_bits in 0..sequence_bits {
                 for floor_tick in [0, 5] {
-                    for max_lead in 0..2 {
+                    for max_lead in 0..4 {
                         let p = StepParams {
                             sequence_bits,
                             sequence_mask: crate::layout::mask(sequence_bits),
@@ -497,14 +529,19 @@ mod tests {
                             tick_ns: 10,
                             epoch_ns: 1_000,
                             ticks_fit: true,
+                            behind_ns: StepParams::behind_ns(max_lead, 10),
                         };
                         for cur in 0..16u64 << sequence_bits {
                             for now_ns in 990..1_000 + 17 * 10 {
                                 let now = now_of(now_ns, &p);
                                 let step = next_state(cur, now, 1, &p);
-                                let fast = next_in_tick(cur, now_ns, &p);
+                                let fast = next_in_tick(cur, now_ns, p.behind_ns, &p);
+                                let in_tick_only = next_in_tick(cur, now_ns, 0, &p);
                                 let reachable = cur >> sequence_bits >= floor_tick
                                     || cur + 1 == floor_tick << sequence_bits;
+                                if let (Some(next), true) = (in_tick_only, reachable) {
+                                    assert_eq!(fast, Some(next));
+                                }
                                 if let (Some(next), true) = (fast, reachable) {
                                     assert_eq!(
                                         step,
@@ -521,6 +558,16 @@ mod tests {
                                         && cur >> sequence_bits == now.tick);
                                 let after_epoch = now_ns >= p.epoch_ns;
                                 if simple && reachable && after_epoch && now.tick >= floor_tick {
+                                    assert_eq!(in_tick_only, Some(cur + 1), "{p:?} {cur} {now_ns}");
+                                }
+                                // ...and whenever it adds one inside a tick borrowed less than
+                                // the lead ahead (without a start offset).
+                                let held = cur >> sequence_bits;
+                                let borrowed = matches!(step, Step::Issue { first, .. }
+                                    if first == cur + 1 && first >> sequence_bits == held)
+                                    && held > now.tick
+                                    && held < now.tick + max_lead;
+                                if borrowed && reachable && after_epoch && offset_bits == 0 {
                                     assert_eq!(fast, Some(cur + 1), "{p:?} {cur} {now_ns}");
                                 }
                             }
@@ -570,10 +617,11 @@ mod tests {
                 tick_ns,
                 epoch_ns,
                 ticks_fit: StepParams::ticks_fit(max_tick, tick_ns, epoch_ns),
+                behind_ns: StepParams::behind_ns(max_lead, tick_ns),
             };
             let start = (cur >> sequence_bits).saturating_mul(tick_ns).saturating_add(epoch_ns);
             let now_ns = start.saturating_add_signed(now_from_start);
-            if let Some(next) = next_in_tick(cur, now_ns, &p) {
+            if let Some(next) = next_in_tick(cur, now_ns, p.behind_ns, &p) {
                 proptest::prop_assert_eq!(
                     next_state(cur, now_of(now_ns, &p), 1, &p),
                     Step::Issue { first: next, last: next }
