@@ -115,6 +115,14 @@ impl<C: TimeSource> Generator<C> {
                 }
                 // A spurious failure of the weak compare-exchange: the state is as it was.
                 Err(actual) if actual == cur => {}
+                // A paced slot (in the last tick the lead allows) taken by another caller: the
+                // next slot is computed at once, and waited for as its own (the cap, not the
+                // cache line, is what callers queue for there).
+                Err(actual)
+                    if self.params.max_lead > 0 && last_tick >= now + self.params.max_lead =>
+                {
+                    cur = actual;
+                }
                 Err(_) => self.after_a_lost_round(&mut cur, &mut clock, &mut precise),
             }
         }
