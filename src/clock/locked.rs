@@ -27,6 +27,13 @@ pub const DEFAULT_REANCHOR_TOLERANCE: Duration = Duration::from_millis(1);
 /// and their time runs 0.1 % slow. That is harmless; stepping back would not be.
 pub const SLEW_PPM: u64 = 1000;
 
+/// How long after the comparison that finds the clock ahead of the wall clock its slew begins
+/// (when it was not slewing already): until then the new piece of the line continues the old
+/// one exactly, so a reading taken from the old piece while the new one is being published —
+/// by a writer delayed up to this long between its counter reading and the publication — is
+/// never above a later reading from the new piece.
+const SLEW_GRACE: Duration = Duration::from_millis(100);
+
 /// `1_000_000 / SLEW_PPM`: the clock gives back one nanosecond per this many counter ones.
 const SLEW_DIVISOR: u64 = 1_000_000 / SLEW_PPM;
 
@@ -129,9 +136,9 @@ impl Counter {
     }
 }
 
-/// One straight piece of the clock's line: from the counter reading `start` on, the clock
-/// reads `at + d - min(d, slew_for) / SLEW_DIVISOR` where `d` is the counter time since
-/// `start` in nanoseconds. The bounds are kept in counter units, so a reading takes one
+/// One piece of the clock's line: from the counter reading `start` on, the clock reads
+/// `at + d - clamp(d - slew_from, 0, slew_for) / SLEW_DIVISOR` where `d` is the counter time
+/// since `start` in nanoseconds: straight, then (while slewing) slower. The bounds are kept in counter units, so a reading takes one
 /// subtraction and one multiplication from the counter to the clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Segment {
@@ -139,9 +146,13 @@ struct Segment {
     start: u64,
     /// The clock's reading (Unix ns) at `start`.
     at: u64,
-    /// For how many nanoseconds of counter time after `start` the clock runs slow (0: not
-    /// slewing).
+    /// For how many nanoseconds of counter time the clock runs slow (0: not slewing).
     slew_for: u64,
+    /// How many nanoseconds of counter time after `start` the slow part begins: a slew that
+    /// begins where the line ran straight begins [`SLEW_GRACE`] later, so the new piece and
+    /// the old one agree for that long — a reader that used the old piece while the new one
+    /// was being published never reads more than a reader of the new one, later.
+    slew_from: u64,
     /// The counter reading (its own units) at which the next comparison with the wall clock
     /// is due.
     check_at: u64,
@@ -154,13 +165,22 @@ impl Segment {
         if self.slew_for == 0 {
             return self.at.saturating_add(d);
         }
-        let slowed = d.min(self.slew_for) / SLEW_DIVISOR;
-        self.at.saturating_add(d - slowed)
+        self.at.saturating_add(d - self.slowed(d) / SLEW_DIVISOR)
+    }
+
+    /// How much of the slow part has run `d` ns of counter time after `start`.
+    fn slowed(&self, d: u64) -> u64 {
+        d.saturating_sub(self.slew_from).min(self.slew_for)
     }
 
     /// How much of the slew is still to be given back `d` ns of counter time after `start`.
     fn slew_left(&self, d: u64) -> u64 {
-        (self.slew_for - d.min(self.slew_for)) / SLEW_DIVISOR
+        (self.slew_for - self.slowed(d)) / SLEW_DIVISOR
+    }
+
+    /// Whether the line runs slow `d` ns of counter time after `start`.
+    fn slewing(&self, d: u64) -> bool {
+        d >= self.slew_from && self.slowed(d) < self.slew_for
     }
 }
 
@@ -170,6 +190,7 @@ struct Slot {
     start: AtomicU64,
     at: AtomicU64,
     slew_for: AtomicU64,
+    slew_from: AtomicU64,
     check_at: AtomicU64,
 }
 
@@ -193,6 +214,7 @@ impl Slot {
             start: AtomicU64::new(0),
             at: AtomicU64::new(0),
             slew_for: AtomicU64::new(0),
+            slew_from: AtomicU64::new(0),
             check_at: AtomicU64::new(0),
         }
     }
@@ -218,6 +240,7 @@ impl Line {
                 start: slot.start.load(Ordering::Relaxed),
                 at: slot.at.load(Ordering::Relaxed),
                 slew_for: slot.slew_for.load(Ordering::Relaxed),
+                slew_from: slot.slew_from.load(Ordering::Relaxed),
                 check_at: slot.check_at.load(Ordering::Relaxed),
             };
             crate::sync::fence(Ordering::Acquire);
@@ -242,6 +265,7 @@ impl Line {
         slot.start.store(s.start, Ordering::Relaxed);
         slot.at.store(s.at, Ordering::Relaxed);
         slot.slew_for.store(s.slew_for, Ordering::Relaxed);
+        slot.slew_from.store(s.slew_from, Ordering::Relaxed);
         slot.check_at.store(s.check_at, Ordering::Relaxed);
         slot.seq.store(generation * 2, Ordering::Release);
     }
@@ -252,6 +276,9 @@ struct LockedInner {
     base_ns: u64,
     /// The comparison interval in counter units.
     interval: u64,
+    /// How long after a comparison a new slew begins: [`SLEW_GRACE`], at most half the
+    /// comparison interval (so the next comparison finds it begun).
+    slew_grace_ns: u64,
     tolerance_ns: u64,
     wall: Box<WallFn>,
     line: Line,
@@ -339,12 +366,15 @@ impl LockedClock {
         tolerance: Duration,
     ) -> Self {
         let base_ns = wall();
-        let interval = counter.units(u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX));
+        let interval_ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+        let slew_grace_ns = (interval_ns / 2).min(SLEW_GRACE.as_nanos() as u64);
+        let interval = counter.units(interval_ns);
         let start = counter.raw();
         let first = Segment {
             start,
             at: base_ns,
             slew_for: 0,
+            slew_from: 0,
             check_at: start.saturating_add(interval),
         };
         LockedClock {
@@ -352,6 +382,7 @@ impl LockedClock {
                 counter,
                 base_ns,
                 interval,
+                slew_grace_ns,
                 tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
                 wall: Box::new(wall),
                 line: Line::new(first),
@@ -428,6 +459,7 @@ impl LockedClock {
             start: raw,
             at: unix_ns,
             slew_for: 0,
+            slew_from: 0,
             check_at: raw.saturating_add(i.interval),
         });
         i.forward_ns.fetch_add(unix_ns - now, Ordering::Relaxed);
@@ -484,16 +516,24 @@ impl LockedClock {
                 start: raw,
                 at: wall,
                 slew_for: 0,
+                slew_from: 0,
                 check_at,
             }
         } else {
             // Ahead of the wall clock (slew the whole difference back) or within the
-            // tolerance behind it (stop slewing).
+            // tolerance behind it (stop slewing). A slew that begins where the line runs
+            // straight begins a grace later: see `Segment::slew_from`.
             let ahead = if skew < 0 { skew.unsigned_abs() } else { 0 };
+            let d = i.counter.ns(raw.saturating_sub(current.start));
             Segment {
                 start: raw,
                 at: now,
                 slew_for: ahead.saturating_mul(SLEW_DIVISOR),
+                slew_from: if current.slewing(d) {
+                    0
+                } else {
+                    i.slew_grace_ns
+                },
                 check_at,
             }
         };
@@ -641,11 +681,12 @@ mod tests {
         step.store((-100 * MS as i64) as u64, Relaxed);
         clock.reanchor();
         assert_eq!(clock.report().slew_left_ns, 100 * MS);
-        // 10 s of counter later, 10 ms have been given back.
+        // 10 s of counter later, 9.9 ms have been given back: the slew began 100 ms after the
+        // comparison (SLEW_GRACE) and gives back 1 ms per second.
         counter.store(10_010 * MS, Relaxed);
         let now = clock.now_ns();
         assert!(now > before);
-        assert_eq!(now, START + 10 * MS + 10_000 * MS - 10 * MS);
+        assert_eq!(now, START + 10 * MS + 10_000 * MS - 9_900_000);
         // After 100 s it has met the wall clock, and runs at the counter's rate again.
         counter.store(110 * 1_000 * MS, Relaxed);
         clock.reanchor();
@@ -707,12 +748,46 @@ mod tests {
         assert_eq!(counter.ns(0), 0);
     }
 
+    /// A writer reads the counter, then publishes a piece that begins a slew; readers that
+    /// used the old piece in between (the writer delayed up to SLEW_GRACE) read exactly what
+    /// the new piece gives at the same counter reading, so no reading goes back.
+    #[test]
+    fn a_new_slew_continues_the_old_line_through_the_grace() {
+        let (clock, counter, step) = simulated(0);
+        counter.store(5 * MS, Relaxed);
+        let old = clock.inner.line.load();
+        assert_eq!(old.slew_for, 0);
+        // The wall clock goes back 50 ms; the writer compares at 6 ms of counter time.
+        step.store((-50 * MS as i64) as u64, Relaxed);
+        counter.store(6 * MS, Relaxed);
+        clock.reanchor();
+        let new = clock.inner.line.load();
+        assert!(new.slew_for > 0);
+        assert_eq!(new.slew_from, SLEW_GRACE.as_nanos() as u64);
+        for raw in (6 * MS..6 * MS + 100 * MS).step_by(997) {
+            assert_eq!(
+                clock.read_at(&new, raw),
+                clock.read_at(&old, raw),
+                "at {raw}"
+            );
+        }
+        // Past the grace it runs slow, and it never reads less than before.
+        let mut last = 0;
+        for raw in (6 * MS..6 * MS + 2_000 * MS).step_by(10_007) {
+            let now = clock.read_at(&new, raw);
+            assert!(now >= last);
+            last = now;
+        }
+        assert!(clock.read_at(&new, 1_006 * MS) < clock.read_at(&old, 1_006 * MS));
+    }
+
     #[test]
     fn a_segment_reads_continuously_across_its_slew() {
         let s = Segment {
             start: 100,
             at: 1_000_000,
             slew_for: 5_000,
+            slew_from: 0,
             check_at: u64::MAX,
         };
         assert_eq!(s.read(0), 1_000_000);
