@@ -16,6 +16,15 @@ use monoflake::{Error, Generator, Id, Layout, ManualClock};
 
 const T0: u64 = 1_700_000_000_000;
 
+/// Two sequence bits: four IDs per tick.
+fn two_bit_layout() -> Layout {
+    Layout::builder()
+        .sequence_bits(2)
+        .node_field("n", 2)
+        .build()
+        .unwrap()
+}
+
 /// One sequence bit: two IDs per tick, so two threads taking two IDs each force the carry.
 fn one_bit_layout() -> Layout {
     Layout::builder()
@@ -213,15 +222,11 @@ fn a_release_racing_issuers_never_lets_an_id_past_the_seal() {
 /// Two threads at the paced lead limit (two sequence bits, a lead of one tick, a frozen clock
 /// at the start of its tick): the last slot of the current tick and the first slot of the
 /// next — the only one open yet — go to exactly one caller each; the other two calls are told
-/// to wait less than a tick. Also exercises the backoff after a lost compare-exchange.
+/// to wait less than a tick. Also exercises a paced slot lost to the other caller.
 #[test]
 fn two_threads_at_the_paced_lead_limit() {
     loom::model(|| {
-        let layout = Layout::builder()
-            .sequence_bits(2)
-            .node_field("n", 2)
-            .build()
-            .unwrap();
+        let layout = two_bit_layout();
         let g = Arc::new(
             Generator::builder(layout)
                 .clock(ManualClock::new(T0))
@@ -266,11 +271,7 @@ fn two_threads_at_the_paced_lead_limit() {
 #[test]
 fn the_common_case_races_the_general_step_across_a_tick() {
     loom::model(|| {
-        let layout = Layout::builder()
-            .sequence_bits(2)
-            .node_field("n", 2)
-            .build()
-            .unwrap();
+        let layout = two_bit_layout();
         let clock = Arc::new(ManualClock::new(T0));
         let g = Arc::new(
             Generator::builder(layout.clone())
