@@ -493,8 +493,12 @@ impl LockedClock {
         if !wait && raw < current.check_at {
             return None;
         }
-        let now = now.max(self.read_at(&current, raw));
+        // The wall clock first, then the counter: the new piece pairs the wall time with a
+        // counter reading taken after it, so however long this writer was held up before or
+        // between the two reads, the clock is never put ahead of the wall clock by it.
         let wall = (i.wall)();
+        let raw = i.counter.raw().max(raw);
+        let now = now.max(self.read_at(&current, raw));
         let skew = i128::from(wall) - i128::from(now);
         let skew = i64::try_from(skew).unwrap_or(if skew < 0 { i64::MIN } else { i64::MAX });
         // Ordering: Relaxed; statistics.
