@@ -204,6 +204,9 @@ pub enum Error {
     DefaultAlreadyBuilt,
     /// No node ID of the layout can be claimed: each is held by a live claimant, or (when
     /// claiming any node) free but reserved further ahead of this clock than the tolerance.
+    /// A claim of any node searches again a few times, after short randomized waits, before
+    /// reporting this, so a node held only for a moment by another claimant's search is not
+    /// counted as held.
     #[non_exhaustive]
     AllNodesHeld {
         /// How many node IDs the layout has.
