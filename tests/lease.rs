@@ -503,7 +503,8 @@ fn damaged_reservations_are_refused_not_read_as_smaller_times() {
 /// Two claimants of any node starting together, when some nodes are reserved slightly ahead:
 /// while one holds the nodes it passed over (looking for a settled one), the other must not
 /// report every node held. Four nodes, three slightly ahead and one settled, so both always
-/// get a node; 200 rounds, each from the same records.
+/// get a node; 200 rounds, each from the same records. The nodes given back keep their
+/// reservations.
 #[test]
 fn racing_claims_of_any_node_both_succeed_when_nodes_are_free() {
     let dir = common::TempDir::new("race-any");
@@ -541,5 +542,11 @@ fn racing_claims_of_any_node_both_succeed_when_nodes_are_free() {
         };
         assert_ne!(a.node(), b.node(), "round {round}");
         assert!(a.next_id().unwrap() != b.next_id().unwrap());
+        // The nodes passed over and given back kept their reservations untouched, and are free.
+        for node in (0..4).filter(|&n| n != a.node() && n != b.node()) {
+            let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+            let set_to = if node == 3 { T0 - 1_000 } else { T0 + 1 + node };
+            assert_eq!(claim.reserved_until_ms(), Some(set_to), "round {round}");
+        }
     }
 }
