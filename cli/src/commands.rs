@@ -324,8 +324,8 @@ fn fill(
 /// Up to `n` IDs (at least one), waiting at the lead limit as the library's `next_ids` would
 /// (for at most `max_wait`, then [`Error::TimedOut`]), but in slices of at most
 /// [`WAIT_SLICE`] that look at [`INTERRUPTED`]: `None` when a signal came while waiting.
-/// A run that does not fit now is halved until one does (the rest of a tick already begun),
-/// and only a single ID is waited for. Before a wait of [`FLUSH_BEFORE_WAIT`] or more, `buf`
+/// A run that does not fit now (the rest of a tick already begun, or of the time field) is
+/// halved until one does, and only a single ID is waited for or reported `Exhausted`. Before a wait of [`FLUSH_BEFORE_WAIT`] or more, `buf`
 /// is written out.
 fn issue(
     generator: &impl IdGenerator,
@@ -337,7 +337,9 @@ fn issue(
     let mut n = n;
     loop {
         let retry_after = match generator.try_next_ids(n) {
-            Err(Error::WouldBlock { .. }) if n > 1 => {
+            // Too long for what is left of the tick, or of the time field: a shorter run may
+            // still fit (the last IDs a layout can issue are issued too).
+            Err(Error::WouldBlock { .. } | Error::Exhausted { .. }) if n > 1 => {
                 n /= 2;
                 continue;
             }
