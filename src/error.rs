@@ -204,6 +204,9 @@ pub enum Error {
     DefaultAlreadyBuilt,
     /// No node ID of the layout can be claimed: each is held by a live claimant, or (when
     /// claiming any node) free but reserved further ahead of this clock than the tolerance.
+    /// A claim of any node searches again a few times, after short randomized waits, before
+    /// reporting this, so a node held only for a moment by another claimant's search is not
+    /// counted as held.
     #[non_exhaustive]
     AllNodesHeld {
         /// How many node IDs the layout has.
@@ -470,6 +473,24 @@ impl std::error::Error for Error {
 }
 
 impl Error {
+    /// A waiting call's time-out, for callers that wait at the lead limit themselves (with
+    /// [`IdGenerator::try_next_ids`](crate::IdGenerator::try_next_ids) in a loop of their
+    /// own) and give up after [`Generator::max_wait`](crate::Generator::max_wait): the same
+    /// error a waiting call of the library reports.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let e = monoflake::Error::timed_out(Duration::from_secs(1), Duration::from_micros(250));
+    /// assert!(matches!(e, monoflake::Error::TimedOut { .. }));
+    /// assert_eq!(e.retry_after(), Some(Duration::from_micros(250)));
+    /// ```
+    pub fn timed_out(waited: Duration, retry_after: Duration) -> Self {
+        Error::TimedOut {
+            waited,
+            retry_after,
+        }
+    }
+
     /// A store failure, for [`NodeStore`](crate::NodeStore) implementations: `store` names
     /// the store (as [`NodeStore::describe`](crate::NodeStore::describe) does), `reason` says
     /// what went wrong.

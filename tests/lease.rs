@@ -499,3 +499,54 @@ fn damaged_reservations_are_refused_not_read_as_smaller_times() {
         Some(until)
     );
 }
+
+/// Two claimants of any node starting together, when some nodes are reserved slightly ahead:
+/// while one holds the nodes it passed over (looking for a settled one), the other must not
+/// report every node held. Four nodes, three slightly ahead and one settled, so both always
+/// get a node; 200 rounds, each from the same records. The nodes given back keep their
+/// reservations.
+#[test]
+fn racing_claims_of_any_node_both_succeed_when_nodes_are_free() {
+    let dir = common::TempDir::new("race-any");
+    let layout = Layout::builder()
+        .name("four")
+        .node_field("n", 2)
+        .build()
+        .unwrap();
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let set = |node: u64, until: u64| {
+        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+        store.release(claim, until).unwrap();
+    };
+    let barrier = std::sync::Barrier::new(2);
+    for round in 0..200 {
+        // Nodes 0..=2 slightly ahead (within the lead, so no wait), node 3 settled.
+        for node in 0..3 {
+            set(node, T0 + 1 + node);
+        }
+        set(3, T0 - 1_000);
+        let claim = || {
+            barrier.wait();
+            Generator::builder(layout.clone())
+                .clock(ManualClock::new(T0))
+                .build_leased(Arc::clone(&store), NodeRequest::Any)
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(claim);
+            let b = s.spawn(claim);
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        let (a, b) = match (a, b) {
+            (Ok(a), Ok(b)) => (a, b),
+            (a, b) => panic!("round {round}: {:?} / {:?}", a.err(), b.err()),
+        };
+        assert_ne!(a.node(), b.node(), "round {round}");
+        assert!(a.next_id().unwrap() != b.next_id().unwrap());
+        // The nodes passed over and given back kept their reservations untouched, and are free.
+        for node in (0..4).filter(|&n| n != a.node() && n != b.node()) {
+            let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+            let set_to = if node == 3 { T0 - 1_000 } else { T0 + 1 + node };
+            assert_eq!(claim.reserved_until_ms(), Some(set_to), "round {round}");
+        }
+    }
+}

@@ -16,6 +16,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print new IDs, one per line.
+    #[command(after_help = GEN_AFTER_HELP)]
     Gen(GenArgs),
     /// Print the parts of IDs given as arguments, or read from standard input.
     Decode(DecodeArgs),
@@ -57,6 +58,12 @@ pub fn parse_layout(s: &str) -> Result<Layout, String> {
 pub const LAYOUT_VALUE: &str = "PRESET|SPEC";
 
 /// What a key file holds, in `--help`.
+const GEN_AFTER_HELP: &str = "Exit codes: 0 done (or the reader closed the pipe), 1 a \
+runtime failure or an interrupted run, 2 bad usage. Ctrl-C or SIGTERM stops at once, also \
+while waiting for the next tick of a slow layout: every ID already issued is printed, the node \
+is released, exit 1. When issuing fails mid-run (the layout's time runs out, the lease is \
+lost), the IDs issued before it are printed, then the error.";
+
 const KEY_FILE_HELP: &str = "A file holding a 128-bit key: 16 raw bytes, or 32 hex digits \
 (a trailing newline is fine), as `monoflake keygen -o FILE` writes.";
 

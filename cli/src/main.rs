@@ -1,7 +1,8 @@
 //! `monoflake`: a thin command line over the library's public API.
 //!
-//! Exit codes: 0 success, 1 a runtime failure (e.g. the layout's time ran out), 2 bad usage or
-//! input (an unparsable ID, an unknown preset, a node out of range).
+//! Exit codes: 0 success, 1 a runtime failure (e.g. the layout's time ran out) or a run
+//! interrupted by SIGINT or SIGTERM, 2 bad usage or input (an unparsable ID, an unknown
+//! preset, a node out of range).
 
 mod args;
 mod bench;

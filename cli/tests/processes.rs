@@ -531,3 +531,147 @@ fn sigterm_releases_the_node_like_ctrl_c() {
         .unwrap());
     assert!(next[0] > last);
 }
+
+/// The `issued N` count of `--stats` on stderr.
+fn issued_of(stderr: &str) -> usize {
+    let at = stderr.find("issued ").expect("--stats line") + "issued ".len();
+    let digits: String = stderr[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
+}
+
+/// A signal in the middle of a long wait at the lead limit stops `gen` at once. The layout
+/// has five-minute ticks of four IDs each, its tick 1 begun one second ago: the four IDs of
+/// tick 1 are issued and printed, then the generator must wait for tick 2, almost five
+/// minutes away.
+/// SIGTERM: exit 1 well before that (20 s allowed, a blocked wait would take ~299 s), every
+/// ID issued printed, the node released with a reservation above them.
+#[test]
+fn sigterm_stops_a_long_wait_at_the_lead_limit() {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    let state = common::TempDir::new("sigterm-wait");
+    let epoch = now_ms() - 301_000;
+    let tick_1 = epoch + 300_000;
+    let spec = format!("time=20,n=2,sequence=2,epoch={epoch},tick=300s");
+    let layout: Layout = spec.parse().unwrap();
+    // A settled reservation (up to tick 1): tick 1 can be issued at once, all of it.
+    let store = FileStore::open(state.path()).unwrap();
+    let claim = store.claim(&layout, NodeRequest::Exact(0)).unwrap();
+    store.release(claim, tick_1).unwrap();
+    let mut child = monoflake(state.path())
+        .args([
+            "gen", "-n", "100", "--node", "0", "--stats", "--layout", &spec,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Killed if the test fails before the child exits: a blocked `gen` would linger.
+    struct KillOnDrop(u32);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            if std::thread::panicking() && self.0 != 0 {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &self.0.to_string()])
+                    .status();
+            }
+        }
+    }
+    let mut guard = KillOnDrop(child.id());
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    // The whole first tick's worth is printed before the wait.
+    let mut printed: Vec<u64> = (0..4)
+        .map(|_| {
+            rx.recv_timeout(Duration::from_secs(120))
+                .expect("the first tick's IDs are printed before the wait")
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    common::signal(child.id(), "TERM");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gen still waiting 20 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    guard.0 = 0; // exited and reaped: nothing to kill
+    reader.join().unwrap();
+    printed.extend(rx.try_iter().map(|l| l.parse::<u64>().unwrap()));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("interrupted; the node was released"),
+        "{stderr}"
+    );
+    // Every ID issued was printed: the four of tick 1, increasing, on node 0.
+    assert_eq!(printed.len(), issued_of(&stderr), "{stderr}");
+    assert_eq!(printed.len(), 4);
+    assert!(printed.windows(2).all(|w| w[0] < w[1]), "{printed:?}");
+    for &id in &printed {
+        let parts = Id::from_u64(id).parts(&layout).unwrap();
+        assert_eq!((parts.node(), parts.unix_ms()), (0, tick_1));
+    }
+    // Released: the node can be claimed, its reservation past everything printed.
+    let again = store.claim(&layout, NodeRequest::Exact(0)).unwrap();
+    assert!(again.reserved_until_ms().unwrap() > tick_1);
+}
+
+/// IDs issued and buffered when issuing fails mid-run are printed, not lost: a layout whose
+/// time field runs out about six seconds after the start (100 ms ticks of 256 IDs), and a
+/// count far beyond what it can still issue. Exit 1 with `Exhausted`'s message; stdout holds
+/// exactly the IDs issued (the `--stats` count), all valid and increasing (per thread).
+#[test]
+fn ids_issued_before_the_time_field_runs_out_are_all_printed() {
+    for threads in ["1", "2"] {
+        let state = common::TempDir::new("exhausted");
+        // 7 time bits of 100 ms: 12.8 s of life, 6.8 s of it left.
+        let epoch = now_ms() - 6_000;
+        let spec = format!("time=7,n=2,sequence=8,epoch={epoch},tick=100ms");
+        let layout: Layout = spec.parse().unwrap();
+        let out = monoflake(state.path())
+            .args(["gen", "-n", "100000000", "--node", "0", "--stats"])
+            .args(["--threads", threads, "--layout", &spec])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("time field ran out"), "{stderr}");
+        let printed: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        assert!(!printed.is_empty(), "{stderr}");
+        assert_eq!(
+            printed.len(),
+            issued_of(&stderr),
+            "threads {threads}: {stderr}"
+        );
+        if threads == "1" {
+            assert!(printed.windows(2).all(|w| w[0] < w[1]));
+        }
+        let unique: HashSet<u64> = printed.iter().copied().collect();
+        assert_eq!(unique.len(), printed.len(), "duplicates");
+        for &id in &printed {
+            let parts = Id::from_u64(id).parts(&layout).unwrap();
+            assert_eq!(parts.node(), 0);
+            assert!(parts.unix_ms() < layout.expires_at_ms());
+        }
+    }
+}

@@ -181,6 +181,20 @@ impl Generator<LockedClock> {
 }
 
 impl<C: TimeSource> Generator<C> {
+    /// How long a waiting call ([`Generator::next_id`], [`Generator::next_ids`]) waits at the
+    /// lead limit before it reports [`Error::TimedOut`]: the builder's
+    /// [`max_wait`](GeneratorBuilder::max_wait), raised for a leased generator to at least a
+    /// reservation window plus a tick.
+    ///
+    /// ```
+    /// let g = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
+    /// assert_eq!(g.max_wait(), monoflake::DEFAULT_MAX_WAIT);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn max_wait(&self) -> Duration {
+        self.max_wait
+    }
+
     /// The layout IDs are issued under.
     ///
     /// ```

@@ -155,7 +155,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             &*store,
             &layout,
             request,
-            self.clock_ref().precise_now_ms(),
+            &|| self.clock_ref().precise_now_ms(),
             tolerance_ms,
             settings.trust_future,
         )?;

@@ -2,7 +2,8 @@
 //! one slightly ahead (a holder that crashed moments ago) only when no settled one is free,
 //! refuse one absurdly far ahead (a clock that is or was wrong) unless told to trust it.
 
-use std::time::Duration;
+use std::hash::{BuildHasher, RandomState};
+use std::time::{Duration, Instant};
 
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
@@ -11,6 +12,14 @@ use crate::{Error, Layout};
 /// it looks further for a settled one. Each is held until the choice is made (so the store's
 /// "lowest free node" moves on), then given back.
 const MAX_PASSED_OVER: usize = 64;
+
+/// How many times a claim of any node searches again when the store answered that every node
+/// is held: another claimant may be holding free nodes it passed over for a moment, and gives
+/// them back once its own search ends.
+const RACE_RETRIES: u32 = 8;
+
+/// The longest single wait between two searches.
+const RACE_WAIT_CAP: Duration = Duration::from_millis(250);
 
 /// The node chosen, and how many were passed over as too far ahead.
 #[derive(Debug)]
@@ -26,25 +35,27 @@ pub(crate) fn ahead_ms(claim: &Claim, now_ms: u64) -> u64 {
         .map_or(0, |until| until.saturating_sub(now_ms))
 }
 
-/// Claims a node for `request`: see the module comment. `tolerance_ms` is the largest lead
-/// accepted; `trust` accepts any lead (the caller moves its clock to the reservation).
+/// Claims a node for `request`: see the module comment. `now_ms` reads the clock (Unix ms);
+/// `tolerance_ms` is the largest lead accepted; `trust` accepts any lead (the caller moves its
+/// clock to the reservation).
 ///
 /// # Errors
 ///
 /// The store's errors; [`Error::ReservationAhead`] for an exact node reserved too far ahead;
-/// [`Error::AllNodesHeld`] (with the count of nodes passed over) when no node is usable.
+/// [`Error::AllNodesHeld`] (with the count of nodes passed over) when no node is usable, after
+/// [`RACE_RETRIES`] more searches.
 pub(crate) fn choose(
     store: &dyn NodeStore,
     layout: &Layout,
     request: NodeRequest,
-    now_ms: u64,
+    now_ms: &dyn Fn() -> u64,
     tolerance_ms: u64,
     trust: bool,
 ) -> Result<Chosen, Error> {
-    let too_far = |claim: &Claim| !trust && ahead_ms(claim, now_ms) > tolerance_ms;
     if let NodeRequest::Exact(_) = request {
         let claim = store.claim(layout, request)?;
-        if too_far(&claim) {
+        let now_ms = now_ms();
+        if !trust && ahead_ms(&claim, now_ms) > tolerance_ms {
             let error = ahead_error(&claim, now_ms, tolerance_ms);
             give_back(store, claim);
             return Err(error);
@@ -54,8 +65,48 @@ pub(crate) fn choose(
             skipped_ahead: 0,
         });
     }
-    // Any node: the first settled one wins; nodes ahead are held (so the store offers the next
-    // one) and given back once the choice is made.
+    // Any node. A search that ends with every node held may have met another claimant holding
+    // the free nodes it passed over, for the length of its own search: search again after a
+    // randomized wait that grows with each attempt (and with how long a search takes here),
+    // a bounded number of times. Between searches this claimant holds nothing.
+    let mut attempt = 0;
+    loop {
+        let started = Instant::now();
+        let result = search_any(store, layout, now_ms(), tolerance_ms, trust);
+        match result {
+            Err(Error::AllNodesHeld { .. }) if attempt < RACE_RETRIES => {
+                let round = started.elapsed().max(Duration::from_millis(1));
+                std::thread::sleep(race_wait(round, attempt));
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The wait before search `attempt + 2`: random in `[d/2, d]`, `d = round * 2^attempt`,
+/// capped at [`RACE_WAIT_CAP`], so two claimants that collided do not collide again in step.
+fn race_wait(round: Duration, attempt: u32) -> Duration {
+    let d = round
+        .saturating_mul(1 << attempt.min(16))
+        .min(RACE_WAIT_CAP);
+    let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(2);
+    // A fresh `RandomState` is keyed differently on each call: enough randomness for a jitter.
+    let r = RandomState::new().hash_one((attempt, std::thread::current().id()));
+    Duration::from_nanos(nanos / 2 + r % (nanos / 2 + 1))
+}
+
+/// One search for any node: the first settled one wins; nodes ahead are held (so the store
+/// offers the next one) and given back once the choice is made. Returns with at most the
+/// chosen node held.
+fn search_any(
+    store: &dyn NodeStore,
+    layout: &Layout,
+    now_ms: u64,
+    tolerance_ms: u64,
+    trust: bool,
+) -> Result<Chosen, Error> {
+    let too_far = |claim: &Claim| !trust && ahead_ms(claim, now_ms) > tolerance_ms;
     let mut passed: Vec<Claim> = Vec::new();
     let outcome = loop {
         if passed.len() >= MAX_PASSED_OVER {

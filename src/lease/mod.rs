@@ -220,6 +220,24 @@ impl<C: TimeSource + 'static> Leased<C> {
         self.generator.layout()
     }
 
+    /// How long [`Leased::next_id`] and [`Leased::next_ids`] wait at the lead limit before
+    /// they report [`Error::TimedOut`]: at least the reservation window plus one tick, so a
+    /// reservation being written or a long tick is waited out.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-wait-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// let at_least = monoflake::DEFAULT_RESERVATION_WINDOW + leased.layout().tick();
+    /// assert!(leased.max_wait() >= at_least);
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn max_wait(&self) -> Duration {
+        self.generator.max_wait()
+    }
+
     /// The node ID held.
     ///
     /// ```
