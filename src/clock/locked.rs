@@ -722,4 +722,54 @@ mod tests {
         assert_eq!(s.slew_left(0), 5);
         assert_eq!(s.slew_left(9_900), 0);
     }
+
+    /// A reader past `check_at` that is held up between its counter read and its publish (here
+    /// inside the wall clock, in real life preempted) publishes a segment starting at its old
+    /// counter reading. A second reader that read the old segment at a later counter reading
+    /// meanwhile must not then read less: "never less than an earlier reading on the same
+    /// thread".
+    #[test]
+    fn a_comparison_held_up_after_its_counter_read_does_not_move_another_reader_back() {
+        let counter = Arc::new(StdAtomic::new(0));
+        let hold = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        let (c, h, g) = (Arc::clone(&counter), Arc::clone(&hold), Arc::clone(&gate));
+        let wall = move || {
+            if h.load(Relaxed) {
+                g.wait(); // inside the comparison, the writer lock held
+                g.wait(); // released by the test
+                // The wall clock is 100 ms behind: the comparison slews.
+                return START + c.load(Relaxed) - 100 * MS;
+            }
+            START + c.load(Relaxed)
+        };
+        let clock = LockedClock::with_counter(
+            Counter::Simulated(Arc::clone(&counter)),
+            wall,
+            DEFAULT_REANCHOR_INTERVAL,
+            DEFAULT_REANCHOR_TOLERANCE,
+        );
+        let interval = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        counter.store(interval, Relaxed);
+        hold.store(true, Relaxed);
+        let writer = {
+            let clock = clock.clone();
+            std::thread::spawn(move || clock.now_ns())
+        };
+        gate.wait();
+        // The writer read the counter at `interval` and holds the lock; 10 ms of counter time
+        // later this reader finds the lock taken and reads the old segment.
+        counter.store(interval + 10 * MS, Relaxed);
+        let first = clock.now_ns();
+        assert_eq!(first, START + interval + 10 * MS);
+        hold.store(false, Relaxed);
+        gate.wait();
+        writer.join().unwrap();
+        let second = clock.now_ns();
+        assert!(
+            second >= first,
+            "the same thread read {first} then {second}: {} ns back",
+            first - second
+        );
+    }
 }
