@@ -772,4 +772,64 @@ mod tests {
             first - second
         );
     }
+
+    /// A comparison held up between its counter read and its wall-clock read (preempted)
+    /// steps forward to a wall time read later, as if it were the time at the earlier counter
+    /// reading: the clock then reads ahead of a wall clock that never went back — and IDs carry
+    /// a time ahead of the real one.
+    #[test]
+    fn a_comparison_held_up_before_its_wall_read_does_not_run_ahead_of_the_wall_clock() {
+        let counter = Arc::new(StdAtomic::new(0));
+        let hold = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        let (c, h, g) = (Arc::clone(&counter), Arc::clone(&hold), Arc::clone(&gate));
+        // The wall clock runs with the counter; it steps forward 10 ms once the test says so.
+        let wall_at =
+            |counter: u64, stepped: bool| START + counter + if stepped { 10 * MS } else { 0 };
+        let wall = move || {
+            let stepped = h.load(Relaxed);
+            if stepped {
+                g.wait(); // the comparison has read the counter and holds the writer lock
+                g.wait(); // 50 ms later
+            }
+            wall_at(c.load(Relaxed), stepped)
+        };
+        let clock = LockedClock::with_counter(
+            Counter::Simulated(Arc::clone(&counter)),
+            wall,
+            DEFAULT_REANCHOR_INTERVAL,
+            DEFAULT_REANCHOR_TOLERANCE,
+        );
+        let interval = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        counter.store(interval, Relaxed);
+        hold.store(true, Relaxed);
+        let writer = {
+            let clock = clock.clone();
+            std::thread::spawn(move || clock.now_ns())
+        };
+        gate.wait();
+        counter.store(interval + 50 * MS, Relaxed);
+        gate.wait();
+        writer.join().unwrap();
+        let wall = wall_at(interval + 50 * MS, true);
+        // A generator on this clock with no lead at all issues an ID 50 ms in the future.
+        let generator = crate::Generator::builder(crate::Layout::twitter())
+            .clock(clock.clone())
+            .max_lead(Duration::ZERO)
+            .build()
+            .unwrap();
+        let id = generator.try_next_id().unwrap();
+        let id_ms = id.parts(generator.layout()).unwrap().unix_ms();
+        assert!(
+            id_ms <= wall / MS,
+            "an ID {} ms ahead of the wall clock with max_lead 0",
+            id_ms - wall / MS
+        );
+        let now = clock.now_ns();
+        assert!(
+            now <= wall,
+            "the clock reads {} ns ahead of the wall clock, which never went back",
+            now - wall
+        );
+    }
 }
