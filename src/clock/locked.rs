@@ -443,8 +443,8 @@ impl LockedClock {
 
     /// The comparison: called by the first reader past `check_at` (others find the writer
     /// lock taken and go on) or by [`LockedClock::reanchor`] (`wait`: take the lock). Returns
-    /// the clock's reading at the counter reading `raw` on the new line, or `None` when it did
-    /// not compare.
+    /// the clock's reading on the new line at the counter reading the comparison took (at or
+    /// after `raw`, the caller's), or `None` when it did not compare.
     #[cold]
     #[inline(never)]
     fn compare(&self, raw: u64, now: u64, wait: bool) -> Option<u64> {
@@ -461,8 +461,14 @@ impl LockedClock {
         if !wait && raw < current.check_at {
             return None;
         }
-        let now = now.max(self.read_at(&current, raw));
+        // The wall clock first, then the counter, both under the lock: the new segment starts
+        // at a counter reading taken after the wall time it may step to (the clock is then
+        // behind the wall clock by the read, never ahead of it), and after the readings other
+        // threads took of the old segment while this caller was held up (none of them finds
+        // the new segment below what the old one gave it). The caller's `raw` may be long past.
         let wall = (i.wall)();
+        let raw = i.counter.raw().max(raw);
+        let now = now.max(self.read_at(&current, raw));
         let skew = i128::from(wall) - i128::from(now);
         let skew = i64::try_from(skew).unwrap_or(if skew < 0 { i64::MIN } else { i64::MAX });
         // Ordering: Relaxed; statistics.
