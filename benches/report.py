@@ -200,6 +200,24 @@ def targets(est, threads, latency):
                 lt = r["latency"]
                 add(f"two threads, {clock}: per call under contention",
                     f"p99.99 {lt['p9999']} ns, max {lt['max']} ns", "(reported)")
+    # What bounds the two-thread rows, from the same run.
+    if f1 and f2:
+        add("bound for any generator on one shared state: one uncontended compare-exchange per "
+            "ID (ferroid, one thread)",
+            f"{1e3 / f1:.1f} M/s, against the {1.5 * f2['ids_per_s'] / 1e6:.1f} M/s that 1.5× "
+            f"ferroid's two threads would take", "(reported)")
+    rr, lw = two.get("quanta raw() + compare_exchange (one try)"), two.get("monoflake locked wide")
+    if rr and lw:
+        add("two threads, locked vs one `raw()` + one compare-exchange per call (two threads)",
+            f"{lw['ids_per_s'] / 1e6:.1f} vs {rr['ids_per_s'] / 1e6:.1f} M/s: "
+            f"{lw['ids_per_s'] / rr['ids_per_s']:.2f}×", "(reported)")
+    for name in ("monoflake coarse wide, per-core", "monoflake locked wide, per-core"):
+        r = two.get(name)
+        if r and f2:
+            add(f"two threads, {name.split()[1]}, per-core (a state per thread: unique, "
+                f"k-sorted) vs ferroid",
+                f"{r['ids_per_s'] / 1e6:.1f} vs {f2['ids_per_s'] / 1e6:.1f} M/s: "
+                f"{r['ids_per_s'] / f2['ids_per_s']:.2f}×", "(reported)")
     for block in latency or []:
         if not block["regime"].startswith("sustained"):
             continue

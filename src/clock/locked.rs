@@ -475,8 +475,8 @@ impl LockedClock {
 
     /// The comparison: called by the first reader past `check_at` (others find the writer
     /// lock taken and go on) or by [`LockedClock::reanchor`] (`wait`: take the lock). Returns
-    /// the clock's reading at the counter reading `raw` on the new line, or `None` when it did
-    /// not compare.
+    /// the clock's reading on the new line at the counter reading the comparison took (at or
+    /// after `raw`, the caller's), or `None` when it did not compare.
     #[cold]
     #[inline(never)]
     fn compare(&self, raw: u64, now: u64, wait: bool) -> Option<u64> {
@@ -493,9 +493,13 @@ impl LockedClock {
         if !wait && raw < current.check_at {
             return None;
         }
-        // The wall clock first, then the counter: the new piece pairs the wall time with a
-        // counter reading taken after it, so however long this writer was held up before or
-        // between the two reads, the clock is never put ahead of the wall clock by it.
+        // The wall clock first, then the counter, both under the lock: the new segment starts
+        // at a counter reading taken after the wall time it may step to (the clock is then
+        // behind the wall clock by the read, never ahead of it), and after the readings other
+        // threads took of the old segment while this caller was held up (none of them finds
+        // the new segment below what the old one gave it; and a slew it begins starts
+        // `SLEW_GRACE` later, for a writer held up between this read and the publication).
+        // The caller's `raw` may be long past.
         let wall = (i.wall)();
         let raw = i.counter.raw().max(raw);
         let now = now.max(self.read_at(&current, raw));
@@ -800,5 +804,115 @@ mod tests {
         assert_eq!(s.read(6_000), 1_000_000 + 6_000 - 5);
         assert_eq!(s.slew_left(0), 5);
         assert_eq!(s.slew_left(9_900), 0);
+    }
+
+    /// A reader past `check_at` that is held up between its counter read and its publish (here
+    /// inside the wall clock, in real life preempted) publishes a segment starting at its old
+    /// counter reading. A second reader that read the old segment at a later counter reading
+    /// meanwhile must not then read less: "never less than an earlier reading on the same
+    /// thread".
+    #[test]
+    fn a_comparison_held_up_after_its_counter_read_does_not_move_another_reader_back() {
+        let counter = Arc::new(StdAtomic::new(0));
+        let hold = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        let (c, h, g) = (Arc::clone(&counter), Arc::clone(&hold), Arc::clone(&gate));
+        let wall = move || {
+            if h.load(Relaxed) {
+                g.wait(); // inside the comparison, the writer lock held
+                g.wait(); // released by the test
+                // The wall clock is 100 ms behind: the comparison slews.
+                return START + c.load(Relaxed) - 100 * MS;
+            }
+            START + c.load(Relaxed)
+        };
+        let clock = LockedClock::with_counter(
+            Counter::Simulated(Arc::clone(&counter)),
+            wall,
+            DEFAULT_REANCHOR_INTERVAL,
+            DEFAULT_REANCHOR_TOLERANCE,
+        );
+        let interval = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        counter.store(interval, Relaxed);
+        hold.store(true, Relaxed);
+        let writer = {
+            let clock = clock.clone();
+            std::thread::spawn(move || clock.now_ns())
+        };
+        gate.wait();
+        // The writer read the counter at `interval` and holds the lock; 10 ms of counter time
+        // later this reader finds the lock taken and reads the old segment.
+        counter.store(interval + 10 * MS, Relaxed);
+        let first = clock.now_ns();
+        assert_eq!(first, START + interval + 10 * MS);
+        hold.store(false, Relaxed);
+        gate.wait();
+        writer.join().unwrap();
+        let second = clock.now_ns();
+        assert!(
+            second >= first,
+            "the same thread read {first} then {second}: {} ns back",
+            first - second
+        );
+    }
+
+    /// A comparison held up between its counter read and its wall-clock read (preempted)
+    /// steps forward to a wall time read later, as if it were the time at the earlier counter
+    /// reading: the clock then reads ahead of a wall clock that never went back — and IDs carry
+    /// a time ahead of the real one.
+    #[test]
+    fn a_comparison_held_up_before_its_wall_read_does_not_run_ahead_of_the_wall_clock() {
+        let counter = Arc::new(StdAtomic::new(0));
+        let hold = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        let (c, h, g) = (Arc::clone(&counter), Arc::clone(&hold), Arc::clone(&gate));
+        // The wall clock runs with the counter; it steps forward 10 ms once the test says so.
+        let wall_at =
+            |counter: u64, stepped: bool| START + counter + if stepped { 10 * MS } else { 0 };
+        let wall = move || {
+            let stepped = h.load(Relaxed);
+            if stepped {
+                g.wait(); // the comparison has read the counter and holds the writer lock
+                g.wait(); // 50 ms later
+            }
+            wall_at(c.load(Relaxed), stepped)
+        };
+        let clock = LockedClock::with_counter(
+            Counter::Simulated(Arc::clone(&counter)),
+            wall,
+            DEFAULT_REANCHOR_INTERVAL,
+            DEFAULT_REANCHOR_TOLERANCE,
+        );
+        let interval = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        counter.store(interval, Relaxed);
+        hold.store(true, Relaxed);
+        let writer = {
+            let clock = clock.clone();
+            std::thread::spawn(move || clock.now_ns())
+        };
+        gate.wait();
+        counter.store(interval + 50 * MS, Relaxed);
+        gate.wait();
+        writer.join().unwrap();
+        let wall = wall_at(interval + 50 * MS, true);
+        // A generator on this clock with no lead at all issues an ID 50 ms in the future.
+        let generator = crate::Generator::builder(crate::Layout::twitter())
+            .clock(clock.clone())
+            .max_lead(Duration::ZERO)
+            .build()
+            .unwrap();
+        let id = generator.try_next_id().unwrap();
+        let id_ms = id.parts(generator.layout()).unwrap().unix_ms();
+        assert!(
+            id_ms <= wall / MS,
+            "an ID {} ms ahead of the wall clock with max_lead 0",
+            id_ms - wall / MS
+        );
+        let now = clock.now_ns();
+        assert!(
+            now <= wall,
+            "the clock reads {} ns ahead of the wall clock, which never went back",
+            now - wall
+        );
     }
 }

@@ -291,3 +291,118 @@ impl<C: TimeSource> Generator<C> {
             .map(|(first, last)| Ids::new(first, last, self.out))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::time::Duration;
+
+    use super::super::step::{Now, Step, next_state};
+    use crate::{Error, Generator, Layout, TimeSource};
+
+    /// A clock with nanosecond readings that the test sets, backwards too.
+    #[derive(Clone, Debug)]
+    struct NsClock(Arc<AtomicU64>);
+
+    impl TimeSource for NsClock {
+        fn now_ms(&self) -> u64 {
+            self.0.load(Relaxed) / 1_000_000
+        }
+        fn now_ns(&self) -> u64 {
+            self.0.load(Relaxed)
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// A real generator (builder, common case, general path, pinning) against a model
+        /// that only ever takes the general step: the same IDs and the same refusals, call by
+        /// call, for clocks that jump, stand still and go back, across layouts of small
+        /// sequences, long ticks, far epochs, start offsets and floors.
+        #[test]
+        fn the_generator_issues_what_the_general_step_issues(
+            sequence_bits in 1u32..=4,
+            time_bits in 2u32..=41,
+            tick_ms in proptest::sample::select(vec![1u64, 7, 1_000, 60_000]),
+            epoch_ms in proptest::sample::select(vec![0u64, 1_288_834_974_657, 1_700_000_000_000]),
+            offset_bits in 0u32..4,
+            lead_ticks in 0u64..3,
+            floor in proptest::option::of(0u64..64),
+            start_ticks in 0u64..64,
+            steps in proptest::collection::vec(
+                (proptest::prop_oneof![
+                    3 => 0i64..1,
+                    3 => -3i64..3,
+                    2 => -2_000_000i64..2_000_000,
+                    1 => -1i64..=1,
+                ], 0u32..3, 1usize..6),
+                1..60,
+            ),
+        ) {
+            let layout = Layout::builder()
+                .time_bits(time_bits)
+                .sequence_bits(sequence_bits)
+                .node_field("n", 1)
+                .tick_ms(tick_ms)
+                .epoch_ms(epoch_ms)
+                .build()
+                .unwrap();
+            let tick_ns = tick_ms * 1_000_000;
+            let epoch_ns = epoch_ms * 1_000_000;
+            let now = Arc::new(AtomicU64::new(epoch_ns + start_ticks * tick_ns));
+            let mut builder = Generator::builder(layout.clone())
+                .clock(NsClock(Arc::clone(&now)))
+                .node(1)
+                .max_lead(Duration::from_millis(lead_ticks * tick_ms))
+                .start_offset_bits(offset_bits);
+            if let Some(f) = floor {
+                builder = builder.resume_after(f);
+            }
+            let g = builder.build().unwrap();
+            let p = g.params;
+            let mut model = g.core.state.load(Relaxed);
+            for (delta, unit, calls) in steps {
+                // A step in ns, in ticks, or to a tick's edge.
+                let t = now.load(Relaxed);
+                let next = match unit {
+                    0 => t.saturating_add_signed(delta),
+                    1 => t.saturating_add_signed(delta.signum() * tick_ns as i64 + delta % 3),
+                    _ => {
+                        let since = t.saturating_sub(epoch_ns);
+                        epoch_ns + since / tick_ns * tick_ns + tick_ns - 1 + (delta % 3).unsigned_abs()
+                    }
+                };
+                now.store(next.max(epoch_ns.saturating_sub(5)), Relaxed);
+                for _ in 0..calls {
+                    let ns = now.load(Relaxed);
+                    let since = ns.saturating_sub(epoch_ns);
+                    let reading = Now { tick: since / tick_ns, rem_ns: since % tick_ns };
+                    let want = next_state(model, reading, 1, &p);
+                    let got = g.try_next_id();
+                    match (want, &got) {
+                        (Step::Issue { first, last }, Ok(id)) => {
+                            proptest::prop_assert_eq!(*id, g.out.id(first), "clock {}", ns);
+                            model = last;
+                        }
+                        (Step::Lead { .. }, Err(Error::WouldBlock { .. })) => {}
+                        (Step::Exhausted { for_good }, Err(Error::Exhausted { .. })) => {
+                            if for_good {
+                                model = model.max(p.max_tick << p.sequence_bits | p.sequence_mask);
+                            }
+                        }
+                        _ => proptest::prop_assert!(
+                            false,
+                            "clock {}: the step says {:?}, the generator {:?}",
+                            ns,
+                            want,
+                            got
+                        ),
+                    }
+                    proptest::prop_assert_eq!(g.core.state.load(Relaxed), model);
+                }
+            }
+        }
+    }
+}
