@@ -1,0 +1,214 @@
+//! The ratio targets, measured interleaved: on a shared machine whose speed drifts by
+//! tens of percent over seconds, criterion's groups (each entrant for 3 s, one after the other)
+//! can put two entrants in different weather. Here every round runs every entrant for a short
+//! slice, in a rotating order, and each round gives one ratio per target; the figures are the
+//! medians (and quartiles) over the rounds.
+//!
+//! * One thread: ns per ID for ferroid (wide layout), monoflake coarse and locked (wide
+//!   layout), and one quanta `raw()` plus one compare-exchange. Ratios: coarse / ferroid,
+//!   locked / (`raw()` + compare-exchange).
+//! * Two threads sharing one generator: IDs per second over a 100 ms window in which both
+//!   threads call back to back, and the smaller thread's share. Ratios: monoflake / ferroid.
+//!
+//! Every entrant is called through the same `&dyn Fn() -> u64`. `cargo bench --bench ratios`
+//! prints the tables and writes `target/ratios.json` (`report.py` reads it). About 30 s.
+
+mod peers;
+
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use monoflake::{CoarseClock, DEFAULT_TICKER_INTERVAL, Generator};
+use peers::wide;
+use serde_json::json;
+
+const ROUNDS: usize = 41;
+const SLICE: Duration = Duration::from_millis(20);
+const TWO_THREAD_ROUNDS: usize = 15;
+const WINDOW: Duration = Duration::from_millis(100);
+
+type Next<'a> = &'a (dyn Fn() -> u64 + Sync);
+
+/// ns per call of `next`, over about `SLICE`.
+fn slice(next: Next, calls: u64) -> f64 {
+    let start = Instant::now();
+    for _ in 0..calls {
+        black_box(next());
+    }
+    start.elapsed().as_nanos() as f64 / calls as f64
+}
+
+/// Two threads call `next` for `WINDOW`: (IDs per second, the smaller share).
+fn window(next: Next) -> (f64, f64) {
+    let barrier = Barrier::new(3);
+    let stop = AtomicBool::new(false);
+    let (counts, elapsed) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut n = 0u64;
+                    barrier.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..64 {
+                            black_box(next());
+                        }
+                        n += 64;
+                    }
+                    n
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(WINDOW);
+        stop.store(true, Ordering::Relaxed);
+        let elapsed = start.elapsed();
+        let counts: Vec<u64> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        (counts, elapsed)
+    });
+    let total: u64 = counts.iter().sum();
+    let low = *counts.iter().min().unwrap() as f64 / total as f64;
+    (total as f64 / elapsed.as_secs_f64(), low)
+}
+
+/// (median, first quartile, third quartile).
+fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.25), at(0.75))
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list" || a == "--test") {
+        return; // `cargo test --benches` asks; nothing to list
+    }
+    let ferroid = peers::wide_peers()
+        .into_iter()
+        .find(|p| p.name.starts_with("ferroid"))
+        .expect("ferroid on the wide layout");
+    let locked = Generator::new(wide(), 1).expect("generator");
+    let (coarse_clock, _ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL).expect("ticker");
+    let coarse = Generator::builder(wide())
+        .node(1)
+        .clock(coarse_clock)
+        .build()
+        .expect("generator");
+    let clock = quanta::Clock::new();
+    let cell = AtomicU64::new(0);
+    let raw_cas = move || {
+        let now = clock.raw();
+        let current = cell.load(Ordering::Relaxed);
+        black_box(cell.compare_exchange(
+            current,
+            now.max(current + 1),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ))
+        .unwrap_or(current)
+    };
+    let entrants: [(&str, Next); 4] = [
+        ("ferroid (atomic) wide", &*ferroid.next),
+        ("monoflake coarse wide", &|| {
+            coarse.try_next_id().unwrap().as_u64()
+        }),
+        ("monoflake locked wide", &|| {
+            locked.try_next_id().unwrap().as_u64()
+        }),
+        ("quanta raw() + compare_exchange", &raw_cas),
+    ];
+
+    // One thread: calls per slice from a first measurement of each.
+    let calls: Vec<u64> = entrants
+        .iter()
+        .map(|(_, next)| {
+            slice(*next, 100_000);
+            let ns = slice(*next, 1_000_000);
+            (SLICE.as_nanos() as f64 / ns) as u64
+        })
+        .collect();
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); entrants.len()];
+    let (mut coarse_ratio, mut locked_ratio) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let mut this = [0.0; 4];
+        for k in 0..entrants.len() {
+            let i = (round + k) % entrants.len();
+            this[i] = slice(entrants[i].1, calls[i]);
+            ns[i].push(this[i]);
+        }
+        coarse_ratio.push(this[1] / this[0]);
+        locked_ratio.push(this[2] / this[3]);
+    }
+    println!("\none thread, {ROUNDS} interleaved rounds of {SLICE:?} per entrant:");
+    println!("| entrant | ns per ID (median) | quartiles |\n|---|---:|---|");
+    let mut one = Vec::new();
+    for (i, (name, _)) in entrants.iter().enumerate() {
+        let (m, q1, q3) = quartiles(ns[i].clone());
+        println!("| {name} | {m:.2} | {q1:.2} – {q3:.2} |");
+        one.push(json!({"name": name, "ns_median": m, "ns_q1": q1, "ns_q3": q3}));
+    }
+    let (c, c1, c3) = quartiles(coarse_ratio);
+    let (l, l1, l3) = quartiles(locked_ratio);
+    println!("coarse / ferroid: {c:.2}× (quartiles {c1:.2} – {c3:.2})");
+    println!("locked / (raw() + compare-exchange): {l:.2}× (quartiles {l1:.2} – {l3:.2})");
+
+    // Two threads, one shared generator each.
+    let shared: [(&str, Next); 3] = [entrants[0], entrants[1], entrants[2]];
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); shared.len()];
+    let mut lows: Vec<Vec<f64>> = vec![Vec::new(); shared.len()];
+    let (mut coarse2, mut locked2) = (Vec::new(), Vec::new());
+    for round in 0..TWO_THREAD_ROUNDS {
+        let mut this = [0.0; 3];
+        for k in 0..shared.len() {
+            let i = (round + k) % shared.len();
+            let (rate, low) = window(shared[i].1);
+            this[i] = rate;
+            rates[i].push(rate);
+            lows[i].push(low);
+        }
+        coarse2.push(this[1] / this[0]);
+        locked2.push(this[2] / this[0]);
+    }
+    println!(
+        "\ntwo threads sharing one generator, {TWO_THREAD_ROUNDS} interleaved rounds of {WINDOW:?}:"
+    );
+    println!("| entrant | M IDs/s (median) | quartiles | lowest share |\n|---|---:|---|---:|");
+    let mut two = Vec::new();
+    for (i, (name, _)) in shared.iter().enumerate() {
+        let (m, q1, q3) = quartiles(rates[i].clone());
+        let low = lows[i].iter().copied().fold(1.0, f64::min);
+        println!(
+            "| {name} | {:.1} | {:.1} – {:.1} | {:.1}% |",
+            m / 1e6,
+            q1 / 1e6,
+            q3 / 1e6,
+            low * 100.0
+        );
+        two.push(
+            json!({"name": name, "ids_per_s_median": m, "q1": q1, "q3": q3, "lowest_share": low}),
+        );
+    }
+    let (c2, c21, c23) = quartiles(coarse2);
+    let (l2, l21, l23) = quartiles(locked2);
+    println!("coarse / ferroid: {c2:.2}× (quartiles {c21:.2} – {c23:.2})");
+    println!("locked / ferroid: {l2:.2}× (quartiles {l21:.2} – {l23:.2})");
+
+    let out = json!({
+        "rounds": ROUNDS,
+        "slice_ms": SLICE.as_secs_f64() * 1e3,
+        "one": one,
+        "coarse_over_ferroid": [c, c1, c3],
+        "locked_over_raw_cas": [l, l1, l3],
+        "two_thread_rounds": TWO_THREAD_ROUNDS,
+        "window_ms": WINDOW.as_secs_f64() * 1e3,
+        "two": two,
+        "two_coarse_over_ferroid": [c2, c21, c23],
+        "two_locked_over_ferroid": [l2, l21, l23],
+    });
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ratios.json");
+    match std::fs::write(&path, out.to_string()) {
+        Ok(()) => eprintln!("wrote {}", path.display()),
+        Err(e) => eprintln!("cannot write {}: {e}", path.display()),
+    }
+}
