@@ -96,6 +96,10 @@ fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
         g.try_next_id(),
         Err(Error::WouldBlock { retry_after, .. }) if retry_after == Duration::from_nanos(250_001)
     ));
+    // At its lead limit the generator is busy, not broken: check() says so and takes no ID.
+    let issued = g.stats().issued;
+    g.check().unwrap();
+    assert_eq!(g.stats().issued, issued);
     assert!(matches!(g.try_next_ids(5), Err(Error::WouldBlock { .. })));
     // The clock moves one tick: the rest of tick +3, and the first slot of the new last tick.
     clock.advance_ms(1);
@@ -135,6 +139,9 @@ fn exhausted_at_the_end_of_the_time_field_and_forever_after() {
     assert_eq!(g.try_next_id().unwrap().as_u64(), 15 << 1 | 1);
     // The sequence is full in the last tick: no borrowing past the end.
     let end = layout.expires_at_ms();
+    assert!(
+        matches!(g.check(), Err(Error::Exhausted { expired_at_ms, .. }) if expired_at_ms == end)
+    );
     assert!(
         matches!(g.try_next_id(), Err(Error::Exhausted { expired_at_ms, .. }) if expired_at_ms == end)
     );

@@ -97,6 +97,13 @@ fn a_lease_not_renewed_by_its_deadline_is_lost() {
         matches!(leased.next_id(), Err(Error::LeaseLost { .. })),
         "next_id must not wait it out"
     );
+    // A readiness check says so too, and takes no ID.
+    let issued = leased.stats().issued;
+    assert!(matches!(
+        leased.check(),
+        Err(Error::LeaseLost { node: 0, .. })
+    ));
+    assert_eq!(leased.stats().issued, issued);
 }
 
 /// Calls `try_next_id` until it reports something other than an ID or `WouldBlock` (a

@@ -222,22 +222,27 @@ impl<C: TimeSource> Generator<C> {
     #[cold]
     #[inline(never)]
     fn fenced(&self, forked: bool, now: u64) -> Error {
-        if forked {
-            return Error::Forked { node: self.node };
-        }
-        let deadline_passed = self.core.fence.late(now);
-        let error = match &self.refusal {
-            Some(owner) => owner.refusal(self.node, deadline_passed),
-            None => Error::LeaseLost {
-                node: self.node,
-                reason: "no lease".into(),
-            },
-        };
+        let error = self.fence_error(forked, now);
         // The clock passed a healthy store's reservation: the owner was asked to extend it.
         if matches!(error, Error::WouldBlock { .. }) {
             Counters::add(&self.counters.would_block, 1);
         }
         error
+    }
+
+    /// [`Generator::fenced`] without counting.
+    pub(super) fn fence_error(&self, forked: bool, now: u64) -> Error {
+        if forked {
+            return Error::Forked { node: self.node };
+        }
+        let deadline_passed = self.core.fence.late(now);
+        match &self.refusal {
+            Some(owner) => owner.refusal(self.node, deadline_passed),
+            None => Error::LeaseLost {
+                node: self.node,
+                reason: "no lease".into(),
+            },
+        }
     }
 
     /// Issues one ID without waiting.

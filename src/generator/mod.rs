@@ -2,6 +2,7 @@
 //!
 //! * `mod.rs`: [`Generator`], its state words and accessors.
 //! * `hot.rs`: the hot path — clock → step → fence → compare-exchange.
+//! * `check.rs`: whether a call could issue now, without issuing (health checks).
 //! * `wait.rs`: the waiting calls (`next_id`, `next_ids`).
 //! * `step.rs`: the pure state step every flavour shares.
 //! * `fence.rs`: the words that stop issuing (reservation limit, lease deadline, fork).
@@ -10,6 +11,7 @@
 
 mod batch;
 mod builder;
+mod check;
 mod fence;
 mod hot;
 mod id_generator;

@@ -130,6 +130,23 @@ impl<C: TimeSource> PerCore<C> {
         self.mine().try_next_id()
     }
 
+    /// As [`Generator::check`], on the calling thread's slot: whether a call could issue now,
+    /// without issuing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::check`].
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).build_per_core(2)?;
+    /// g.check()?;
+    /// assert_eq!(g.stats().issued, 0);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        self.mine().check()
+    }
+
     /// As [`Generator::next_id`], on the calling thread's slot.
     ///
     /// # Errors

@@ -127,6 +127,28 @@ impl<C: TimeSource + 'static> Leased<C> {
         self.generator.try_next_id()
     }
 
+    /// Whether a call could issue now, without issuing anything; see [`Generator::check`].
+    /// For a service's readiness probe: `Ok` while the node is held and its reservation can
+    /// be extended, [`Error::LeaseLost`] once the lease is lost or released.
+    ///
+    /// # Errors
+    ///
+    /// As [`Leased::try_next_id`], except [`Error::WouldBlock`].
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-check-{}", std::process::id()));
+    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .build_leased(store, monoflake::NodeRequest::Any)?;
+    /// leased.check()?;
+    /// assert_eq!(leased.stats().issued, 0);
+    /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        self.generator.check()
+    }
+
     /// Issues one ID, waiting at the lead limit; see [`Generator::next_id`].
     ///
     /// # Errors

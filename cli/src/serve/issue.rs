@@ -217,13 +217,10 @@ impl Issuer {
         }
     }
 
-    /// Whether the node is held and issuing works: one ID is taken and dropped (an ID at the
-    /// lead limit counts as working: the generator is busy, not broken).
+    /// Whether the node is held and issuing works, without issuing ([`Leased::check`]: a
+    /// generator at its lead limit is busy, not broken). Probes take no ID.
     pub fn ready(&self) -> Result<(), Error> {
-        match self.current.load().try_next_id() {
-            Ok(_) | Err(Error::WouldBlock { .. }) => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.current.load().check()
     }
 }
 
