@@ -31,22 +31,10 @@ fn hot_path(c: &mut Criterion) {
         Box::new(move || counter.fetch_add(1, Ordering::Relaxed)),
     ));
     let clock = quanta::Clock::new();
-    let raw_clock = clock.clone();
-    entrants.push(("quanta raw()", Box::new(move || raw_clock.raw())));
-    let cell = AtomicU64::new(0);
+    entrants.push(("quanta raw()", Box::new(move || clock.raw())));
     entrants.push((
         "quanta raw() + compare_exchange",
-        Box::new(move || {
-            let now = clock.raw();
-            let current = cell.load(Ordering::Relaxed);
-            black_box(cell.compare_exchange(
-                current,
-                now.max(current + 1),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ))
-            .unwrap_or(current)
-        }),
+        Box::new(peers::raw_and_compare_exchange()),
     ));
     let locked = Generator::new(wide(), 1).unwrap();
     entrants.push((

@@ -2,8 +2,10 @@
 //! ones at Twitter's layout (41 bits of ms, 10 node bits, 12 sequence bits), and the ones that
 //! take a custom layout (ferroid, idgenerator) also on monoflake's wide layout.
 
-use std::sync::Mutex;
-use std::time::Duration;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
 
 use ferroid::define_snowflake_id;
 use ferroid::generator::AtomicSnowflakeGenerator;
@@ -173,3 +175,60 @@ pub fn twitter_peers() -> Vec<Peer> {
 /// How long the sustained measurements run.
 #[allow(dead_code)]
 pub const SUSTAINED: Duration = Duration::from_secs(5);
+
+/// The reference point that is no generator: one quanta `raw()` read plus one compare-exchange
+/// on an `AtomicU64` (one try), the least a lock-free generator that reads a clock on every
+/// call can do.
+#[allow(dead_code)]
+pub fn raw_and_compare_exchange() -> impl Fn() -> u64 + Send + Sync {
+    let clock = quanta::Clock::new();
+    let cell = AtomicU64::new(0);
+    move || {
+        let now = clock.raw();
+        let current = cell.load(Ordering::Relaxed);
+        black_box(cell.compare_exchange(
+            current,
+            now.max(current + 1),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ))
+        .unwrap_or(current)
+    }
+}
+
+/// `threads` threads start on a barrier and call `next` back to back for `length` (looking at
+/// the stop flag every 64 calls): the IDs each took, and the window's real length.
+#[allow(dead_code)]
+pub fn window(
+    threads: usize,
+    length: Duration,
+    next: &(dyn Fn() -> u64 + Sync),
+) -> (Vec<u64>, Duration) {
+    const STRIDE: u64 = 64;
+    let barrier = Barrier::new(threads + 1);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut n = 0u64;
+                    barrier.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..STRIDE {
+                            black_box(next());
+                        }
+                        n += STRIDE;
+                    }
+                    n
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(length);
+        stop.store(true, Ordering::Relaxed);
+        let elapsed = start.elapsed();
+        let counts = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        (counts, elapsed)
+    })
+}

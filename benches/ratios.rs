@@ -16,8 +16,6 @@
 mod peers;
 
 use std::hint::black_box;
-use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use monoflake::{CoarseClock, DEFAULT_TICKER_INTERVAL, Generator};
@@ -42,32 +40,7 @@ fn slice(next: Next, calls: u64) -> f64 {
 
 /// Two threads call `next` for `WINDOW`: (IDs per second, the smaller share).
 fn window(next: Next) -> (f64, f64) {
-    let barrier = Barrier::new(3);
-    let stop = AtomicBool::new(false);
-    let (counts, elapsed) = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut n = 0u64;
-                    barrier.wait();
-                    while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..64 {
-                            black_box(next());
-                        }
-                        n += 64;
-                    }
-                    n
-                })
-            })
-            .collect();
-        barrier.wait();
-        let start = Instant::now();
-        std::thread::sleep(WINDOW);
-        stop.store(true, Ordering::Relaxed);
-        let elapsed = start.elapsed();
-        let counts: Vec<u64> = workers.into_iter().map(|w| w.join().unwrap()).collect();
-        (counts, elapsed)
-    });
+    let (counts, elapsed) = peers::window(2, WINDOW, next);
     let total: u64 = counts.iter().sum();
     let low = *counts.iter().min().unwrap() as f64 / total as f64;
     (total as f64 / elapsed.as_secs_f64(), low)
@@ -95,19 +68,7 @@ fn main() {
         .clock(coarse_clock)
         .build()
         .expect("generator");
-    let clock = quanta::Clock::new();
-    let cell = AtomicU64::new(0);
-    let raw_cas = move || {
-        let now = clock.raw();
-        let current = cell.load(Ordering::Relaxed);
-        black_box(cell.compare_exchange(
-            current,
-            now.max(current + 1),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        ))
-        .unwrap_or(current)
-    };
+    let raw_cas = peers::raw_and_compare_exchange();
     let entrants: [(&str, Next); 4] = [
         ("ferroid (atomic) wide", &*ferroid.next),
         ("monoflake coarse wide", &|| {

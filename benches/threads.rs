@@ -14,7 +14,7 @@ mod peers;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use monoflake::{CoarseClock, DEFAULT_TICKER_INTERVAL, Generator, Layout};
@@ -38,32 +38,7 @@ struct Entrant {
 
 /// One window: (IDs per thread, elapsed).
 fn window(next: &(dyn Fn() -> u64 + Sync)) -> (Vec<u64>, Duration) {
-    let barrier = Barrier::new(THREADS + 1);
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..THREADS)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut n = 0u64;
-                    barrier.wait();
-                    while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..STRIDE {
-                            black_box(next());
-                        }
-                        n += STRIDE;
-                    }
-                    n
-                })
-            })
-            .collect();
-        barrier.wait();
-        let start = Instant::now();
-        std::thread::sleep(WINDOW);
-        stop.store(true, Ordering::Relaxed);
-        let elapsed = start.elapsed();
-        let counts = workers.into_iter().map(|w| w.join().unwrap()).collect();
-        (counts, elapsed)
-    })
+    peers::window(THREADS, WINDOW, next)
 }
 
 /// One window with every call timed (two quanta `raw()` reads), all threads' calls merged.
@@ -138,22 +113,10 @@ fn entrants() -> Vec<Entrant> {
         false,
         Box::new(move || counter.fetch_add(1, Ordering::Relaxed)),
     );
-    let clock = quanta::Clock::new();
-    let cell = AtomicU64::new(0);
     push(
         "quanta raw() + compare_exchange (one try)",
         false,
-        Box::new(move || {
-            let now = clock.raw();
-            let current = cell.load(Ordering::Relaxed);
-            let _ = black_box(cell.compare_exchange(
-                current,
-                now.max(current + 1),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ));
-            now
-        }),
+        Box::new(peers::raw_and_compare_exchange()),
     );
     let locked = Generator::new(wide(), 1).expect("generator");
     push(

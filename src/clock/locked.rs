@@ -639,13 +639,22 @@ mod tests {
             let drift = e * i128::from(ppm) / 1_000_000;
             (i128::from(START) + e + drift + i128::from(s.load(Relaxed) as i64)) as u64
         };
-        let clock = LockedClock::with_counter(
-            Counter::Simulated(Arc::clone(&counter)),
+        let clock = on_counter(&counter, wall);
+        (clock, counter, step)
+    }
+
+    /// A clock on the simulated `counter` with the default interval and tolerance, comparing
+    /// with `wall`.
+    fn on_counter(
+        counter: &Arc<StdAtomic>,
+        wall: impl Fn() -> u64 + Send + Sync + 'static,
+    ) -> LockedClock {
+        LockedClock::with_counter(
+            Counter::Simulated(Arc::clone(counter)),
             wall,
             DEFAULT_REANCHOR_INTERVAL,
             DEFAULT_REANCHOR_TOLERANCE,
-        );
-        (clock, counter, step)
+        )
     }
 
     fn wall_of(ppm: i64, e: u64, step: i64) -> i128 {
@@ -826,12 +835,7 @@ mod tests {
             }
             START + c.load(Relaxed)
         };
-        let clock = LockedClock::with_counter(
-            Counter::Simulated(Arc::clone(&counter)),
-            wall,
-            DEFAULT_REANCHOR_INTERVAL,
-            DEFAULT_REANCHOR_TOLERANCE,
-        );
+        let clock = on_counter(&counter, wall);
         let interval = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
         counter.store(interval, Relaxed);
         hold.store(true, Relaxed);
@@ -877,12 +881,7 @@ mod tests {
             }
             wall_at(c.load(Relaxed), stepped)
         };
-        let clock = LockedClock::with_counter(
-            Counter::Simulated(Arc::clone(&counter)),
-            wall,
-            DEFAULT_REANCHOR_INTERVAL,
-            DEFAULT_REANCHOR_TOLERANCE,
-        );
+        let clock = on_counter(&counter, wall);
         let interval = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
         counter.store(interval, Relaxed);
         hold.store(true, Relaxed);
