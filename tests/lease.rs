@@ -257,16 +257,9 @@ fn a_restart_never_reissues_a_reserved_tick() {
 fn any_node_prefers_settled_nodes_and_skips_absurd_reservations() {
     let dir = common::TempDir::new("prefer");
     // Two node IDs only, so "nothing usable" is reachable.
-    let layout = Layout::builder()
-        .name("two")
-        .node_field("n", 1)
-        .build()
-        .unwrap();
+    let layout = small_layout("two", 1);
     let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
-    let set = |node: u64, until: u64| {
-        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
-        store.release(claim, until).unwrap();
-    };
+    let set = |node: u64, until: u64| leave_record(&*store, &layout, node, until);
     let build = |request| {
         Generator::builder(layout.clone())
             .clock(ManualClock::new(T0))
@@ -515,16 +508,9 @@ fn damaged_reservations_are_refused_not_read_as_smaller_times() {
 #[test]
 fn racing_claims_of_any_node_both_succeed_when_nodes_are_free() {
     let dir = common::TempDir::new("race-any");
-    let layout = Layout::builder()
-        .name("four")
-        .node_field("n", 2)
-        .build()
-        .unwrap();
+    let layout = small_layout("four", 2);
     let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
-    let set = |node: u64, until: u64| {
-        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
-        store.release(claim, until).unwrap();
-    };
+    let set = |node: u64, until: u64| leave_record(&*store, &layout, node, until);
     let barrier = std::sync::Barrier::new(2);
     for round in 0..200 {
         // Nodes 0..=2 slightly ahead (within the lead, so no wait), node 3 settled.
@@ -556,4 +542,20 @@ fn racing_claims_of_any_node_both_succeed_when_nodes_are_free() {
             assert_eq!(claim.reserved_until_ms(), Some(set_to), "round {round}");
         }
     }
+}
+
+/// A layout with `node_bits` node bits (few nodes, so "every node held" is reachable).
+fn small_layout(name: &'static str, node_bits: u32) -> Layout {
+    Layout::builder()
+        .name(name)
+        .node_field("n", node_bits)
+        .build()
+        .unwrap()
+}
+
+/// Leaves the record a previous holder of `node` would: claimed, then released with its
+/// reservation at `until_ms`.
+fn leave_record(store: &dyn NodeStore, layout: &Layout, node: u64, until_ms: u64) {
+    let claim = store.claim(layout, NodeRequest::Exact(node)).unwrap();
+    store.release(claim, until_ms).unwrap();
 }

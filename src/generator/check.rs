@@ -34,31 +34,25 @@ impl<C: TimeSource> Generator<C> {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn check(&self) -> Result<(), Error> {
-        let forked = self.core.fence.forked() || self.core.fence.another_process();
+        if self.core.fence.forked() || self.core.fence.another_process() {
+            return Err(Error::Forked { node: self.node });
+        }
         let now = self.now_of(self.clock.precise_now_ns());
         // Ordering: Relaxed, as every access to the state.
         let cur = self.core.state.load(Ordering::Relaxed);
         match next_state(cur, now, 1, &self.params) {
             Step::Issue { last, .. } => {
                 let last_tick = last >> self.params.sequence_bits;
-                if !forked && !self.core.fence.refuses(now.tick, last_tick) {
+                if !self.core.fence.refuses(now.tick, last_tick) {
                     return Ok(());
                 }
-                match self.fence_error(forked, now.tick) {
+                match self.fence_error(false, now.tick) {
                     Error::WouldBlock { .. } => Ok(()),
                     error => Err(error),
                 }
             }
-            Step::Lead { .. } if forked => Err(Error::Forked { node: self.node }),
             Step::Lead { .. } => Ok(()),
-            // A sealed generator's state is u64::MAX: the step reads it as exhausted.
-            Step::Exhausted { .. } if self.core.fence.is_closed() => {
-                Err(self.fence_error(forked, 0))
-            }
-            Step::Exhausted { .. } if forked => Err(Error::Forked { node: self.node }),
-            Step::Exhausted { .. } => Err(Error::Exhausted {
-                expired_at_ms: self.expires_at_ms,
-            }),
+            Step::Exhausted { .. } => Err(self.exhausted()),
         }
     }
 }

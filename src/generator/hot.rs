@@ -119,7 +119,8 @@ impl<C: TimeSource> Generator<C> {
                 // next slot is computed at once, and waited for as its own (the cap, not the
                 // cache line, is what callers queue for there).
                 Err(actual)
-                    if self.params.max_lead > 0 && last_tick >= now + self.params.max_lead =>
+                    if self.params.max_lead > 0
+                        && last_tick >= now.saturating_add(self.params.max_lead) =>
                 {
                     cur = actual;
                 }
@@ -186,10 +187,8 @@ impl<C: TimeSource> Generator<C> {
                     retry_after: Duration::from_nanos(wait_ns),
                 }
             }
-            // A sealed generator's state is u64::MAX: the step reads it as exhausted.
-            Step::Exhausted { .. } if self.core.fence.is_closed() => self.fenced(false, 0),
             Step::Exhausted { for_good } => {
-                if for_good {
+                if for_good && !self.core.fence.is_closed() {
                     // Pin the state at its largest value so every later call fails too,
                     // whatever a clock does afterwards.
                     let end = self.params.max_tick << self.params.sequence_bits
@@ -198,9 +197,7 @@ impl<C: TimeSource> Generator<C> {
                     let before = self.core.state.fetch_max(end, Ordering::Relaxed);
                     Counters::add(&self.counters.skipped, end.saturating_sub(before));
                 }
-                Error::Exhausted {
-                    expired_at_ms: self.expires_at_ms,
-                }
+                self.exhausted()
             }
             Step::Issue { .. } => unreachable!("an issuing step is not a refusal"),
         }
@@ -228,6 +225,17 @@ impl<C: TimeSource> Generator<C> {
             Counters::add(&self.counters.would_block, 1);
         }
         error
+    }
+
+    /// The error for a step that found the time field exhausted. A sealed generator's state
+    /// is `u64::MAX`, which the step reads as exhausted: it says why its fence closed instead.
+    pub(super) fn exhausted(&self) -> Error {
+        if self.core.fence.is_closed() {
+            return self.fence_error(false, 0);
+        }
+        Error::Exhausted {
+            expired_at_ms: self.expires_at_ms,
+        }
     }
 
     /// [`Generator::fenced`] without counting.
