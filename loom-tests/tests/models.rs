@@ -298,3 +298,37 @@ fn the_common_case_races_the_general_step_across_a_tick() {
         }
     });
 }
+
+/// With a start offset, a tick entered by a borrow keeps counting from where the borrow left
+/// it once the clock reaches it, while a tick the step jumps to starts at its offset: two
+/// threads fill tick 0 and borrow tick 1 while the clock moves to tick 1, in every order.
+#[test]
+fn a_borrowed_tick_reached_by_the_clock_races_the_common_case() {
+    loom::model(|| {
+        let layout = two_bit_layout();
+        let clock = Arc::new(ManualClock::new(T0));
+        let g = Arc::new(
+            Generator::builder(layout.clone())
+                .clock(Arc::clone(&clock))
+                .start_offset_bits(1)
+                .max_lead(Duration::from_millis(10))
+                .build()
+                .unwrap(),
+        );
+        let first = g.try_next_id().unwrap();
+        let spawn = |g: Arc<Generator<Arc<ManualClock>>>| {
+            thread::spawn(move || (0..3).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
+        };
+        let a = spawn(Arc::clone(&g));
+        let b = spawn(Arc::clone(&g));
+        clock.advance_ms(1);
+        let runs = [vec![first], a.join().unwrap(), b.join().unwrap()];
+        assert_unique_and_increasing(&runs);
+        // Seven IDs, at least three per tick (an offset is 0 or 1 of four values): ticks 0
+        // to 2 hold them, whichever way the clock and the borrows went.
+        for id in runs.iter().flatten() {
+            let t = id.parts(&layout).unwrap().unix_ms() - T0;
+            assert!(t <= 2, "tick {t} is beyond the clock and the borrows");
+        }
+    });
+}

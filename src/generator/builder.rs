@@ -135,9 +135,11 @@ impl<C: TimeSource> GeneratorBuilder<C> {
         self
     }
 
-    /// Starts each new tick's sequence at a value in `0..2^bits` derived from the tick, so low
-    /// traffic does not always give even IDs (default 0: start at 0). At most
-    /// `sequence_bits - 1`; larger values are capped.
+    /// Starts the sequence of each tick the generator moves to with the clock at a value in
+    /// `0..2^bits` derived from the tick, so low traffic does not always give even IDs
+    /// (default 0: start at 0). A tick entered by a borrow (a full sequence carried into it)
+    /// keeps counting from where the borrow left it. At most `sequence_bits - 1`; larger
+    /// values are capped.
     ///
     /// ```
     /// let g = monoflake::Generator::builder(monoflake::Layout::twitter())
@@ -345,7 +347,12 @@ impl<C: TimeSource> GeneratorBuilder<C> {
                 floor_tick,
                 tick_ns,
                 epoch_ns,
-                ticks_fit: StepParams::ticks_fit(layout.max_tick(), tick_ns, epoch_ns),
+                common_mask: StepParams::common_mask(
+                    crate::layout::mask(sequence_bits),
+                    layout.max_tick(),
+                    tick_ns,
+                    epoch_ns,
+                ),
                 behind_ns: StepParams::behind_ns(max_lead, tick_ns),
             },
             out,

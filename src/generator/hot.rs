@@ -3,27 +3,45 @@
 
 use std::time::Duration;
 
-use super::step::{Now, Step, next_in_tick, next_state};
+use super::step::{InTick, Now, Step, next_state};
 use super::{Generator, Ids};
 use crate::clock::TimeSource;
 use crate::stats::Counters;
 use crate::sync::{self, Ordering};
 use crate::{Error, Id};
 
+/// Where [`Generator::reserve_common`] left off.
+struct Miss {
+    /// The state it found.
+    cur: u64,
+    /// The clock's reading, when it has one (the clock was outside the common case's window).
+    now_ns: Option<u64>,
+    /// Whether its compare-exchange was lost to another thread.
+    lost: bool,
+}
+
+impl Miss {
+    /// Left off at state `cur`, with no clock reading and no lost compare-exchange.
+    fn at(cur: u64) -> Miss {
+        Miss {
+            cur,
+            now_ns: None,
+            lost: false,
+        }
+    }
+}
+
 impl<C: TimeSource> Generator<C> {
-    /// Reserves one state value: the common case first — the tick the state holds is the
-    /// clock's or one borrowed within the lead, room in its sequence ([`next_in_tick`]) — then
-    /// the general step.
-    #[inline]
-    pub(crate) fn reserve_one(&self) -> Result<u64, Error> {
-        // A forked child must not issue under the parent's node: checked once per call.
-        let forked = self.core.fence.forked();
+    /// Reserves one state value in the common case — the tick the state holds is the clock's
+    /// or one borrowed within the lead, with room in its sequence ([`InTick`]) — or
+    /// says where it left off, for [`Generator::try_next_id_beyond`]. Small enough to inline
+    /// into every caller, and its answer fits in registers.
+    #[inline(always)]
+    fn reserve_common(&self) -> Result<u64, Miss> {
         // Ordering: Relaxed; a stale value only makes the compare-exchange fail. Loaded before
-        // the clock is read: what the common case decides from it alone (the tick's bounds,
-        // the fence) is then computed while the clock is read.
+        // the clock is read: the common case's window of time, and the fence, depend on it
+        // alone and are worked out while the clock is read.
         let cur = self.core.state.load(Ordering::Relaxed);
-        let now_ns = self.clock.now_ns();
-        let mut lost = false;
         // A coarse reading may lag: the common case then takes only the clock's own tick, as
         // the general step re-reads the precise clock before it issues in a borrowed one.
         let behind_ns = if self.clock.is_coarse() {
@@ -31,27 +49,42 @@ impl<C: TimeSource> Generator<C> {
         } else {
             self.params.behind_ns
         };
-        if let Some(next) = next_in_tick(cur, now_ns, behind_ns, &self.params) {
-            // Fence: as below, for the clock's tick, which is the state's.
-            let tick = cur >> self.params.sequence_bits;
-            if !(forked | self.core.fence.refuses_in(tick)) {
-                match self.commit(cur, next) {
-                    Ok(()) => return Ok(next),
-                    // Only a spurious failure of the weak compare-exchange leaves the state
-                    // as it was.
-                    Err(actual) => lost = actual != cur,
-                }
-            }
+        let window = InTick::of(cur, behind_ns, &self.params);
+        let now_ns = self.clock.now_ns();
+        if now_ns.wrapping_sub(window.from_ns) >= window.width_ns {
+            return Err(Miss {
+                cur,
+                now_ns: Some(now_ns),
+                lost: false,
+            });
         }
-        self.reserve_one_beyond(cur, now_ns, lost)
+        // Fence: as in the general path, for the clock's tick, which is the state's.
+        if self.core.fence.refuses_in(cur >> self.params.sequence_bits) {
+            return Err(Miss::at(cur));
+        }
+        match self.commit(cur, window.next) {
+            // A forked child must not issue under the parent's node: asked once per call,
+            // after the compare-exchange (which changed only the child's copy of the state),
+            // where it costs least.
+            Ok(()) if !self.core.fence.forked() => Ok(window.next),
+            Ok(()) => Err(Miss::at(window.next)),
+            // Only a spurious failure of the weak compare-exchange leaves the state as it was.
+            Err(actual) => Err(Miss {
+                cur,
+                now_ns: None,
+                lost: actual != cur,
+            }),
+        }
     }
 
-    /// [`Generator::reserve_one`] beyond the common case: a new tick, a borrow, a refusal, or
-    /// a compare-exchange lost to another thread (`lost`).
+    /// [`Generator::try_next_id`] beyond the common case: a new tick, a borrow, a refusal, or
+    /// a compare-exchange lost to another thread. Out of line, so the common case needs no
+    /// stack frame; its answer goes straight to the caller's.
     #[inline(never)]
-    fn reserve_one_beyond(&self, cur: u64, now_ns: u64, lost: bool) -> Result<u64, Error> {
-        self.reserve_from(1, cur, now_ns, lost)
-            .map(|(first, _)| first)
+    fn try_next_id_beyond(&self, miss: Miss) -> Result<Id, Error> {
+        let now_ns = miss.now_ns.unwrap_or_else(|| self.clock.now_ns());
+        self.reserve_from(1, miss.cur, now_ns, miss.lost)
+            .map(|(first, _)| self.out.id(first))
     }
 
     /// Reserves `n >= 1` consecutive state values with one compare-exchange and returns the
@@ -277,7 +310,10 @@ impl<C: TimeSource> Generator<C> {
     /// ```
     #[inline]
     pub fn try_next_id(&self) -> Result<Id, Error> {
-        self.reserve_one().map(|first| self.out.id(first))
+        match self.reserve_common() {
+            Ok(first) => Ok(self.out.id(first)),
+            Err(miss) => self.try_next_id_beyond(miss),
+        }
     }
 
     /// Reserves `n` consecutive IDs with one compare-exchange, without waiting. The IDs are

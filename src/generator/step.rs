@@ -4,11 +4,12 @@
 //! issued. Issuing `n` values is
 //!
 //! ```text
-//! first = max(state + 1, now << sequence_bits | start_offset(now))
+//! first = if now > tick(state) { now << sequence_bits | start_offset(now) } else { state + 1 }
 //! last  = first + n - 1            // the new state
 //! ```
 //!
-//! * `now` ahead of the state: jump to the new tick (the sequence restarts at its offset).
+//! * `now` ahead of the state: jump to the new tick (the sequence restarts at its offset; a
+//!   tick entered by a borrow keeps counting from where the borrow left it).
 //! * same tick: `state + 1`; a full sequence carries into the next tick — borrowing future
 //!   time, allowed up to `max_lead` ticks ahead of `now`.
 //! * at the lead limit, **paced**: in the last tick the lead allows, slot `s` of the sequence
@@ -42,10 +43,11 @@ pub(crate) struct StepParams {
     pub tick_ns: u64,
     /// The layout's epoch in Unix nanoseconds.
     pub epoch_ns: u64,
-    /// Whether the end of the last tick, `epoch_ns + (max_tick + 1) * tick_ns`, fits in a u64:
-    /// the common case ([`next_in_tick`]) is taken only then, for every layout of
-    /// millisecond ticks among others.
-    pub ticks_fit: bool,
+    /// `sequence_mask` where the common case ([`next_in_tick`]) applies, 0 where it does
+    /// not: it applies where the end of the last tick, `epoch_ns + (max_tick + 1) *
+    /// tick_ns`, fits in a u64 (every layout of millisecond ticks among others). One test
+    /// then asks both that and whether the tick has room.
+    pub common_mask: u64,
     /// How far the clock may be behind the start of the state's tick for the common case:
     /// `(max_lead - 1) * tick_ns` (0 without a lead), or 0 where that and a tick do not fit
     /// in a u64 together.
@@ -61,15 +63,22 @@ impl StepParams {
         }
     }
 
-    /// Whether `epoch_ns + (max_tick + 1) * tick_ns` fits in a u64.
-    pub(crate) const fn ticks_fit(max_tick: u64, tick_ns: u64, epoch_ns: u64) -> bool {
-        match max_tick.checked_add(1) {
+    /// `common_mask` for these numbers: `sequence_mask` if `epoch_ns + (max_tick + 1) *
+    /// tick_ns` fits in a u64, otherwise 0.
+    pub(crate) const fn common_mask(
+        sequence_mask: u64,
+        max_tick: u64,
+        tick_ns: u64,
+        epoch_ns: u64,
+    ) -> u64 {
+        let fits = match max_tick.checked_add(1) {
             Some(ticks) => match ticks.checked_mul(tick_ns) {
                 Some(span) => span.checked_add(epoch_ns).is_some(),
                 None => false,
             },
             None => false,
-        }
+        };
+        if fits { sequence_mask } else { 0 }
     }
 }
 
@@ -135,11 +144,15 @@ pub(crate) const fn next_state(cur: u64, now: Now, n: u64, p: &StepParams) -> St
     if now.tick > p.max_tick {
         return Step::Exhausted { for_good: true };
     }
-    let fresh = now.tick << p.sequence_bits | start_offset(now.tick, p.offset_mask);
-    let first = match cur.checked_add(1) {
-        Some(next) if next > fresh => next,
-        Some(_) => fresh,
-        None => return Step::Exhausted { for_good: false },
+    // A later tick than the state's starts at its offset (above every value of the state's
+    // tick); within the state's tick (or behind it), the next value.
+    let first = if now.tick > cur >> p.sequence_bits {
+        now.tick << p.sequence_bits | start_offset(now.tick, p.offset_mask)
+    } else {
+        match cur.checked_add(1) {
+            Some(next) => next,
+            None => return Step::Exhausted { for_good: false },
+        }
     };
     let last = match first.checked_add(n - 1) {
         Some(last) => last,
@@ -182,43 +195,67 @@ pub(crate) const fn next_state(cur: u64, now: Now, n: u64, p: &StepParams) -> St
 /// tick's sequence has room after `cur`. Returns the next state, exactly what
 /// [`next_state`]`(cur, now, 1, p)` issues then; `None` leaves the decision to [`next_state`].
 ///
-/// Everything here but one subtraction and one comparison depends on `cur` alone, not on the
-/// clock: a processor computes it while the clock is being read, so the clock's reading is
-/// only two instructions away from the compare-exchange.
-///
 /// `cur` must be a state a generator can hold: its tick at most `max_tick`, and below
 /// `floor_tick` only as the last value before it (a generator's first state after a
 /// reservation). Such states need no check of either bound here: a full sequence has no room.
-#[inline]
+///
+/// The hot path asks the same through [`InTick`]; the tests ask this.
+#[cfg(test)]
 pub(crate) const fn next_in_tick(
     cur: u64,
     now_ns: u64,
     behind_ns: u64,
     p: &StepParams,
 ) -> Option<u64> {
-    let tick = cur >> p.sequence_bits;
-    let next = cur.wrapping_add(1);
-    // The start of the state's tick in Unix ns. (For a state whose tick is beyond
-    // `max_tick`, only ever a full one, this may wrap: `room` is false then.)
-    if !p.ticks_fit {
-        return None;
+    let window = InTick::of(cur, behind_ns, p);
+    if now_ns.wrapping_sub(window.from_ns) < window.width_ns {
+        Some(window.next)
+    } else {
+        None
     }
-    let start = (tick.wrapping_mul(p.tick_ns)).wrapping_add(p.epoch_ns);
-    // The clock is in the state's tick or at most `behind_ns` before its start: no jump to a
-    // later tick, and no pacing (the state's tick is not the last one the lead allows). One
-    // comparison: with `start + tick_ns` in range, a clock outside the window wraps to a
-    // difference of at least its width.
-    let Some(from) = start.checked_sub(behind_ns) else {
-        return None;
-    };
-    let held = now_ns.wrapping_sub(from) < behind_ns + p.tick_ns;
-    // Room: no carry into the next tick (a borrow), and `next` at or above the tick's start
-    // offset (a tick entered by a borrow before the clock reached it restarts at the offset;
-    // without an offset, every value of the tick is at or above it).
-    let room = next & p.sequence_mask != 0
-        && (p.offset_mask == 0
-            || next >= (tick << p.sequence_bits | start_offset(tick, p.offset_mask)));
-    if held & room { Some(next) } else { None }
+}
+
+/// The common case as a window of time, worked out from the state alone: if the clock reads
+/// inside `[from_ns, from_ns + width_ns)` (Unix nanoseconds), the next state is `next`
+/// ([`next_in_tick`]). Everything here depends on the state, not on the clock: a processor
+/// works it out while the clock is being read, and the clock's reading is then one
+/// subtraction and one comparison away from the compare-exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct InTick {
+    /// The state after `cur`.
+    pub next: u64,
+    /// Where the window begins: `behind_ns` before the start of the state's tick.
+    pub from_ns: u64,
+    /// How long it is: `behind_ns` plus a tick, or 0 (no common case) when the tick has no
+    /// room after `cur`, or its bounds do not fit in a u64.
+    pub width_ns: u64,
+}
+
+impl InTick {
+    /// The window for state `cur`, `behind_ns` and the layout's numbers (see [`next_in_tick`]).
+    #[inline]
+    pub(crate) const fn of(cur: u64, behind_ns: u64, p: &StepParams) -> InTick {
+        let tick = cur >> p.sequence_bits;
+        let next = cur.wrapping_add(1);
+        // The start of the state's tick in Unix ns. (For a state whose tick is beyond
+        // `max_tick`, only ever a full one, or a layout whose ticks do not fit, this may
+        // wrap: there is no room then.)
+        let start = (tick.wrapping_mul(p.tick_ns)).wrapping_add(p.epoch_ns);
+        // The clock in the state's tick or at most `behind_ns` before its start: no jump to
+        // a later tick, and no pacing (the state's tick is not the last one the lead allows).
+        // One comparison: with `start + tick_ns` in range, a clock outside the window wraps
+        // to a difference of at least its width.
+        let from_ns = start.wrapping_sub(behind_ns);
+        // Room: no carry into the next tick (a borrow). (The start offset plays no part: it
+        // applies only where the step jumps to a later tick.) And a window that begins at or
+        // after the Unix epoch.
+        let room = (next & p.common_mask != 0) & (start >= behind_ns);
+        InTick {
+            next,
+            from_ns,
+            width_ns: if room { behind_ns + p.tick_ns } else { 0 },
+        }
+    }
 }
 
 /// A u128 as a u64, at most `u64::MAX`.
@@ -243,7 +280,7 @@ mod tests {
         floor_tick: 0,
         tick_ns: MS,
         epoch_ns: 0,
-        ticks_fit: true,
+        common_mask: 3,
         behind_ns: 0,
     };
     const MS: u64 = 1_000_000;
@@ -350,7 +387,7 @@ mod tests {
             floor_tick: 0,
             tick_ns: MS,
             epoch_ns: 0,
-            ticks_fit: false,
+            common_mask: 0,
             behind_ns: 0,
         };
         assert_eq!(
@@ -469,7 +506,7 @@ mod tests {
             floor_tick: 0,
             tick_ns: MS,
             epoch_ns: 1_288_834_974_657 * MS,
-            ticks_fit: true,
+            common_mask: 0xfff,
             behind_ns: 99 * MS,
         };
         let tick = 1_000_000_000;
@@ -490,20 +527,37 @@ mod tests {
         // A full sequence (a borrow), a sealed state.
         assert_eq!(next(tick << 12 | 0xfff, start), None);
         assert_eq!(next(u64::MAX, start), None);
-        // A tick entered by a borrow, below its start offset: the step moves up to the offset.
+        // A tick entered by a borrow, below its start offset, keeps counting from there once
+        // the clock reaches it, in the common case and in the step alike.
         let offset = StepParams {
             offset_mask: 7,
             ..p
         };
         let tick = (tick..).find(|&t| start_offset(t, 7) >= 2).unwrap();
         let start = p.epoch_ns + tick * MS;
-        let fresh = tick << 12 | start_offset(tick, 7);
-        assert_eq!(next_in_tick(fresh - 2, start, 0, &offset), None);
-        assert_eq!(next_in_tick(fresh - 1, start, 0, &offset), Some(fresh));
-        assert_eq!(next_in_tick(fresh, start, 0, &offset), Some(fresh + 1));
+        let borrowed = tick << 12;
+        assert_eq!(
+            next_in_tick(borrowed, start, 0, &offset),
+            Some(borrowed + 1)
+        );
+        assert_eq!(
+            next_state(borrowed, Now::at(tick), 1, &offset),
+            Step::Issue {
+                first: borrowed + 1,
+                last: borrowed + 1
+            }
+        );
+        // A tick the step jumps to starts at its offset.
+        assert_eq!(
+            next_state(borrowed - 1, Now::at(tick), 1, &offset),
+            Step::Issue {
+                first: borrowed | start_offset(tick, 7),
+                last: borrowed | start_offset(tick, 7)
+            }
+        );
         // Ticks whose end does not fit in a u64 are left to the general step.
         let huge = StepParams {
-            ticks_fit: false,
+            common_mask: 0,
             ..p
         };
         assert_eq!(next_in_tick(cur, start, 0, &huge), None);
@@ -528,7 +582,7 @@ mod tests {
                             floor_tick,
                             tick_ns: 10,
                             epoch_ns: 1_000,
-                            ticks_fit: true,
+                            common_mask: crate::layout::mask(sequence_bits),
                             behind_ns: StepParams::behind_ns(max_lead, 10),
                         };
                         for cur in 0..16u64 << sequence_bits {
@@ -616,7 +670,7 @@ mod tests {
                 floor_tick,
                 tick_ns,
                 epoch_ns,
-                ticks_fit: StepParams::ticks_fit(max_tick, tick_ns, epoch_ns),
+                common_mask: StepParams::common_mask(mask, max_tick, tick_ns, epoch_ns),
                 behind_ns: StepParams::behind_ns(max_lead, tick_ns),
             };
             let start = (cur >> sequence_bits).saturating_mul(tick_ns).saturating_add(epoch_ns);
