@@ -134,6 +134,41 @@ impl Counter {
             Counter::Simulated(_) => ns,
         }
     }
+
+    /// The fewest counter units in which `ns` nanoseconds surely pass: the smallest `d`
+    /// with `self.ns(d) >= ns` (the inverse of [`Counter::ns`], rounded up).
+    fn units_ceil(&self, ns: u64) -> u64 {
+        match self {
+            Counter::Quanta { ns_per_unit, .. } => {
+                let k = u128::from(*ns_per_unit);
+                let units = (u128::from(ns) << 32).div_ceil(k);
+                u64::try_from(units).unwrap_or(u64::MAX)
+            }
+            #[cfg(test)]
+            Counter::Simulated(_) => ns,
+        }
+    }
+
+    /// How many counter units [`Counter::ns_within`] converts: below it, the product of a
+    /// difference and the scale fits in 64 bits (and the result is below 2^32 ns, 4.3 s).
+    fn straight_limit(&self) -> u64 {
+        match self {
+            Counter::Quanta { ns_per_unit, .. } => (u64::MAX / *ns_per_unit).min(1 << 32),
+            #[cfg(test)]
+            Counter::Simulated(_) => 1 << 32,
+        }
+    }
+
+    /// [`Counter::ns`] in 64-bit arithmetic, for `units` below [`Counter::straight_limit`]:
+    /// the same value, one multiplication and one shift.
+    #[inline]
+    fn ns_within(&self, units: u64) -> u64 {
+        match self {
+            Counter::Quanta { ns_per_unit, .. } => units.wrapping_mul(*ns_per_unit) >> 32,
+            #[cfg(test)]
+            Counter::Simulated(_) => units,
+        }
+    }
 }
 
 /// One piece of the clock's line: from the counter reading `start` on, the clock reads
@@ -184,6 +219,75 @@ impl Segment {
     }
 }
 
+/// Where a [`Segment`] reads straight, worked out when it is published so that a reading
+/// there takes one subtraction, one 64-bit multiplication and one addition (no 128-bit
+/// product, no saturation, no branch on the slew): what [`LockedClock::now_ns`] does first.
+/// In counter units after the segment's `start`, with no comparison due before either part
+/// ends:
+///
+/// * below `a_end`, the segment reads `at + ns(d)` (all of it when it does not slew, the
+///   grace before its slow part when it does);
+/// * from `c_from` to `c_end`, after a slow part, it reads `c_at + ns(d)`.
+///
+/// Both give exactly what [`Segment::read`] gives there (tested).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Straight {
+    start: u64,
+    at: u64,
+    a_end: u64,
+    c_from: u64,
+    c_end: u64,
+    c_at: u64,
+}
+
+impl Straight {
+    /// The straight parts of `s` on `counter`.
+    fn of(s: &Segment, counter: &Counter) -> Straight {
+        // No comparison due, and within 64-bit arithmetic (a result below 2^32 ns).
+        let end = s
+            .check_at
+            .saturating_sub(s.start)
+            .min(counter.straight_limit());
+        // A sum with a result below 2^32 ns that cannot saturate.
+        let fits = |at: u64| at <= u64::MAX - (1 << 32);
+        let mut straight = Straight {
+            start: s.start,
+            at: s.at,
+            ..Straight::default()
+        };
+        if !fits(s.at) {
+            return straight;
+        }
+        if s.slew_for == 0 {
+            straight.a_end = end;
+            return straight;
+        }
+        // Before the slow part: `ns(d) < slew_from` for every `d` below `units(slew_from)`.
+        straight.a_end = counter.units(s.slew_from).min(end);
+        // After it: the line less everything the slew gave back.
+        let after = s.slew_from.saturating_add(s.slew_for);
+        if let Some(c_at) = s.at.checked_sub(s.slew_for / SLEW_DIVISOR) {
+            straight.c_from = counter.units_ceil(after);
+            straight.c_end = end.max(straight.c_from);
+            straight.c_at = c_at;
+        }
+        straight
+    }
+
+    /// The reading at counter difference `d` (wrapping: a reading before `start` is far
+    /// outside), if `d` is in a straight part.
+    #[inline]
+    fn read(&self, d: u64, counter: &Counter) -> Option<u64> {
+        if d < self.a_end {
+            return Some(self.at + counter.ns_within(d));
+        }
+        if d.wrapping_sub(self.c_from) < self.c_end - self.c_from {
+            return Some(self.c_at + counter.ns_within(d));
+        }
+        None
+    }
+}
+
 /// A segment stored in atomics, with its own sequence number (even: complete).
 struct Slot {
     seq: AtomicU64,
@@ -192,6 +296,11 @@ struct Slot {
     slew_for: AtomicU64,
     slew_from: AtomicU64,
     check_at: AtomicU64,
+    /// [`Straight`] for this segment, but `start` and `at`.
+    a_end: AtomicU64,
+    c_from: AtomicU64,
+    c_end: AtomicU64,
+    c_at: AtomicU64,
 }
 
 /// The current segment, double-buffered: a writer fills the slot readers are not using, then
@@ -216,49 +325,73 @@ impl Slot {
             slew_for: AtomicU64::new(0),
             slew_from: AtomicU64::new(0),
             check_at: AtomicU64::new(0),
+            a_end: AtomicU64::new(0),
+            c_from: AtomicU64::new(0),
+            c_end: AtomicU64::new(0),
+            c_at: AtomicU64::new(0),
         }
     }
 }
 
 impl Line {
-    fn new(first: Segment) -> Self {
+    fn new(first: Segment, counter: &Counter) -> Self {
         let line = Line {
             current: AtomicU64::new(0),
             slots: [Slot::new(), Slot::new()],
         };
-        line.store_slot(0, first);
+        line.store_slot(0, first, counter);
         line
     }
 
     #[inline]
     fn load(&self) -> Segment {
+        self.read_slot(|slot| Segment {
+            start: slot.start.load(Ordering::Relaxed),
+            at: slot.at.load(Ordering::Relaxed),
+            slew_for: slot.slew_for.load(Ordering::Relaxed),
+            slew_from: slot.slew_from.load(Ordering::Relaxed),
+            check_at: slot.check_at.load(Ordering::Relaxed),
+        })
+    }
+
+    /// The current segment's straight parts.
+    #[inline]
+    fn load_straight(&self) -> Straight {
+        self.read_slot(|slot| Straight {
+            start: slot.start.load(Ordering::Relaxed),
+            at: slot.at.load(Ordering::Relaxed),
+            a_end: slot.a_end.load(Ordering::Relaxed),
+            c_from: slot.c_from.load(Ordering::Relaxed),
+            c_end: slot.c_end.load(Ordering::Relaxed),
+            c_at: slot.c_at.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Reads fields of the current slot consistently (see the ordering above).
+    #[inline]
+    fn read_slot<T>(&self, fields: impl Fn(&Slot) -> T) -> T {
         loop {
             let generation = self.current.load(Ordering::Acquire);
             let slot = &self.slots[(generation & 1) as usize];
             let seq = slot.seq.load(Ordering::Acquire);
-            let segment = Segment {
-                start: slot.start.load(Ordering::Relaxed),
-                at: slot.at.load(Ordering::Relaxed),
-                slew_for: slot.slew_for.load(Ordering::Relaxed),
-                slew_from: slot.slew_from.load(Ordering::Relaxed),
-                check_at: slot.check_at.load(Ordering::Relaxed),
-            };
+            let value = fields(slot);
             crate::sync::fence(Ordering::Acquire);
             if seq == generation * 2 && slot.seq.load(Ordering::Relaxed) == seq {
-                return segment;
+                return value;
             }
             core::hint::spin_loop();
         }
     }
 
     /// Publishes the next segment. Callers hold the writer lock.
-    fn publish(&self, segment: Segment) {
+    fn publish(&self, segment: Segment, counter: &Counter) {
         let next = self.current.load(Ordering::Relaxed) + 1;
-        self.store_slot(next, segment);
+        self.store_slot(next, segment, counter);
         self.current.store(next, Ordering::Release);
     }
 
-    fn store_slot(&self, generation: u64, s: Segment) {
+    fn store_slot(&self, generation: u64, s: Segment, counter: &Counter) {
+        let straight = Straight::of(&s, counter);
         let slot = &self.slots[(generation & 1) as usize];
         slot.seq.store(generation * 2 + 1, Ordering::Relaxed);
         crate::sync::fence(Ordering::Release);
@@ -267,6 +400,10 @@ impl Line {
         slot.slew_for.store(s.slew_for, Ordering::Relaxed);
         slot.slew_from.store(s.slew_from, Ordering::Relaxed);
         slot.check_at.store(s.check_at, Ordering::Relaxed);
+        slot.a_end.store(straight.a_end, Ordering::Relaxed);
+        slot.c_from.store(straight.c_from, Ordering::Relaxed);
+        slot.c_end.store(straight.c_end, Ordering::Relaxed);
+        slot.c_at.store(straight.c_at, Ordering::Relaxed);
         slot.seq.store(generation * 2, Ordering::Release);
     }
 }
@@ -377,6 +514,7 @@ impl LockedClock {
             slew_from: 0,
             check_at: start.saturating_add(interval),
         };
+        let line = Line::new(first, &counter);
         LockedClock {
             inner: Arc::new(LockedInner {
                 counter,
@@ -385,7 +523,7 @@ impl LockedClock {
                 slew_grace_ns,
                 tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
                 wall: Box::new(wall),
-                line: Line::new(first),
+                line,
                 writer: Mutex::new(()),
                 forward_ns: AtomicU64::new(0),
                 last_skew_ns: AtomicU64::new(0),
@@ -408,8 +546,21 @@ impl LockedClock {
         // The counter first: a segment published after this read starts at or after it, and
         // reads as its own start — never less than the older segment gave.
         let raw = i.counter.raw();
-        let segment = i.line.load();
-        let now = segment.read(i.counter.ns(raw.saturating_sub(segment.start)));
+        let straight = i.line.load_straight();
+        match straight.read(raw.wrapping_sub(straight.start), &i.counter) {
+            Some(now) => now,
+            None => self.now_beyond(raw),
+        }
+    }
+
+    /// [`LockedClock::now_ns`] outside the straight parts: in a slew's slow part, before the
+    /// segment's start, or once the next comparison with the wall clock is due.
+    #[cold]
+    #[inline(never)]
+    fn now_beyond(&self, raw: u64) -> u64 {
+        // Loaded after `raw` was read, as the straight parts were.
+        let segment = self.inner.line.load();
+        let now = self.read_at(&segment, raw);
         if raw >= segment.check_at {
             return self.compare(raw, now, false).unwrap_or(now);
         }
@@ -455,13 +606,16 @@ impl LockedClock {
         if unix_ns <= now {
             return now;
         }
-        i.line.publish(Segment {
-            start: raw,
-            at: unix_ns,
-            slew_for: 0,
-            slew_from: 0,
-            check_at: raw.saturating_add(i.interval),
-        });
+        i.line.publish(
+            Segment {
+                start: raw,
+                at: unix_ns,
+                slew_for: 0,
+                slew_from: 0,
+                check_at: raw.saturating_add(i.interval),
+            },
+            &i.counter,
+        );
         i.forward_ns.fetch_add(unix_ns - now, Ordering::Relaxed);
         i.reanchors.fetch_add(1, Ordering::Relaxed);
         unix_ns
@@ -545,7 +699,7 @@ impl LockedClock {
                 check_at,
             }
         };
-        i.line.publish(next);
+        i.line.publish(next, &i.counter);
         Some(next.at)
     }
 
@@ -913,5 +1067,109 @@ mod tests {
             "the clock reads {} ns ahead of the wall clock, which never went back",
             now - wall
         );
+    }
+
+    /// A quanta counter scaled by `ns_per_unit` (nanoseconds per unit, times 2^32).
+    fn scaled(ns_per_unit: u64) -> Counter {
+        Counter::Quanta {
+            clock: quanta::Clock::new(),
+            ns_per_unit,
+        }
+    }
+
+    /// Wherever the straight parts answer, they answer exactly what the segment reads; they
+    /// answer nowhere at or past `check_at`; and they answer everywhere strictly inside the
+    /// segment's straight stretches, up to a few units at each end.
+    fn check_straight(segment: Segment, counter: &Counter, ds: impl IntoIterator<Item = u64>) {
+        let straight = Straight::of(&segment, counter);
+        for d in ds {
+            let exact = segment.read(counter.ns(d));
+            match straight.read(d, counter) {
+                Some(fast) => {
+                    assert_eq!(fast, exact, "d {d} on {segment:?}, {straight:?}");
+                    assert!(segment.start.saturating_add(d) < segment.check_at);
+                }
+                None => {
+                    let ns = counter.ns(d);
+                    let before_slow = segment.slew_for == 0 || ns < segment.slew_from;
+                    let after_slow = ns > segment.slew_from.saturating_add(segment.slew_for);
+                    let due = segment.start.saturating_add(d.saturating_add(2)) >= segment.check_at;
+                    let too_far = d.saturating_add(2) >= counter.straight_limit();
+                    let near_end = [segment.slew_from, segment.slew_from + segment.slew_for]
+                        .iter()
+                        .any(|&e| {
+                            counter.ns(d.saturating_add(2)) >= e
+                                && counter.ns(d.saturating_sub(2)) <= e
+                        });
+                    assert!(
+                        !(before_slow || after_slow) || due || too_far || near_end,
+                        "d {d} ({ns} ns) is straight on {segment:?} but not in {straight:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_straight_parts_read_as_the_segment_at_their_ends() {
+        // Counters from 10 GHz to 24 MHz (0.1 to 41.7 ns per unit).
+        for k in [
+            429_496_730u64,
+            1_431_655_765,
+            1 << 32,
+            5 << 32,
+            179_000_000_000,
+        ] {
+            let counter = scaled(k);
+            for (slew_for, slew_from) in [(0, 0), (5_000_000, 100 * MS), (7_000, 0), (3 << 40, 5)] {
+                let segment = Segment {
+                    start: 1_000_000,
+                    at: START,
+                    slew_for,
+                    slew_from,
+                    check_at: 1_000_000 + counter.units(900 * MS),
+                };
+                let straight = Straight::of(&segment, &counter);
+                let ends = [straight.a_end, straight.c_from, straight.c_end];
+                let ds = ends
+                    .iter()
+                    .flat_map(|&e| e.saturating_sub(4)..e.saturating_add(4));
+                check_straight(segment, &counter, ds.chain([0, 1, u64::MAX, u64::MAX - 3]));
+            }
+        }
+        // A reading near the end of u64 is left to the exact path.
+        let counter = scaled(1 << 32);
+        let far = Segment {
+            at: u64::MAX - 10,
+            check_at: u64::MAX,
+            ..Segment::default()
+        };
+        assert_eq!(Straight::of(&far, &counter).read(5, &counter), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_straight_parts_read_as_the_segment(
+            k in 1u64..(1 << 40),
+            start in 0u64..(1 << 62),
+            at in 0u64..u64::MAX,
+            slew_for in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..(1 << 42)],
+            slew_from in 0u64..(1 << 33),
+            interval in 0u64..(1 << 34),
+            ds in proptest::collection::vec(0u64..(1 << 34), 16),
+        ) {
+            let counter = scaled(k);
+            let segment = Segment {
+                start,
+                at,
+                slew_for,
+                slew_from,
+                check_at: start.saturating_add(interval),
+            };
+            let straight = Straight::of(&segment, &counter);
+            let ends = [straight.a_end, straight.c_from, straight.c_end];
+            let near = ends.iter().flat_map(|&e| e.saturating_sub(2)..e.saturating_add(2));
+            check_straight(segment, &counter, ds.into_iter().chain(near));
+        }
     }
 }
