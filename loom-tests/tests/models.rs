@@ -265,17 +265,17 @@ fn two_threads_at_the_paced_lead_limit() {
     });
 }
 
-/// The common case (the clock inside the state's tick, room in its sequence: one comparison
-/// and the compare-exchange) racing itself, the general step, and the clock moving on to the
-/// next tick.
-#[test]
-fn the_common_case_races_the_general_step_across_a_tick() {
-    loom::model(|| {
+/// One ID on the two-bit layout, then two threads taking `each` IDs while the clock moves on
+/// by one tick: every interleaving gives unique IDs, increasing per thread, none beyond tick
+/// `last_tick` (counted from the first).
+fn race_across_a_tick(offset_bits: u32, each: usize, last_tick: u64) {
+    loom::model(move || {
         let layout = two_bit_layout();
         let clock = Arc::new(ManualClock::new(T0));
         let g = Arc::new(
             Generator::builder(layout.clone())
                 .clock(Arc::clone(&clock))
+                .start_offset_bits(offset_bits)
                 .max_lead(Duration::from_millis(10))
                 .build()
                 .unwrap(),
@@ -283,52 +283,41 @@ fn the_common_case_races_the_general_step_across_a_tick() {
         // The first ID enters tick 0 by the general step; the next ones stay in it.
         let first = g.try_next_id().unwrap();
         let spawn = |g: Arc<Generator<Arc<ManualClock>>>| {
-            thread::spawn(move || (0..2).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
+            thread::spawn(move || {
+                (0..each)
+                    .map(|_| g.try_next_id().unwrap())
+                    .collect::<Vec<_>>()
+            })
         };
         let a = spawn(Arc::clone(&g));
         let b = spawn(Arc::clone(&g));
         clock.advance_ms(1);
         let runs = [vec![first], a.join().unwrap(), b.join().unwrap()];
         assert_unique_and_increasing(&runs);
-        // Five IDs, four per tick: whether the clock moved on first or not, they fit in ticks 0
-        // and 1 (at most the fifth borrows tick 1).
         for id in runs.iter().flatten() {
             let t = id.parts(&layout).unwrap().unix_ms() - T0;
-            assert!(t <= 1, "tick {t} is beyond the clock");
+            assert!(
+                t <= last_tick,
+                "tick {t} is beyond the clock and the borrows"
+            );
         }
     });
+}
+
+/// The common case (the clock inside the state's tick, room in its sequence: one comparison
+/// and the compare-exchange) racing itself, the general step, and the clock moving on to the
+/// next tick. Five IDs, four per tick: whether the clock moved on first or not, they fit in
+/// ticks 0 and 1 (at most the fifth borrows tick 1).
+#[test]
+fn the_common_case_races_the_general_step_across_a_tick() {
+    race_across_a_tick(0, 2, 1);
 }
 
 /// With a start offset, a tick entered by a borrow keeps counting from where the borrow left
 /// it once the clock reaches it, while a tick the step jumps to starts at its offset: two
 /// threads fill tick 0 and borrow tick 1 while the clock moves to tick 1, in every order.
+/// Seven IDs, at least three per tick (an offset is 0 or 1 of four values): ticks 0 to 2.
 #[test]
 fn a_borrowed_tick_reached_by_the_clock_races_the_common_case() {
-    loom::model(|| {
-        let layout = two_bit_layout();
-        let clock = Arc::new(ManualClock::new(T0));
-        let g = Arc::new(
-            Generator::builder(layout.clone())
-                .clock(Arc::clone(&clock))
-                .start_offset_bits(1)
-                .max_lead(Duration::from_millis(10))
-                .build()
-                .unwrap(),
-        );
-        let first = g.try_next_id().unwrap();
-        let spawn = |g: Arc<Generator<Arc<ManualClock>>>| {
-            thread::spawn(move || (0..3).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
-        };
-        let a = spawn(Arc::clone(&g));
-        let b = spawn(Arc::clone(&g));
-        clock.advance_ms(1);
-        let runs = [vec![first], a.join().unwrap(), b.join().unwrap()];
-        assert_unique_and_increasing(&runs);
-        // Seven IDs, at least three per tick (an offset is 0 or 1 of four values): ticks 0
-        // to 2 hold them, whichever way the clock and the borrows went.
-        for id in runs.iter().flatten() {
-            let t = id.parts(&layout).unwrap().unix_ms() - T0;
-            assert!(t <= 2, "tick {t} is beyond the clock and the borrows");
-        }
-    });
+    race_across_a_tick(1, 3, 2);
 }
