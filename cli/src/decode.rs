@@ -215,23 +215,8 @@ impl<W: Write> Sink<W> {
     fn line(&mut self, id: Id, parts: &Parts<'_>, json: bool) -> io::Result<()> {
         let buf = &mut self.buf;
         if json {
-            buf.extend_from_slice(b"{\"id\":\"");
-            push_u64(buf, id.as_u64());
-            buf.extend_from_slice(b"\",\"unix_ms\":");
-            push_u64(buf, parts.unix_ms());
-            buf.extend_from_slice(b",\"time\":\"");
-            push_time(buf, &mut self.date_of, &mut self.date, parts.unix_ms());
-            buf.extend_from_slice(b"\",\"node\":");
-            push_u64(buf, parts.node());
-            buf.extend_from_slice(b",\"sequence\":");
-            push_u64(buf, parts.sequence());
-            for (name, value) in parts.fields() {
-                buf.extend_from_slice(b",\"");
-                buf.extend_from_slice(name.as_bytes());
-                buf.extend_from_slice(b"\":");
-                push_u64(buf, value);
-            }
-            buf.extend_from_slice(b"}\n");
+            push_json(buf, &mut self.date_of, &mut self.date, id, parts);
+            buf.push(b'\n');
         } else {
             push_u64(buf, id.as_u64());
             buf.push(b' ');
@@ -258,6 +243,44 @@ impl<W: Write> Sink<W> {
         self.buf.clear();
         self.out.flush()
     }
+}
+
+/// The JSON object `monoflake decode --json` prints for `id` (without the newline): what
+/// `monoflake serve` answers on `/v1/decode/{id}`, from the same writer.
+pub fn json_object(id: Id, layout: &Layout) -> Result<String, Error> {
+    let parts = id.parts(layout)?;
+    let mut buf = Vec::with_capacity(160);
+    push_json(&mut buf, &mut None, &mut String::new(), id, &parts);
+    // Only ASCII digits, names and punctuation were written.
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Appends the JSON object for `id`: `{"id":"…","unix_ms":…,"time":"…","node":…,"sequence":…}`
+/// plus one member per node field.
+fn push_json(
+    buf: &mut Vec<u8>,
+    date_of: &mut Option<u64>,
+    date: &mut String,
+    id: Id,
+    parts: &Parts<'_>,
+) {
+    buf.extend_from_slice(b"{\"id\":\"");
+    push_u64(buf, id.as_u64());
+    buf.extend_from_slice(b"\",\"unix_ms\":");
+    push_u64(buf, parts.unix_ms());
+    buf.extend_from_slice(b",\"time\":\"");
+    push_time(buf, date_of, date, parts.unix_ms());
+    buf.extend_from_slice(b"\",\"node\":");
+    push_u64(buf, parts.node());
+    buf.extend_from_slice(b",\"sequence\":");
+    push_u64(buf, parts.sequence());
+    for (name, value) in parts.fields() {
+        buf.extend_from_slice(b",\"");
+        buf.extend_from_slice(name.as_bytes());
+        buf.extend_from_slice(b"\":");
+        push_u64(buf, value);
+    }
+    buf.push(b'}');
 }
 
 /// Appends `unix_ms` as RFC 3339 (`YYYY-MM-DDTHH:MM:SS.mmmZ`, as `monoflake::rfc3339`), the

@@ -16,11 +16,12 @@ use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use monoflake::{Id, Layout};
+use monoflake::Id;
 
 use super::auth::Token;
 use super::issue::{Issuer, Refusal};
 use super::metrics::{Endpoint, Exposition};
+use crate::decode::json_object;
 
 /// What every handler shares.
 #[derive(Debug)]
@@ -203,29 +204,12 @@ fn parse_id(raw: &str) -> Result<Id, monoflake::Error> {
     }
 }
 
-/// The object `monoflake decode --json` prints for `id`.
-pub fn decode_json(id: Id, layout: &Layout) -> Result<String, monoflake::Error> {
-    let parts = id.parts(layout)?;
-    let mut out = format!(
-        "{{\"id\":\"{id}\",\"unix_ms\":{},\"time\":\"{}\",\"node\":{},\"sequence\":{}",
-        parts.unix_ms(),
-        parts.rfc3339(),
-        parts.node(),
-        parts.sequence()
-    );
-    for (name, value) in parts.fields() {
-        let _ = write!(out, ",\"{name}\":{value}");
-    }
-    out.push('}');
-    Ok(out)
-}
-
 async fn decode(State(app): Shared, Path(raw): Path<String>, request: Request) -> Response {
     let start = Instant::now();
     let headers = request.headers();
     let response = match unauthorized(&app, headers) {
         Some(r) => r,
-        None => match parse_id(&raw).and_then(|id| decode_json(id, app.issuer.layout())) {
+        None => match parse_id(&raw).and_then(|id| json_object(id, app.issuer.layout())) {
             Ok(json) => body(StatusCode::OK, JSON, json),
             Err(e) => error(
                 StatusCode::BAD_REQUEST,
