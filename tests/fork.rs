@@ -144,3 +144,42 @@ fn dropping_inherited_handles_in_a_child_neither_panics_nor_releases() {
     leased.release().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The fork check after the common case's compare-exchange moves the child's copy of the
+/// state by one; the general step then starts from there. Where that value is the last of its
+/// tick and the lead allows no borrow, the step is a refusal at the lead limit — which must
+/// still say `Forked`, not `WouldBlock` (the child would otherwise wait and retry, and the
+/// error would not say why it can never issue).
+#[test]
+fn a_forked_child_is_refused_as_forked_where_its_tick_fills() {
+    let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));
+    // One sequence bit, no lead: the second value of a tick is its last.
+    let layout = Layout::builder()
+        .sequence_bits(1)
+        .node_field("n", 2)
+        .build()
+        .unwrap();
+    let g = Generator::builder(layout)
+        .node(2)
+        .clock(Arc::clone(&clock))
+        .max_lead(std::time::Duration::ZERO)
+        .build()
+        .unwrap();
+    // Clock at a new tick, state at its first value: the common case has room for one more.
+    clock.advance_ms(1);
+    let parent_last = g.next_id().unwrap();
+    let code = in_forked_child(|| {
+        // The clock stays in the tick: every call in the child must say why it is refused.
+        for call in 0..4 {
+            match g.try_next_id() {
+                Err(Error::Forked { node: 2, .. }) => {}
+                Err(Error::WouldBlock { .. }) => return 10 + call,
+                Err(_) => return 20 + call,
+                Ok(_) => return 30 + call,
+            }
+        }
+        0
+    });
+    assert_eq!(code, 0, "the child was not refused as forked (code {code})");
+    assert!(g.try_next_id().unwrap() > parent_last);
+}

@@ -209,8 +209,12 @@ impl<C: TimeSource> Generator<C> {
     #[inline(never)]
     fn refuse(&self, step: Step) -> Error {
         // A refusal at the lead limit issues nothing and is frequent under sustained demand
-        // (one per paced slot): it does not ask the pid. The other refusals do.
-        if !matches!(step, Step::Lead { .. }) && self.core.fence.another_process() {
+        // (one per paced slot): it does not ask the pid, only the fork count (a load). The
+        // other refusals ask both. (A forked child's common case moves its copy of the state
+        // before it finds the fork, so its step may well stop at the lead limit.)
+        if self.core.fence.forked()
+            || (!matches!(step, Step::Lead { .. }) && self.core.fence.another_process())
+        {
             return Error::Forked { node: self.node };
         }
         match step {
