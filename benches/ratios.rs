@@ -6,7 +6,9 @@
 //!
 //! * One thread: ns per ID for ferroid (wide layout), monoflake coarse and locked (wide
 //!   layout), and one quanta `raw()` plus one compare-exchange. Ratios: coarse / ferroid,
-//!   locked / (`raw()` + compare-exchange).
+//!   locked / (`raw()` + compare-exchange). Also the locked clock with a wall clock that runs
+//!   100 ppm slower than its counter, so that every comparison begins a slew (a counter that
+//!   runs fast), against the same reference.
 //! * Two threads sharing one generator: IDs per second over a 100 ms window in which both
 //!   threads call back to back, and the smaller thread's share. Ratios: monoflake / ferroid.
 //!
@@ -18,7 +20,10 @@ mod peers;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use monoflake::{CoarseClock, DEFAULT_TICKER_INTERVAL, Generator};
+use monoflake::{
+    CoarseClock, DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE, DEFAULT_TICKER_INTERVAL,
+    Generator, LockedClock,
+};
 use peers::wide;
 use serde_json::json;
 
@@ -46,6 +51,13 @@ fn window(next: Next) -> (f64, f64) {
     (total as f64 / elapsed.as_secs_f64(), low)
 }
 
+/// The wall clock in Unix nanoseconds.
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// (median, first quartile, third quartile).
 fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
@@ -68,8 +80,21 @@ fn main() {
         .clock(coarse_clock)
         .build()
         .expect("generator");
+    // A locked clock whose wall clock runs 100 ppm slower than its counter, as with a counter
+    // that runs fast: every comparison finds the clock ahead and begins a slew.
+    let (t0, i0) = (wall_ns(), Instant::now());
+    let slow_wall = move || t0 + (i0.elapsed().as_nanos() as u64) / 10_000 * 9_999;
+    let slewing = Generator::builder(wide())
+        .node(1)
+        .clock(LockedClock::with_wall_clock(
+            slow_wall,
+            DEFAULT_REANCHOR_INTERVAL,
+            DEFAULT_REANCHOR_TOLERANCE,
+        ))
+        .build()
+        .expect("generator");
     let raw_cas = peers::raw_and_compare_exchange();
-    let entrants: [(&str, Next); 4] = [
+    let entrants: [(&str, Next); 5] = [
         ("ferroid (atomic) wide", &*ferroid.next),
         ("monoflake coarse wide", &|| {
             coarse.try_next_id().unwrap().as_u64()
@@ -78,6 +103,9 @@ fn main() {
             locked.try_next_id().unwrap().as_u64()
         }),
         ("quanta raw() + compare_exchange", &raw_cas),
+        ("monoflake locked wide, wall clock 100 ppm slow", &|| {
+            slewing.try_next_id().unwrap().as_u64()
+        }),
     ];
 
     // One thread: calls per slice from a first measurement of each.
@@ -90,9 +118,10 @@ fn main() {
         })
         .collect();
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); entrants.len()];
-    let (mut coarse_ratio, mut locked_ratio) = (Vec::new(), Vec::new());
+    let (mut coarse_ratio, mut locked_ratio, mut slewing_ratio) =
+        (Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        let mut this = [0.0; 4];
+        let mut this = [0.0; 5];
         for k in 0..entrants.len() {
             let i = (round + k) % entrants.len();
             this[i] = slice(entrants[i].1, calls[i]);
@@ -100,6 +129,7 @@ fn main() {
         }
         coarse_ratio.push(this[1] / this[0]);
         locked_ratio.push(this[2] / this[3]);
+        slewing_ratio.push(this[4] / this[3]);
     }
     println!("\none thread, {ROUNDS} interleaved rounds of {SLICE:?} per entrant:");
     println!("| entrant | ns per ID (median) | quartiles |\n|---|---:|---|");
@@ -111,8 +141,14 @@ fn main() {
     }
     let (c, c1, c3) = quartiles(coarse_ratio);
     let (l, l1, l3) = quartiles(locked_ratio);
+    let (w, w1, w3) = quartiles(slewing_ratio);
+    let skew = slewing.stats().skew_ns;
     println!("coarse / ferroid: {c:.2}× (quartiles {c1:.2} – {c3:.2})");
     println!("locked / (raw() + compare-exchange): {l:.2}× (quartiles {l1:.2} – {l3:.2})");
+    println!(
+        "locked, wall clock 100 ppm slow / (raw() + compare-exchange): {w:.2}× \
+         (quartiles {w1:.2} – {w3:.2}; last skew {skew} ns)"
+    );
 
     // Two threads, one shared generator each.
     let shared: [(&str, Next); 3] = [entrants[0], entrants[1], entrants[2]];
@@ -161,6 +197,8 @@ fn main() {
         "one": one,
         "coarse_over_ferroid": [c, c1, c3],
         "locked_over_raw_cas": [l, l1, l3],
+        "slewing_over_raw_cas": [w, w1, w3],
+        "slewing_last_skew_ns": skew,
         "two_thread_rounds": TWO_THREAD_ROUNDS,
         "window_ms": WINDOW.as_secs_f64() * 1e3,
         "two": two,

@@ -278,6 +278,9 @@ def ratio_targets(ratios):
     add("one thread, coarse ≤ 1.0× ferroid", ratios["coarse_over_ferroid"], 1.0, True)
     add("one thread, locked ≤ 1.2× one `raw()` + one compare-exchange",
         ratios["locked_over_raw_cas"], 1.2, True)
+    if "slewing_over_raw_cas" in ratios:
+        add("one thread, locked ≤ 1.2× one `raw()` + one compare-exchange, while the clock "
+            "slews (wall clock 100 ppm slow)", ratios["slewing_over_raw_cas"], 1.2, True)
     add("two threads, coarse ≥ 1.5× ferroid", ratios["two_coarse_over_ferroid"], 1.5, False)
     add("two threads, locked ≥ 1.0× ferroid", ratios["two_locked_over_ferroid"], 1.0, False)
     return rows
