@@ -969,27 +969,33 @@ mod tests {
         assert_eq!(s.slew_left(9_900), 0);
     }
 
-    /// A reader past `check_at` that is held up between its counter read and its publish (here
-    /// inside the wall clock, in real life preempted) publishes a segment starting at its old
-    /// counter reading. A second reader that read the old segment at a later counter reading
-    /// meanwhile must not then read less: "never less than an earlier reading on the same
-    /// thread".
-    #[test]
-    fn a_comparison_held_up_after_its_counter_read_does_not_move_another_reader_back() {
+    /// A clock on a simulated counter whose first comparison (due at the counter reading
+    /// `interval`, returned) is held inside its wall-clock read, after its counter read and
+    /// with the writer lock taken: a writer thread starts it, and is held once this returns;
+    /// `gate.wait()` releases it. `wall(counter, held)` is the wall clock; `held` is true for
+    /// the held read only.
+    fn held_comparison(
+        wall: impl Fn(u64, bool) -> u64 + Send + Sync + 'static,
+    ) -> (
+        LockedClock,
+        Arc<StdAtomic>,
+        Arc<std::sync::Barrier>,
+        std::thread::JoinHandle<u64>,
+        u64,
+    ) {
         let counter = Arc::new(StdAtomic::new(0));
         let hold = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let gate = Arc::new(std::sync::Barrier::new(2));
         let (c, h, g) = (Arc::clone(&counter), Arc::clone(&hold), Arc::clone(&gate));
-        let wall = move || {
-            if h.load(Relaxed) {
+        let read = move || {
+            let held = h.swap(false, Relaxed);
+            if held {
                 g.wait(); // inside the comparison, the writer lock held
                 g.wait(); // released by the test
-                // The wall clock is 100 ms behind: the comparison slews.
-                return START + c.load(Relaxed) - 100 * MS;
             }
-            START + c.load(Relaxed)
+            wall(c.load(Relaxed), held)
         };
-        let clock = on_counter(&counter, wall);
+        let clock = on_counter(&counter, read);
         let interval = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
         counter.store(interval, Relaxed);
         hold.store(true, Relaxed);
@@ -998,12 +1004,24 @@ mod tests {
             std::thread::spawn(move || clock.now_ns())
         };
         gate.wait();
+        (clock, counter, gate, writer, interval)
+    }
+
+    /// A reader past `check_at` that is held up between its counter read and its publish (here
+    /// inside the wall clock, in real life preempted) publishes a segment starting at its old
+    /// counter reading. A second reader that read the old segment at a later counter reading
+    /// meanwhile must not then read less: "never less than an earlier reading on the same
+    /// thread".
+    #[test]
+    fn a_comparison_held_up_after_its_counter_read_does_not_move_another_reader_back() {
+        // The held comparison finds the wall clock 100 ms behind: it slews.
+        let (clock, counter, gate, writer, interval) =
+            held_comparison(|c, held| START + c - if held { 100 * MS } else { 0 });
         // The writer read the counter at `interval` and holds the lock; 10 ms of counter time
         // later this reader finds the lock taken and reads the old segment.
         counter.store(interval + 10 * MS, Relaxed);
         let first = clock.now_ns();
         assert_eq!(first, START + interval + 10 * MS);
-        hold.store(false, Relaxed);
         gate.wait();
         writer.join().unwrap();
         let second = clock.now_ns();
@@ -1020,30 +1038,11 @@ mod tests {
     /// a time ahead of the real one.
     #[test]
     fn a_comparison_held_up_before_its_wall_read_does_not_run_ahead_of_the_wall_clock() {
-        let counter = Arc::new(StdAtomic::new(0));
-        let hold = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let gate = Arc::new(std::sync::Barrier::new(2));
-        let (c, h, g) = (Arc::clone(&counter), Arc::clone(&hold), Arc::clone(&gate));
-        // The wall clock runs with the counter; it steps forward 10 ms once the test says so.
+        // The wall clock runs with the counter; it has stepped forward 10 ms by the time the
+        // held comparison reads it, 50 ms of counter time after its counter read.
         let wall_at =
             |counter: u64, stepped: bool| START + counter + if stepped { 10 * MS } else { 0 };
-        let wall = move || {
-            let stepped = h.load(Relaxed);
-            if stepped {
-                g.wait(); // the comparison has read the counter and holds the writer lock
-                g.wait(); // 50 ms later
-            }
-            wall_at(c.load(Relaxed), stepped)
-        };
-        let clock = on_counter(&counter, wall);
-        let interval = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
-        counter.store(interval, Relaxed);
-        hold.store(true, Relaxed);
-        let writer = {
-            let clock = clock.clone();
-            std::thread::spawn(move || clock.now_ns())
-        };
-        gate.wait();
+        let (clock, counter, gate, writer, interval) = held_comparison(wall_at);
         counter.store(interval + 50 * MS, Relaxed);
         gate.wait();
         writer.join().unwrap();
