@@ -123,6 +123,18 @@ impl Counter {
         }
     }
 
+    /// How much a piece of the line that continues another at a counter reading `c` starts
+    /// above the old piece's reading there, so that it never reads below it later: `ns(c - s) +
+    /// ns(d - c)` can be 1 below `ns(d - s)` when the conversion rounds, and 0 when it is exact
+    /// (a counter in nanoseconds).
+    fn slack(&self) -> u64 {
+        match self {
+            Counter::Quanta { ns_per_unit, .. } => u64::from(*ns_per_unit & 0xffff_ffff != 0),
+            #[cfg(test)]
+            Counter::Simulated(_) => 0,
+        }
+    }
+
     /// A number of nanoseconds in counter units (the inverse of [`Counter::ns`]).
     fn units(&self, ns: u64) -> u64 {
         match self {
@@ -135,25 +147,11 @@ impl Counter {
         }
     }
 
-    /// The fewest counter units in which `ns` nanoseconds surely pass: the smallest `d`
-    /// with `self.ns(d) >= ns` (the inverse of [`Counter::ns`], rounded up).
-    fn units_ceil(&self, ns: u64) -> u64 {
-        match self {
-            Counter::Quanta { ns_per_unit, .. } => {
-                let k = u128::from(*ns_per_unit);
-                let units = (u128::from(ns) << 32).div_ceil(k);
-                u64::try_from(units).unwrap_or(u64::MAX)
-            }
-            #[cfg(test)]
-            Counter::Simulated(_) => ns,
-        }
-    }
-
     /// How many counter units [`Counter::ns_within`] converts: below it, the product of a
-    /// difference and the scale fits in 64 bits (and the result is below 2^32 ns, 4.3 s).
+    /// difference and the scale fits in 64 bits, so the result is below 2^32 ns (4.3 s).
     fn straight_limit(&self) -> u64 {
         match self {
-            Counter::Quanta { ns_per_unit, .. } => (u64::MAX / *ns_per_unit).min(1 << 32),
+            Counter::Quanta { ns_per_unit, .. } => u64::MAX / *ns_per_unit,
             #[cfg(test)]
             Counter::Simulated(_) => 1 << 32,
         }
@@ -213,35 +211,37 @@ impl Segment {
         (self.slew_for - self.slowed(d)) / SLEW_DIVISOR
     }
 
+    /// Whether the line runs straight from `d` ns of counter time after `start` on, up to the
+    /// next comparison: no slew, or its slow part over.
+    fn slew_done(&self, d: u64) -> bool {
+        self.slew_for == 0 || d >= self.slew_from.saturating_add(self.slew_for)
+    }
+
     /// Whether the line runs slow `d` ns of counter time after `start`.
     fn slewing(&self, d: u64) -> bool {
         d >= self.slew_from && self.slowed(d) < self.slew_for
     }
 }
 
-/// Where a [`Segment`] reads straight, worked out when it is published so that a reading
-/// there takes one subtraction, one 64-bit multiplication and one addition (no 128-bit
-/// product, no saturation, no branch on the slew): what [`LockedClock::now_ns`] does first.
-/// In counter units after the segment's `start`, with no comparison due before either part
-/// ends:
+/// Where a [`Segment`] reads straight from its start, worked out when it is published so that
+/// a reading there takes one subtraction, one 64-bit multiplication and one addition (no
+/// 128-bit product, no saturation, no branch on the slew): what [`LockedClock::now_ns`] does
+/// first. Below `width` counter units after `start` the segment reads `at + ns(d)`: all of it
+/// up to the next comparison when it does not slew, the grace before its slow part when it
+/// does, and never further than 64-bit arithmetic reaches ([`Counter::straight_limit`]).
 ///
-/// * below `a_end`, the segment reads `at + ns(d)` (all of it when it does not slew, the
-///   grace before its slow part when it does);
-/// * from `c_from` to `c_end`, after a slow part, it reads `c_at + ns(d)`.
-///
-/// Both give exactly what [`Segment::read`] gives there (tested).
+/// There it gives exactly what [`Segment::read`] gives (tested). Past a slow part the line is
+/// straight again, and the first reader there publishes a segment that starts straight
+/// ([`LockedClock::straighten`]), so the straight part is always at the start of a segment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Straight {
     start: u64,
     at: u64,
-    a_end: u64,
-    c_from: u64,
-    c_end: u64,
-    c_at: u64,
+    width: u64,
 }
 
 impl Straight {
-    /// The straight parts of `s` on `counter`.
+    /// The straight part at the start of `s`, on `counter`.
     fn of(s: &Segment, counter: &Counter) -> Straight {
         // No comparison due, and within 64-bit arithmetic (a result below 2^32 ns).
         let end = s
@@ -249,42 +249,27 @@ impl Straight {
             .saturating_sub(s.start)
             .min(counter.straight_limit());
         // A sum with a result below 2^32 ns that cannot saturate.
-        let fits = |at: u64| at <= u64::MAX - (1 << 32);
-        let mut straight = Straight {
+        let fits = s.at <= u64::MAX - (1 << 32);
+        let width = if !fits {
+            0
+        } else if s.slew_for == 0 {
+            end
+        } else {
+            // Before the slow part: `ns(d) < slew_from` for every `d` below `units(slew_from)`.
+            counter.units(s.slew_from).min(end)
+        };
+        Straight {
             start: s.start,
             at: s.at,
-            ..Straight::default()
-        };
-        if !fits(s.at) {
-            return straight;
+            width,
         }
-        if s.slew_for == 0 {
-            straight.a_end = end;
-            return straight;
-        }
-        // Before the slow part: `ns(d) < slew_from` for every `d` below `units(slew_from)`.
-        straight.a_end = counter.units(s.slew_from).min(end);
-        // After it: the line less everything the slew gave back.
-        let after = s.slew_from.saturating_add(s.slew_for);
-        if let Some(c_at) = s.at.checked_sub(s.slew_for / SLEW_DIVISOR) {
-            straight.c_from = counter.units_ceil(after);
-            straight.c_end = end.max(straight.c_from);
-            straight.c_at = c_at;
-        }
-        straight
     }
 
     /// The reading at counter difference `d` (wrapping: a reading before `start` is far
-    /// outside), if `d` is in a straight part.
+    /// outside), if `d` is in the straight part.
     #[inline]
     fn read(&self, d: u64, counter: &Counter) -> Option<u64> {
-        if d < self.a_end {
-            return Some(self.at + counter.ns_within(d));
-        }
-        if d.wrapping_sub(self.c_from) < self.c_end - self.c_from {
-            return Some(self.c_at + counter.ns_within(d));
-        }
-        None
+        (d < self.width).then(|| self.at + counter.ns_within(d))
     }
 }
 
@@ -296,22 +281,41 @@ struct Slot {
     slew_for: AtomicU64,
     slew_from: AtomicU64,
     check_at: AtomicU64,
-    /// [`Straight`] for this segment, but `start` and `at`.
-    a_end: AtomicU64,
-    c_from: AtomicU64,
-    c_end: AtomicU64,
-    c_at: AtomicU64,
+}
+
+/// The current segment's [`Straight`] part, in one place with no indirection: the three
+/// fields and a version, read together by the fast path. A reader that finds a write under
+/// way (an odd version, or a different one after its loads) does not wait: it reads the
+/// double-buffered slots instead.
+struct Fast {
+    version: AtomicU64,
+    start: AtomicU64,
+    at: AtomicU64,
+    width: AtomicU64,
 }
 
 /// The current segment, double-buffered: a writer fills the slot readers are not using, then
 /// publishes its generation. Readers never wait for a writer (a reader retries only if two
 /// writes overlapped its read), and a writer that stops half-way — a forked child inherits a
 /// writer that no longer exists — leaves the published slot intact.
+///
+/// Beside it, [`Fast`]: the current segment's straight part, which the writer closes (an odd
+/// version) before it publishes a segment and opens (even) once the new one is published.
 struct Line {
-    // Ordering: the classic sequence lock, with every field an atomic (no data race).
-    // Writer: slot.seq = odd (Relaxed), fence(Release), fields (Relaxed), slot.seq = even
-    // (Release), current = generation (Release). Reader: current (Acquire), slot.seq (Acquire),
-    // fields (Relaxed), fence(Acquire), slot.seq again (Relaxed): equal and even → consistent.
+    // Ordering: two sequence locks, with every field an atomic (no data race).
+    //
+    // Slots, the classic double-buffered one. Writer: slot.seq = odd (Relaxed),
+    // fence(Release), fields (Relaxed), slot.seq = even (Release), current = generation
+    // (Release). Reader: current (Acquire), slot.seq (Acquire), fields (Relaxed),
+    // fence(Acquire), slot.seq again (Relaxed): equal and even → consistent.
+    //
+    // Fast, a single one. Writer: version = odd (Relaxed), fence(Release), then the slots as
+    // above, then fields (Relaxed), version = even (Release). Reader: version (Acquire),
+    // fields (Relaxed), fence(Acquire), version again (Relaxed): equal and even → consistent.
+    // The odd version is stored before the new generation is released, so a thread that has
+    // read the new segment (acquired `current`) finds the old straight part closed: it never
+    // reads the old segment's straight part again after the new segment (a forward step).
+    fast: Fast,
     current: AtomicU64,
     slots: [Slot; 2],
 }
@@ -325,10 +329,6 @@ impl Slot {
             slew_for: AtomicU64::new(0),
             slew_from: AtomicU64::new(0),
             check_at: AtomicU64::new(0),
-            a_end: AtomicU64::new(0),
-            c_from: AtomicU64::new(0),
-            c_end: AtomicU64::new(0),
-            c_at: AtomicU64::new(0),
         }
     }
 }
@@ -336,62 +336,80 @@ impl Slot {
 impl Line {
     fn new(first: Segment, counter: &Counter) -> Self {
         let line = Line {
+            fast: Fast {
+                version: AtomicU64::new(1),
+                start: AtomicU64::new(0),
+                at: AtomicU64::new(0),
+                width: AtomicU64::new(0),
+            },
             current: AtomicU64::new(0),
             slots: [Slot::new(), Slot::new()],
         };
-        line.store_slot(0, first, counter);
+        line.store_slot(0, first);
+        line.open(Straight::of(&first, counter));
         line
     }
 
     #[inline]
     fn load(&self) -> Segment {
-        self.read_slot(|slot| Segment {
-            start: slot.start.load(Ordering::Relaxed),
-            at: slot.at.load(Ordering::Relaxed),
-            slew_for: slot.slew_for.load(Ordering::Relaxed),
-            slew_from: slot.slew_from.load(Ordering::Relaxed),
-            check_at: slot.check_at.load(Ordering::Relaxed),
-        })
-    }
-
-    /// The current segment's straight parts.
-    #[inline]
-    fn load_straight(&self) -> Straight {
-        self.read_slot(|slot| Straight {
-            start: slot.start.load(Ordering::Relaxed),
-            at: slot.at.load(Ordering::Relaxed),
-            a_end: slot.a_end.load(Ordering::Relaxed),
-            c_from: slot.c_from.load(Ordering::Relaxed),
-            c_end: slot.c_end.load(Ordering::Relaxed),
-            c_at: slot.c_at.load(Ordering::Relaxed),
-        })
-    }
-
-    /// Reads fields of the current slot consistently (see the ordering above).
-    #[inline]
-    fn read_slot<T>(&self, fields: impl Fn(&Slot) -> T) -> T {
         loop {
             let generation = self.current.load(Ordering::Acquire);
             let slot = &self.slots[(generation & 1) as usize];
             let seq = slot.seq.load(Ordering::Acquire);
-            let value = fields(slot);
+            let segment = Segment {
+                start: slot.start.load(Ordering::Relaxed),
+                at: slot.at.load(Ordering::Relaxed),
+                slew_for: slot.slew_for.load(Ordering::Relaxed),
+                slew_from: slot.slew_from.load(Ordering::Relaxed),
+                check_at: slot.check_at.load(Ordering::Relaxed),
+            };
             crate::sync::fence(Ordering::Acquire);
             if seq == generation * 2 && slot.seq.load(Ordering::Relaxed) == seq {
-                return value;
+                return segment;
             }
             core::hint::spin_loop();
         }
     }
 
-    /// Publishes the next segment. Callers hold the writer lock.
-    fn publish(&self, segment: Segment, counter: &Counter) {
-        let next = self.current.load(Ordering::Relaxed) + 1;
-        self.store_slot(next, segment, counter);
-        self.current.store(next, Ordering::Release);
+    /// The current segment's straight part, unless a writer is at work on it (see the
+    /// ordering above): then `None`, and the caller reads [`Line::load`] instead.
+    #[inline]
+    fn load_straight(&self) -> Option<Straight> {
+        let fast = &self.fast;
+        let version = fast.version.load(Ordering::Acquire);
+        let straight = Straight {
+            start: fast.start.load(Ordering::Relaxed),
+            at: fast.at.load(Ordering::Relaxed),
+            width: fast.width.load(Ordering::Relaxed),
+        };
+        crate::sync::fence(Ordering::Acquire);
+        let again = fast.version.load(Ordering::Relaxed);
+        (version == again && version & 1 == 0).then_some(straight)
     }
 
-    fn store_slot(&self, generation: u64, s: Segment, counter: &Counter) {
-        let straight = Straight::of(&s, counter);
+    /// Publishes the next segment. Callers hold the writer lock.
+    fn publish(&self, segment: Segment, counter: &Counter) {
+        // Close the straight part first: see the ordering above.
+        let version = self.fast.version.load(Ordering::Relaxed);
+        self.fast.version.store(version | 1, Ordering::Relaxed);
+        crate::sync::fence(Ordering::Release);
+        let next = self.current.load(Ordering::Relaxed) + 1;
+        self.store_slot(next, segment);
+        self.current.store(next, Ordering::Release);
+        self.open(Straight::of(&segment, counter));
+    }
+
+    /// Stores `straight` and opens it (an even version). The version is odd on entry.
+    fn open(&self, straight: Straight) {
+        let fast = &self.fast;
+        let version = fast.version.load(Ordering::Relaxed);
+        fast.start.store(straight.start, Ordering::Relaxed);
+        fast.at.store(straight.at, Ordering::Relaxed);
+        fast.width.store(straight.width, Ordering::Relaxed);
+        fast.version.store(version + 1, Ordering::Release);
+    }
+
+    fn store_slot(&self, generation: u64, s: Segment) {
         let slot = &self.slots[(generation & 1) as usize];
         slot.seq.store(generation * 2 + 1, Ordering::Relaxed);
         crate::sync::fence(Ordering::Release);
@@ -400,10 +418,6 @@ impl Line {
         slot.slew_for.store(s.slew_for, Ordering::Relaxed);
         slot.slew_from.store(s.slew_from, Ordering::Relaxed);
         slot.check_at.store(s.check_at, Ordering::Relaxed);
-        slot.a_end.store(straight.a_end, Ordering::Relaxed);
-        slot.c_from.store(straight.c_from, Ordering::Relaxed);
-        slot.c_end.store(straight.c_end, Ordering::Relaxed);
-        slot.c_at.store(straight.c_at, Ordering::Relaxed);
         slot.seq.store(generation * 2, Ordering::Release);
     }
 }
@@ -546,25 +560,74 @@ impl LockedClock {
         // The counter first: a segment published after this read starts at or after it, and
         // reads as its own start — never less than the older segment gave.
         let raw = i.counter.raw();
-        let straight = i.line.load_straight();
-        match straight.read(raw.wrapping_sub(straight.start), &i.counter) {
-            Some(now) => now,
-            None => self.now_beyond(raw),
+        if let Some(straight) = i.line.load_straight()
+            && let Some(now) = straight.read(raw.wrapping_sub(straight.start), &i.counter)
+        {
+            return now;
         }
+        self.now_beyond(raw)
     }
 
-    /// [`LockedClock::now_ns`] outside the straight parts: in a slew's slow part, before the
-    /// segment's start, or once the next comparison with the wall clock is due.
+    /// [`LockedClock::now_ns`] outside the straight part: in a slew's slow part or past it,
+    /// before the segment's start, once the next comparison with the wall clock is due, or
+    /// while a writer publishes.
     #[cold]
     #[inline(never)]
     fn now_beyond(&self, raw: u64) -> u64 {
-        // Loaded after `raw` was read, as the straight parts were.
+        // Loaded after `raw` was read, as the straight part was.
         let segment = self.inner.line.load();
         let now = self.read_at(&segment, raw);
         if raw >= segment.check_at {
             return self.compare(raw, now, false).unwrap_or(now);
         }
+        if raw > segment.start && segment.slew_done(self.inner.counter.ns(raw - segment.start)) {
+            self.straighten();
+        }
         now
+    }
+
+    /// Past a slew's slow part the line runs straight again, but the straight part a reader
+    /// reads first is at the start of a segment: publish the line from here on as a segment of
+    /// its own, straight from its start. Called by a reader that found the line straight but
+    /// outside the straight part (others find the writer lock taken and go on); nothing to do
+    /// if another did it first.
+    #[cold]
+    #[inline(never)]
+    fn straighten(&self) {
+        let i = &*self.inner;
+        let Ok(_writer) = i.writer.try_lock() else {
+            return;
+        };
+        // Under the lock: the counter now, and the segment as it is now.
+        let raw = i.counter.raw();
+        let current = i.line.load();
+        if raw < current.start || raw >= current.check_at {
+            return;
+        }
+        let d = raw - current.start;
+        if !current.slew_done(i.counter.ns(d))
+            || Straight::of(&current, &i.counter)
+                .read(d, &i.counter)
+                .is_some()
+        {
+            return;
+        }
+        // The new piece reads what the old one reads here (and one more where the conversion
+        // rounds), at the counter's rate: never below the old piece from here on.
+        let next = Segment {
+            start: raw,
+            at: self
+                .read_at(&current, raw)
+                .saturating_add(i.counter.slack()),
+            slew_for: 0,
+            slew_from: 0,
+            check_at: current.check_at,
+        };
+        // Nothing gained where the new piece has no straight part either (a reading that 64-bit
+        // arithmetic cannot reach, near the end of u64).
+        if Straight::of(&next, &i.counter).width > 0 {
+            i.line.publish(next, &i.counter);
+        }
     }
 
     /// Compares with the wall clock now: steps forward if it is ahead by more than the
@@ -686,10 +749,12 @@ impl LockedClock {
             // tolerance behind it (stop slewing). A slew that begins where the line runs
             // straight begins a grace later: see `Segment::slew_from`.
             let ahead = if skew < 0 { skew.unsigned_abs() } else { 0 };
+            // The new piece starts where the old one is (one above where the conversion
+            // rounds: see `Counter::slack`).
             let d = i.counter.ns(raw.saturating_sub(current.start));
             Segment {
                 start: raw,
-                at: now,
+                at: now.saturating_add(i.counter.slack()),
                 slew_for: ahead.saturating_mul(SLEW_DIVISOR),
                 slew_from: if current.slewing(d) {
                     0
@@ -1076,9 +1141,9 @@ mod tests {
         }
     }
 
-    /// Wherever the straight parts answer, they answer exactly what the segment reads; they
-    /// answer nowhere at or past `check_at`; and they answer everywhere strictly inside the
-    /// segment's straight stretches, up to a few units at each end.
+    /// Wherever the straight part answers, it answers exactly what the segment reads; it
+    /// answers nowhere at or past `check_at`; and it answers everywhere strictly inside the
+    /// segment's straight start, up to a few units at its end.
     fn check_straight(segment: Segment, counter: &Counter, ds: impl IntoIterator<Item = u64>) {
         let straight = Straight::of(&segment, counter);
         for d in ds {
@@ -1091,17 +1156,13 @@ mod tests {
                 None => {
                     let ns = counter.ns(d);
                     let before_slow = segment.slew_for == 0 || ns < segment.slew_from;
-                    let after_slow = ns > segment.slew_from.saturating_add(segment.slew_for);
                     let due = segment.start.saturating_add(d.saturating_add(2)) >= segment.check_at;
                     let too_far = d.saturating_add(2) >= counter.straight_limit();
-                    let near_end = [segment.slew_from, segment.slew_from + segment.slew_for]
-                        .iter()
-                        .any(|&e| {
-                            counter.ns(d.saturating_add(2)) >= e
-                                && counter.ns(d.saturating_sub(2)) <= e
-                        });
+                    let near_slow = segment.slew_for > 0
+                        && counter.ns(d.saturating_add(2)) >= segment.slew_from;
+                    let too_high = segment.at > u64::MAX - (1 << 32);
                     assert!(
-                        !(before_slow || after_slow) || due || too_far || near_end,
+                        !before_slow || due || too_far || near_slow || too_high,
                         "d {d} ({ns} ns) is straight on {segment:?} but not in {straight:?}"
                     );
                 }
@@ -1110,7 +1171,7 @@ mod tests {
     }
 
     #[test]
-    fn the_straight_parts_read_as_the_segment_at_their_ends() {
+    fn the_straight_part_reads_as_the_segment_at_its_end() {
         // Counters from 10 GHz to 24 MHz (0.1 to 41.7 ns per unit).
         for k in [
             429_496_730u64,
@@ -1128,11 +1189,8 @@ mod tests {
                     slew_from,
                     check_at: 1_000_000 + counter.units(900 * MS),
                 };
-                let straight = Straight::of(&segment, &counter);
-                let ends = [straight.a_end, straight.c_from, straight.c_end];
-                let ds = ends
-                    .iter()
-                    .flat_map(|&e| e.saturating_sub(4)..e.saturating_add(4));
+                let end = Straight::of(&segment, &counter).width;
+                let ds = end.saturating_sub(4)..end.saturating_add(4);
                 check_straight(segment, &counter, ds.chain([0, 1, u64::MAX, u64::MAX - 3]));
             }
         }
@@ -1146,9 +1204,143 @@ mod tests {
         assert_eq!(Straight::of(&far, &counter).read(5, &counter), None);
     }
 
+    /// A clock on quanta's mock counter scaled by `ns_per_unit` (a scale with fractional bits
+    /// makes the conversion round, as a real counter's does), comparing with `wall(ns)`, where
+    /// `ns` is the counter's reading converted; and the mock, to move the counter.
+    fn on_mock(
+        ns_per_unit: u64,
+        wall: impl Fn(u64) -> u64 + Send + Sync + 'static,
+    ) -> (LockedClock, Arc<quanta::Mock>) {
+        let (clock, mock) = quanta::Clock::mock();
+        let m = Arc::clone(&mock);
+        let counter = Counter::Quanta { clock, ns_per_unit };
+        let clock = LockedClock::with_counter(
+            counter,
+            move || wall(((u128::from(m.value()) * u128::from(ns_per_unit)) >> 32) as u64),
+            DEFAULT_REANCHOR_INTERVAL,
+            DEFAULT_REANCHOR_TOLERANCE,
+        );
+        (clock, mock)
+    }
+
+    /// The wall clock falls 2 ms behind the counter at once: the first comparison (1 s) begins
+    /// a slew, the next two continue it, and its slow part ends at about 3.1 s of counter time.
+    /// Readings to 3.95 s never go back; past the slow part the first reader publishes a
+    /// segment that starts straight — once — and the fast path answers from it.
+    #[test]
+    fn past_the_slow_part_the_line_is_straightened_once_and_never_reads_back() {
+        for (k, step) in [
+            (1_431_655_765u64, 9_973u64),
+            (429_496_730, 99_991),
+            (5 << 32, 997),
+            (1 << 32, 3_001),
+        ] {
+            let (clock, mock) = on_mock(k, |ns| if ns == 0 { START } else { START + ns - 2 * MS });
+            let counter = &clock.inner.counter;
+            let end = counter.units(3_950 * MS);
+            let mut last = 0;
+            while mock.value() < end {
+                mock.increment(step);
+                // A reader that loaded the line before this read (and was then held up) reads
+                // no more, at any later counter reading, than the line after it.
+                let before = clock.inner.line.load();
+                let now = clock.now_ns();
+                assert!(now >= last, "k {k}: went back from {last} to {now}");
+                last = now;
+                let after = clock.inner.line.load();
+                for x in (mock.value()..).step_by(5).take(4) {
+                    let (was, is) = (clock.read_at(&before, x), clock.read_at(&after, x));
+                    assert!(
+                        is >= was,
+                        "k {k}: {is} after {was} at {x}: {before:?}, {after:?}"
+                    );
+                }
+            }
+            // Three comparisons, then one straightened segment.
+            assert_eq!(clock.inner.line.current.load(Relaxed), 4, "k {k}");
+            let segment = clock.inner.line.load();
+            assert_eq!((segment.slew_for, segment.slew_from), (0, 0), "k {k}");
+            let slow_end = counter.units(3_100 * MS);
+            assert!(
+                segment.start > slow_end - counter.units(MS),
+                "k {k}: {segment:?}"
+            );
+            // The comparison still due at about 4 s (where the third one set it).
+            let check = counter.units(4_000 * MS);
+            assert!(
+                segment.check_at.abs_diff(check) <= 4 * step,
+                "k {k}: {segment:?}"
+            );
+            let straight = clock.inner.line.load_straight().expect("no writer at work");
+            assert_eq!(straight, Straight::of(&segment, counter));
+            let d = mock.value() - straight.start;
+            assert_eq!(straight.read(d, counter), Some(clock.now_ns()), "k {k}");
+            assert_eq!(clock.report().slew_left_ns, 0);
+            assert!(clock.last_skew_ns() < 0, "k {k}: the clock was ahead");
+        }
+    }
+
+    /// A writer that stopped after closing the straight part — what a forked child inherits
+    /// from a parent caught publishing, the writer lock taken for good — leaves every reader
+    /// on the exact path, which still reads the line.
+    #[test]
+    fn a_writer_stopped_half_way_leaves_readers_on_the_exact_path() {
+        let (clock, counter, _) = simulated(0);
+        counter.store(5 * MS, Relaxed);
+        assert_eq!(clock.now_ns(), START + 5 * MS);
+        std::mem::forget(clock.inner.writer.lock().unwrap());
+        clock.inner.line.fast.version.fetch_or(1, Relaxed);
+        assert_eq!(clock.inner.line.load_straight(), None);
+        for c in [6 * MS, 500 * MS, 2_000 * MS, 5_000 * MS] {
+            counter.store(c, Relaxed);
+            assert_eq!(clock.now_ns(), START + c);
+        }
+        assert_eq!(
+            clock.inner.line.current.load(Relaxed),
+            0,
+            "nothing published"
+        );
+    }
+
+    /// A piece of the line that continues another at a counter reading `c` (a comparison that
+    /// slews, or a straightening) starts `Counter::slack` above the old piece's reading there,
+    /// so it never reads below it afterwards, though the conversion rounds: without the slack
+    /// it does, by 1 ns.
+    #[test]
+    fn a_continuing_piece_never_reads_below_the_old_one_where_the_conversion_rounds() {
+        let counter = scaled(1_431_655_765); // 3 GHz
+        assert_eq!(counter.slack(), 1);
+        assert_eq!(scaled(5 << 32).slack(), 0);
+        let old = Segment {
+            start: 1_000,
+            at: START,
+            ..Segment::default()
+        };
+        let mut below_without = 0;
+        for c in (1_000..4_000).step_by(7) {
+            let at_c = old.read(counter.ns(c - old.start));
+            for x in c..c + 40 {
+                let continued = |slack: u64| Segment {
+                    start: c,
+                    at: at_c + slack,
+                    ..Segment::default()
+                };
+                let was = old.read(counter.ns(x - old.start));
+                let with = continued(counter.slack()).read(counter.ns(x - c));
+                assert!(with >= was, "c {c}, x {x}: {with} after {was}");
+                assert!(with <= was + 1, "c {c}, x {x}: {with} is ahead of {was}");
+                below_without += u32::from(continued(0).read(counter.ns(x - c)) < was);
+            }
+        }
+        assert!(
+            below_without > 0,
+            "the slack made no difference: the test cannot fail"
+        );
+    }
+
     proptest::proptest! {
         #[test]
-        fn the_straight_parts_read_as_the_segment(
+        fn the_straight_part_reads_as_the_segment(
             k in 1u64..(1 << 40),
             start in 0u64..(1 << 62),
             at in 0u64..u64::MAX,
@@ -1165,9 +1357,8 @@ mod tests {
                 slew_from,
                 check_at: start.saturating_add(interval),
             };
-            let straight = Straight::of(&segment, &counter);
-            let ends = [straight.a_end, straight.c_from, straight.c_end];
-            let near = ends.iter().flat_map(|&e| e.saturating_sub(2)..e.saturating_add(2));
+            let end = Straight::of(&segment, &counter).width;
+            let near = end.saturating_sub(2)..end.saturating_add(2);
             check_straight(segment, &counter, ds.into_iter().chain(near));
         }
     }
