@@ -196,6 +196,19 @@ pub fn raw_and_compare_exchange() -> impl Fn() -> u64 + Send + Sync {
     }
 }
 
+/// The least any generator with one shared state can do per ID: one load and one
+/// compare-exchange of an `AtomicU64` (one try), no clock at all. Its one-thread rate bounds
+/// what one shared state issues on any number of threads (they take turns on its cache line).
+#[allow(dead_code)]
+pub fn compare_exchange_alone() -> impl Fn() -> u64 + Send + Sync {
+    let cell = AtomicU64::new(0);
+    move || {
+        let current = cell.load(Ordering::Relaxed);
+        black_box(cell.compare_exchange(current, current + 1, Ordering::AcqRel, Ordering::Relaxed))
+            .unwrap_or(current)
+    }
+}
+
 /// `threads` threads start on a barrier and call `next` back to back for `length` (looking at
 /// the stop flag every 64 calls): the IDs each took, and the window's real length.
 #[allow(dead_code)]

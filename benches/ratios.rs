@@ -8,7 +8,8 @@
 //!   layout), and one quanta `raw()` plus one compare-exchange. Ratios: coarse / ferroid,
 //!   locked / (`raw()` + compare-exchange). Also the locked clock with a wall clock that runs
 //!   100 ppm slower than its counter, so that every comparison begins a slew (a counter that
-//!   runs fast), against the same reference.
+//!   runs fast), against the same reference. And one load and one compare-exchange alone (no
+//!   clock): the most one shared state can issue, on any number of threads.
 //! * Two threads sharing one generator: IDs per second over a 100 ms window in which both
 //!   threads call back to back, and the smaller thread's share. Ratios: monoflake / ferroid.
 //!
@@ -94,7 +95,8 @@ fn main() {
         .build()
         .expect("generator");
     let raw_cas = peers::raw_and_compare_exchange();
-    let entrants: [(&str, Next); 5] = [
+    let cas_alone = peers::compare_exchange_alone();
+    let entrants: [(&str, Next); 6] = [
         ("ferroid (atomic) wide", &*ferroid.next),
         ("monoflake coarse wide", &|| {
             coarse.try_next_id().unwrap().as_u64()
@@ -106,6 +108,7 @@ fn main() {
         ("monoflake locked wide, wall clock 100 ppm slow", &|| {
             slewing.try_next_id().unwrap().as_u64()
         }),
+        ("compare_exchange alone (no clock)", &cas_alone),
     ];
 
     // One thread: calls per slice from a first measurement of each.
@@ -121,7 +124,7 @@ fn main() {
     let (mut coarse_ratio, mut locked_ratio, mut slewing_ratio) =
         (Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        let mut this = [0.0; 5];
+        let mut this = [0.0; 6];
         for k in 0..entrants.len() {
             let i = (round + k) % entrants.len();
             this[i] = slice(entrants[i].1, calls[i]);
@@ -190,6 +193,16 @@ fn main() {
     let (l2, l21, l23) = quartiles(locked2);
     println!("coarse / ferroid: {c2:.2}× (quartiles {c21:.2} – {c23:.2})");
     println!("locked / ferroid: {l2:.2}× (quartiles {l21:.2} – {l23:.2})");
+    // What one shared state can issue at all: its threads take turns on one cache line, so no
+    // more than one thread doing nothing but the compare-exchange.
+    let one_state = 1e9 / quartiles(ns[5].clone()).0;
+    let ferroid2 = quartiles(rates[0].clone()).0;
+    println!(
+        "one shared state issues at most {:.1} M/s here (compare_exchange alone, one thread): \
+         {:.2}× ferroid's two threads",
+        one_state / 1e6,
+        one_state / ferroid2
+    );
 
     let out = json!({
         "rounds": ROUNDS,
@@ -204,6 +217,8 @@ fn main() {
         "two": two,
         "two_coarse_over_ferroid": [c2, c21, c23],
         "two_locked_over_ferroid": [l2, l21, l23],
+        "one_state_ids_per_s": one_state,
+        "one_state_over_ferroid_two": one_state / ferroid2,
     });
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ratios.json");
     match std::fs::write(&path, out.to_string()) {

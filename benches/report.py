@@ -267,6 +267,11 @@ def ratio_tables(ratios):
         out.append(f"| {r['name']} | {r['ids_per_s_median'] / 1e6:.1f} | {r['q1'] / 1e6:.1f} – "
                    f"{r['q3'] / 1e6:.1f} | {r['lowest_share'] * 100:.1f}% |")
     out.append("")
+    if "one_state_ids_per_s" in ratios:
+        out.append(f"One shared state issues at most what one thread doing nothing but its load and "
+                   f"compare-exchange does (its threads take turns on one cache line): "
+                   f"{ratios['one_state_ids_per_s'] / 1e6:.1f} M/s in this run, "
+                   f"{ratios['one_state_over_ferroid_two']:.2f}× ferroid's two threads.\n")
     return out
 
 
