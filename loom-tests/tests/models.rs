@@ -321,3 +321,63 @@ fn the_common_case_races_the_general_step_across_a_tick() {
 fn a_borrowed_tick_reached_by_the_clock_races_the_common_case() {
     race_across_a_tick(1, 3, 2);
 }
+
+/// A lease keeper raises the fence's limit (its only writes until it closes the fence, which
+/// the seal model covers) while two threads issue on the one-bit layout with a frozen clock:
+/// the clock's tick is full, the limit is that tick, and the keeper raises it by one (two
+/// more IDs, borrowed). The limit, the deadline and the common case's one-word bound are three
+/// relaxed stores, so an issuer may see any mix of old and new words. Every interleaving gives
+/// unique IDs, increasing per thread, none past the highest limit set, and the refusals are
+/// the fence's (the generator has no lease to name: `LeaseLost`).
+#[test]
+fn the_keeper_raising_the_fence_races_two_issuers() {
+    loom::model(|| {
+        let layout = one_bit_layout();
+        let g = Arc::new(
+            Generator::builder(layout.clone())
+                .clock(ManualClock::new(T0))
+                .max_lead(Duration::from_millis(10))
+                .build()
+                .unwrap(),
+        );
+        let before = [g.try_next_id().unwrap(), g.try_next_id().unwrap()];
+        let t0 = before[1].parts(&layout).unwrap().tick();
+        g.loom_set_fence(0);
+        let issuers: Vec<_> = (0..2)
+            .map(|_| {
+                let g = Arc::clone(&g);
+                thread::spawn(move || [g.try_next_id(), g.try_next_id()])
+            })
+            .collect();
+        let keeper = {
+            let g = Arc::clone(&g);
+            thread::spawn(move || g.loom_set_fence(1))
+        };
+        let results: Vec<[Result<Id, Error>; 2]> =
+            issuers.into_iter().map(|h| h.join().unwrap()).collect();
+        keeper.join().unwrap();
+        for e in results.iter().flatten().filter_map(|r| r.as_ref().err()) {
+            assert!(matches!(e, Error::LeaseLost { .. }), "{e:?}");
+        }
+        let mut runs: Vec<Vec<Id>> = results
+            .iter()
+            .map(|run| {
+                run.iter()
+                    .filter_map(|r| r.as_ref().ok().copied())
+                    .collect()
+            })
+            .collect();
+        for id in runs.iter().flatten() {
+            assert_eq!(id.parts(&layout).unwrap().tick(), t0 + 1, "{runs:?}");
+        }
+        let issued = runs.iter().flatten().count();
+        runs.push(before.to_vec());
+        assert_unique_and_increasing(&runs);
+        // Once the keeper's words are all in, the raised limit holds: the next ID is issued
+        // unless the two IDs it allows were taken.
+        match g.try_next_id() {
+            Ok(id) => assert!(issued < 2 && runs.iter().flatten().all(|&x| x < id)),
+            Err(e) => assert!(matches!(e, Error::LeaseLost { .. }) && issued == 2, "{e:?}"),
+        }
+    });
+}

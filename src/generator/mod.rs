@@ -280,6 +280,16 @@ impl<C: TimeSource> Generator<C> {
         )
     }
 
+    /// Sets the fence as a lease keeper does (`Fence::set`), to a limit
+    /// `limit_ahead` ticks after the clock's tick and no deadline, for the loom models (only
+    /// in `--cfg loom` builds).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_set_fence(&self, limit_ahead: u64) {
+        let now = self.now_of(self.clock.now_ns()).tick;
+        self.core.fence.set(now + limit_ahead, u64::MAX);
+    }
+
     /// Off the common path: a jump to a later tick (values passed over) or a borrowed tick.
     #[cold]
     #[inline(never)]
