@@ -186,11 +186,11 @@ fn a_forked_child_is_refused_as_forked_where_its_tick_fills() {
 
 /// A forked child whose parent was comparing its `LockedClock` with the wall clock when it
 /// forked (a thread inside `reanchor`, the clock's writer lock held during the wall-clock
-/// read): the child inherits the lock held by a thread it does not have. Its readers only try
-/// the lock and read on; but `reanchor` (and `advance_to`, which a leased build calls with
-/// `trust_future_reservation`) wait for it, for ever — "never blocks forever" (DESIGN.md).
+/// read): the child inherits the lock held by a thread it does not have. With a `Mutex`,
+/// `reanchor` (and `advance_to`, which a leased build calls with `trust_future_reservation`)
+/// waited for it for ever ("never blocks forever", DESIGN.md); the lock now names its
+/// holder's process, and the child takes it over.
 #[test]
-#[ignore = "finding: reanchor/advance_to in a forked child wait for ever for the parent's writer lock"]
 fn a_forked_child_of_a_parent_comparing_its_locked_clock_does_not_wait_for_ever() {
     use std::sync::Barrier;
     use std::time::Duration;

@@ -2,7 +2,7 @@
 //! stepped forward to the wall clock, slewed (never stepped) back to it.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ClockReport, TimeSource, wall_clock_ns};
@@ -422,6 +422,71 @@ impl Line {
     }
 }
 
+/// The lock that serialises the writers of a [`Line`]: the id of the process whose thread
+/// holds it, plus one (0: free).
+///
+/// A forked child has a copy of its parent's memory but only the thread that forked: a lock
+/// another thread of the parent held at the fork is held by no thread of the child and would
+/// never be given back there (a `Mutex` would make [`LockedClock::reanchor`] and
+/// [`LockedClock::advance_to`] wait for ever, and readers stop comparing). The holder's process
+/// id tells such a lock from one a thread of this process holds, and the child takes it over.
+/// What the parent's writer left half-done, the child's next publication redoes whole: it
+/// closes the straight part again, fills the slot after the published one, and opens it
+/// ([`Line::publish`]).
+struct WriterLock {
+    // Ordering: Acquire when taken, Release when given back: writers' work is ordered, as
+    // under a mutex.
+    holder: AtomicU64,
+}
+
+/// A taken [`WriterLock`], given back when dropped (also on a panic: the line is consistent
+/// between publications).
+struct WriterGuard<'a>(&'a AtomicU64);
+
+impl Drop for WriterGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
+impl WriterLock {
+    fn new() -> Self {
+        WriterLock {
+            holder: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes the lock if it is free or held in another process (inherited across a fork);
+    /// `None` if a thread of this process holds it. Asks the process id (a system call): only
+    /// writers and readers due to compare come here.
+    fn try_lock(&self) -> Option<WriterGuard<'_>> {
+        let me = u64::from(std::process::id()) + 1;
+        let held = self.holder.load(Ordering::Relaxed);
+        if held == me {
+            return None;
+        }
+        self.holder
+            .compare_exchange(held, me, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| WriterGuard(&self.holder))
+    }
+
+    /// Takes the lock, waiting for a thread of this process that holds it.
+    fn lock(&self) -> WriterGuard<'_> {
+        let mut step = 0;
+        loop {
+            if let Some(guard) = self.try_lock() {
+                return guard;
+            }
+            if crate::sync::backoff(step) {
+                step += 1;
+            } else {
+                crate::sync::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+}
+
 struct LockedInner {
     counter: Counter,
     base_ns: u64,
@@ -433,9 +498,9 @@ struct LockedInner {
     tolerance_ns: u64,
     wall: Box<WallFn>,
     line: Line,
-    /// Serialises writers of `line`; a writer that finds it taken leaves the work to the
-    /// holder (so a forked child whose parent held it simply stops re-anchoring).
-    writer: Mutex<()>,
+    /// Serialises writers of `line`; a reader that finds it taken leaves the work to the
+    /// holder.
+    writer: WriterLock,
     // Ordering: Relaxed; statistics, each a lone value.
     forward_ns: AtomicU64,
     last_skew_ns: AtomicU64,
@@ -538,7 +603,7 @@ impl LockedClock {
                 tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
                 wall: Box::new(wall),
                 line,
-                writer: Mutex::new(()),
+                writer: WriterLock::new(),
                 forward_ns: AtomicU64::new(0),
                 last_skew_ns: AtomicU64::new(0),
                 max_skew_ns: AtomicU64::new(0),
@@ -595,7 +660,7 @@ impl LockedClock {
     #[inline(never)]
     fn straighten(&self) {
         let i = &*self.inner;
-        let Ok(_writer) = i.writer.try_lock() else {
+        let Some(_writer) = i.writer.try_lock() else {
             return;
         };
         // Under the lock: the counter now, and the segment as it is now.
@@ -660,10 +725,7 @@ impl LockedClock {
     /// ```
     pub fn advance_to(&self, unix_ns: u64) -> u64 {
         let i = &*self.inner;
-        let _writer = i
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _writer = i.writer.lock();
         let raw = i.counter.raw();
         let now = self.read_at(&i.line.load(), raw);
         if unix_ns <= now {
@@ -699,11 +761,9 @@ impl LockedClock {
     fn compare(&self, raw: u64, now: u64, wait: bool) -> Option<u64> {
         let i = &*self.inner;
         let _writer = if wait {
-            i.writer
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            i.writer.lock()
         } else {
-            i.writer.try_lock().ok()?
+            i.writer.try_lock()?
         };
         // Another reader may have compared in the meantime; read the line again.
         let current = i.line.load();
@@ -1386,15 +1446,15 @@ mod tests {
         }
     }
 
-    /// A writer that stopped after closing the straight part — what a forked child inherits
-    /// from a parent caught publishing, the writer lock taken for good — leaves every reader
-    /// on the exact path, which still reads the line.
+    /// A writer that stopped after closing the straight part, the writer lock taken (by a
+    /// thread of this process) for good, leaves every reader on the exact path, which still
+    /// reads the line.
     #[test]
     fn a_writer_stopped_half_way_leaves_readers_on_the_exact_path() {
         let (clock, counter, _) = simulated(0);
         counter.store(5 * MS, Relaxed);
         assert_eq!(clock.now_ns(), START + 5 * MS);
-        std::mem::forget(clock.inner.writer.lock().unwrap());
+        std::mem::forget(clock.inner.writer.lock());
         clock.inner.line.fast.version.fetch_or(1, Relaxed);
         assert_eq!(clock.inner.line.load_straight(), None);
         for c in [6 * MS, 500 * MS, 2_000 * MS, 5_000 * MS] {
@@ -1406,6 +1466,48 @@ mod tests {
             0,
             "nothing published"
         );
+    }
+
+    /// What a forked child inherits from a parent caught publishing: the writer lock held by a
+    /// thread of another process, the straight part closed, the next slot half-written. The
+    /// first reader due to compare takes the lock over and publishes whole; the straight part
+    /// opens again; `reanchor` and `advance_to` do not wait.
+    #[test]
+    fn a_writer_lock_inherited_from_another_process_is_taken_over() {
+        let (clock, counter, _) = simulated(0);
+        counter.store(5 * MS, Relaxed);
+        assert_eq!(clock.now_ns(), START + 5 * MS);
+        let line = &clock.inner.line;
+        let parent = u64::from(std::process::id()) + 2;
+        clock.inner.writer.holder.store(parent, Relaxed);
+        line.fast.version.fetch_or(1, Relaxed);
+        line.slots[1].seq.store(3, Relaxed);
+        line.slots[1].at.store(12_345, Relaxed);
+        // Readers read on, on the exact path (one may take the lock over to straighten the
+        // line, find nothing to do and give it back), until a comparison is due.
+        counter.store(500 * MS, Relaxed);
+        assert_eq!(clock.now_ns(), START + 500 * MS);
+        assert_eq!(line.current.load(Relaxed), 0);
+        let due = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        counter.store(due, Relaxed);
+        assert_eq!(clock.now_ns(), START + due);
+        assert_eq!(
+            line.current.load(Relaxed),
+            1,
+            "the due comparison published"
+        );
+        assert_eq!(clock.inner.writer.holder.load(Relaxed), 0, "given back");
+        let straight = line.load_straight().expect("the straight part open again");
+        assert_eq!(straight, Straight::of(&line.load(), &clock.inner.counter));
+        counter.store(due + MS, Relaxed);
+        assert_eq!(clock.now_ns(), START + due + MS);
+        // Held in another process again: the waiting writers take it over too.
+        clock.inner.writer.holder.store(parent, Relaxed);
+        clock.reanchor();
+        clock.inner.writer.holder.store(parent, Relaxed);
+        assert_eq!(clock.advance_to(START + 2 * due), START + 2 * due);
+        assert_eq!(line.current.load(Relaxed), 3);
+        assert_eq!(clock.now_ns(), START + 2 * due);
     }
 
     /// A piece of the line that continues another at a counter reading `c` (a comparison that
