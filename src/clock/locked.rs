@@ -34,6 +34,9 @@ pub const SLEW_PPM: u64 = 1000;
 /// never above a later reading from the new piece.
 const SLEW_GRACE: Duration = Duration::from_millis(100);
 
+/// [`SLEW_GRACE`] in nanoseconds.
+const SLEW_GRACE_NS: u64 = SLEW_GRACE.as_nanos() as u64;
+
 /// `1_000_000 / SLEW_PPM`: the clock gives back one nanosecond per this many counter ones.
 const SLEW_DIVISOR: u64 = 1_000_000 / SLEW_PPM;
 
@@ -492,9 +495,6 @@ struct LockedInner {
     base_ns: u64,
     /// The comparison interval in counter units.
     interval: u64,
-    /// How long after a comparison a new slew begins: [`SLEW_GRACE`], at most half the
-    /// comparison interval (so the next comparison finds it begun).
-    slew_grace_ns: u64,
     tolerance_ns: u64,
     wall: Box<WallFn>,
     line: Line,
@@ -583,7 +583,6 @@ impl LockedClock {
     ) -> Self {
         let base_ns = wall();
         let interval_ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
-        let slew_grace_ns = (interval_ns / 2).min(SLEW_GRACE.as_nanos() as u64);
         let interval = counter.units(interval_ns);
         let start = counter.raw();
         let first = Segment {
@@ -599,7 +598,6 @@ impl LockedClock {
                 counter,
                 base_ns,
                 interval,
-                slew_grace_ns,
                 tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
                 wall: Box::new(wall),
                 line,
@@ -806,42 +804,58 @@ impl LockedClock {
             }
         } else {
             // Ahead of the wall clock (slew the whole difference back) or within the
-            // tolerance behind it (stop slewing).
+            // tolerance behind it (stop slewing). The new piece must never read below the old
+            // one within `SLEW_GRACE` of counter time from here, for readers that use the old
+            // piece while a writer held up after its counter reading publishes the new one:
+            // it may run slow there only where the old one does.
             let ahead = if skew < 0 { skew.unsigned_abs() } else { 0 };
             let slew_for = ahead.saturating_mul(SLEW_DIVISOR);
             let d = i.counter.ns(raw.saturating_sub(current.start));
-            // The old piece's line is the clock's reading here (no caller read more), so a
-            // change that leaves the line as it is up to here keeps its start: nothing is
-            // rounded, and comparisons as frequent as reads add nothing to the reading.
+            let grace_end = d.saturating_add(SLEW_GRACE_NS);
+            // The old piece's line is the clock's reading here (no caller read more): a new
+            // plan that leaves the line as it is up to here keeps the piece's start, so that
+            // nothing is rounded and comparisons as frequent as reads add nothing to the
+            // reading.
             let on_line = raw >= current.start && now == self.read_at(&current, raw);
-            // The old piece runs slow from here for at least the grace: a slew can go on at
-            // once (a writer held up less than the grace after its counter reading never
-            // makes the new piece run slow where the old one did not).
-            let slow_on = current.slewing(d)
-                && current.slew_from.saturating_add(current.slew_for)
-                    >= d.saturating_add(i.slew_grace_ns);
-            if on_line && ahead == 0 && current.slew_done(d) {
-                // Straight, and it stays straight: only the next comparison moves.
+            // The old piece's slow part, begun or still to begin, lasts at least the grace
+            // from here: a new slow part may begin where it began.
+            let slow_holds = current.slew_for > 0
+                && current.slew_from.saturating_add(current.slew_for) >= grace_end;
+            if on_line && ahead == 0 {
+                // Straight from here (what has been slowed stays slowed).
                 Segment {
+                    slew_for: current.slowed(d),
                     check_at,
                     ..current
                 }
-            } else if on_line && ahead > 0 && slow_on {
-                // Slow, and it stays slow until `ahead` more is given back.
+            } else if on_line && slow_holds {
+                // Slow from where the old slow part begins until `ahead` more is given back.
                 Segment {
                     slew_for: current.slowed(d).saturating_add(slew_for),
                     check_at,
                     ..current
                 }
+            } else if on_line && current.slew_for == 0 {
+                // A slew on a straight piece: its slow part begins a grace later.
+                Segment {
+                    slew_for,
+                    slew_from: grace_end,
+                    check_at,
+                    ..current
+                }
             } else {
                 // A new piece, which starts where the old one is (one above where the
-                // conversion rounds: see `Counter::slack`). A slew that does not go on at once
-                // begins a grace later: see `Segment::slew_from`.
+                // conversion rounds: see `Counter::slack`): its slow part begins at once if
+                // the old one's runs through the grace, otherwise a grace later.
                 Segment {
                     start: raw,
                     at: now.saturating_add(i.counter.slack()),
                     slew_for,
-                    slew_from: if slow_on { 0 } else { i.slew_grace_ns },
+                    slew_from: if current.slewing(d) && slow_holds {
+                        0
+                    } else {
+                        SLEW_GRACE_NS
+                    },
                     check_at,
                 }
             }
@@ -1066,6 +1080,46 @@ mod tests {
         assert_eq!(counter.ns(0), 0);
     }
 
+    /// As `a_new_slew_continues_the_old_line_through_the_grace`, with comparisons every
+    /// millisecond — or on every read: the grace was cut to half the interval (0.5 ms, or
+    /// nothing), so a writer held up longer than that after its counter reading (preempted: a
+    /// loaded machine) published a piece that reads below what readers of the old one read
+    /// meanwhile (10 ms held up: 9.5 µs, or 10 µs, back).
+    #[test]
+    fn a_new_slew_continues_the_old_line_through_the_grace_whatever_the_interval() {
+        for interval in [Duration::from_millis(1), Duration::ZERO] {
+            let counter = Arc::new(StdAtomic::new(0));
+            let step = Arc::new(StdAtomic::new(0));
+            let (c, s) = (Arc::clone(&counter), Arc::clone(&step));
+            let clock = LockedClock::with_counter(
+                Counter::Simulated(Arc::clone(&counter)),
+                move || {
+                    (i128::from(START + c.load(Relaxed)) + i128::from(s.load(Relaxed) as i64))
+                        as u64
+                },
+                interval,
+                DEFAULT_REANCHOR_TOLERANCE,
+            );
+            counter.store(5 * MS, Relaxed);
+            clock.now_ns();
+            let old = clock.inner.line.load();
+            // The wall clock goes back 50 ms; the writer compares at 6 ms of counter time.
+            step.store((-50 * MS as i64) as u64, Relaxed);
+            counter.store(6 * MS, Relaxed);
+            clock.reanchor();
+            let new = clock.inner.line.load();
+            assert!(new.slew_for > 0, "{interval:?}: {new:?}");
+            for raw in (6 * MS..6 * MS + SLEW_GRACE.as_nanos() as u64).step_by(99_991) {
+                let (was, is) = (clock.read_at(&old, raw), clock.read_at(&new, raw));
+                assert!(
+                    is >= was,
+                    "{interval:?}, at {raw}: {is} after {was}, {} ns back",
+                    was - is
+                );
+            }
+        }
+    }
+
     /// A writer reads the counter, then publishes a piece that begins a slew; readers that
     /// used the old piece in between (the writer delayed up to SLEW_GRACE) read exactly what
     /// the new piece gives at the same counter reading, so no reading goes back.
@@ -1081,7 +1135,11 @@ mod tests {
         clock.reanchor();
         let new = clock.inner.line.load();
         assert!(new.slew_for > 0);
-        assert_eq!(new.slew_from, SLEW_GRACE.as_nanos() as u64);
+        // Its slow part begins a grace after the comparison.
+        assert_eq!(
+            new.slew_from - clock.inner.counter.ns(6 * MS - new.start),
+            SLEW_GRACE.as_nanos() as u64
+        );
         for raw in (6 * MS..6 * MS + 100 * MS).step_by(997) {
             assert_eq!(
                 clock.read_at(&new, raw),
@@ -1342,12 +1400,13 @@ mod tests {
             "{} ns from a wall clock it agreed with",
             i128::from(last) - i128::from(wall)
         );
-        // The wall clock 1 ms behind: 200 ms of counter time, read every µs, give back 0.2 ms.
+        // The wall clock 1 ms behind: 300 ms of counter time, read every µs, give back 0.2 ms
+        // (the slow part begins a grace, 100 ms, after the first comparison).
         let (clock, mock) = on_mock_every(k, Duration::ZERO, |ns| {
             if ns == 0 { START } else { START + ns - MS }
         });
         let mut last = 0;
-        for _ in 0..200_000 {
+        for _ in 0..300_000 {
             mock.increment(3_000);
             let now = clock.now_ns();
             assert!(now >= last, "went back from {last} to {now}");
