@@ -1606,6 +1606,42 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Comparisons at any counter readings with a wall clock that jumps both ways: each
+        /// new piece reads no less than the old one through the grace after the comparison's
+        /// counter reading, and readings on one thread never go back.
+        #[test]
+        fn every_comparison_continues_the_line_through_the_grace(
+            k in proptest::prop_oneof![
+                proptest::strategy::Just(1u64 << 32),
+                proptest::strategy::Just(1_431_655_765u64),
+                1u64 << 28..1u64 << 38,
+            ],
+            steps in proptest::collection::vec((0u64..3_000_000_000, -20_000_000i64..20_000_000), 1..40),
+        ) {
+            let offset = Arc::new(std::sync::atomic::AtomicI64::new(0));
+            let o = Arc::clone(&offset);
+            let (clock, mock) =
+                on_mock(k, move |ns| (i128::from(START + ns) + i128::from(o.load(Relaxed))) as u64);
+            let counter = &clock.inner.counter;
+            let mut last = 0;
+            for (advance_ns, jump) in steps {
+                mock.increment(counter.units(advance_ns));
+                offset.store(jump, Relaxed);
+                let old = clock.inner.line.load();
+                let c = mock.value();
+                clock.reanchor();
+                let new = clock.inner.line.load();
+                let grace = counter.units(SLEW_GRACE_NS);
+                for x in (c..c + grace).step_by((grace / 97).max(1) as usize).chain([c + grace]) {
+                    let (was, is) = (clock.read_at(&old, x), clock.read_at(&new, x));
+                    proptest::prop_assert!(is >= was, "at {}: {} back: {:?} then {:?}", x - c, was - is, old, new);
+                }
+                let now = clock.now_ns();
+                proptest::prop_assert!(now >= last, "{} then {}", last, now);
+                last = now;
+            }
+        }
+
         #[test]
         fn the_straight_part_reads_as_the_segment(
             k in 1u64..(1 << 40),
