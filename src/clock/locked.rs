@@ -1606,39 +1606,54 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Comparisons at any counter readings with a wall clock that jumps both ways: each
-        /// new piece reads no less than the old one through the grace after the comparison's
-        /// counter reading, and readings on one thread never go back.
+        /// Reads, comparisons and forward moves at any counter readings, with a wall clock that
+        /// jumps both ways and comparisons due every second, every millisecond or on every
+        /// read: each new piece reads no less than the old one through the grace after the
+        /// counter reading it was published at, and readings on one thread never go back.
         #[test]
-        fn every_comparison_continues_the_line_through_the_grace(
+        fn every_new_piece_continues_the_line_through_the_grace(
             k in proptest::prop_oneof![
                 proptest::strategy::Just(1u64 << 32),
                 proptest::strategy::Just(1_431_655_765u64),
                 1u64 << 28..1u64 << 38,
             ],
-            steps in proptest::collection::vec((0u64..3_000_000_000, -20_000_000i64..20_000_000), 1..40),
+            interval in proptest::sample::select(vec![1_000_000_000u64, 1_000_000, 0]),
+            steps in proptest::collection::vec(
+                (0u64..3_000_000_000, -20_000_000i64..20_000_000, 0u8..4),
+                1..40,
+            ),
         ) {
             let offset = Arc::new(std::sync::atomic::AtomicI64::new(0));
             let o = Arc::clone(&offset);
-            let (clock, mock) =
-                on_mock(k, move |ns| (i128::from(START + ns) + i128::from(o.load(Relaxed))) as u64);
+            let (clock, mock) = on_mock_every(k, Duration::from_nanos(interval), move |ns| {
+                (i128::from(START + ns) + i128::from(o.load(Relaxed))) as u64
+            });
             let counter = &clock.inner.counter;
-            let mut last = 0;
-            for (advance_ns, jump) in steps {
+            let grace = counter.units(SLEW_GRACE_NS);
+            let mut last = 0u64;
+            for (advance_ns, jump, op) in steps {
                 mock.increment(counter.units(advance_ns));
                 offset.store(jump, Relaxed);
                 let old = clock.inner.line.load();
                 let c = mock.value();
-                clock.reanchor();
-                let new = clock.inner.line.load();
-                let grace = counter.units(SLEW_GRACE_NS);
-                for x in (c..c + grace).step_by((grace / 97).max(1) as usize).chain([c + grace]) {
-                    let (was, is) = (clock.read_at(&old, x), clock.read_at(&new, x));
-                    proptest::prop_assert!(is >= was, "at {}: {} back: {:?} then {:?}", x - c, was - is, old, new);
-                }
-                let now = clock.now_ns();
+                let now = match op {
+                    0 => {
+                        clock.reanchor();
+                        clock.now_ns()
+                    }
+                    1 => clock.advance_to(last.saturating_add(advance_ns % 5_000_000)),
+                    _ => clock.now_ns(),
+                };
                 proptest::prop_assert!(now >= last, "{} then {}", last, now);
                 last = now;
+                let new = clock.inner.line.load();
+                for x in (c..c + grace).step_by((grace / 97).max(1) as usize).chain([c + grace]) {
+                    let (was, is) = (clock.read_at(&old, x), clock.read_at(&new, x));
+                    proptest::prop_assert!(
+                        is >= was,
+                        "at {}: {} back: {:?} then {:?}", x - c, was - is, old, new
+                    );
+                }
             }
         }
 
