@@ -459,12 +459,15 @@ impl WriterLock {
         }
     }
 
-    /// Takes the lock if it is free or held in another process (inherited across a fork);
-    /// `None` if a thread of this process holds it. Asks the process id (a system call): only
-    /// writers and readers due to compare come here.
-    fn try_lock(&self) -> Option<WriterGuard<'_>> {
-        let me = u64::from(std::process::id()) + 1;
+    /// Takes the lock if it is free or, with `take_over`, held in another process (inherited
+    /// across a fork); otherwise `None`. Asks the process id (a system call) only to take it:
+    /// a reader that finds it taken, without `take_over`, pays one load.
+    fn try_lock(&self, take_over: bool) -> Option<WriterGuard<'_>> {
         let held = self.holder.load(Ordering::Relaxed);
+        if held != 0 && !take_over {
+            return None;
+        }
+        let me = u64::from(std::process::id()) + 1;
         if held == me {
             return None;
         }
@@ -478,7 +481,7 @@ impl WriterLock {
     fn lock(&self) -> WriterGuard<'_> {
         let mut step = 0;
         loop {
-            if let Some(guard) = self.try_lock() {
+            if let Some(guard) = self.try_lock(true) {
                 return guard;
             }
             if crate::sync::backoff(step) {
@@ -641,9 +644,16 @@ impl LockedClock {
         let segment = self.inner.line.load();
         let now = self.read_at(&segment, raw);
         if raw >= segment.check_at {
-            return self.compare(raw, now, false).unwrap_or(now);
+            // A reader a whole interval late takes the lock over if a parent's thread held it
+            // when this process was forked; one less late finds it taken and goes on.
+            let take_over = raw - segment.check_at >= self.inner.interval;
+            return self.compare(raw, now, false, take_over).unwrap_or(now);
         }
-        if raw > segment.start && segment.slew_done(self.inner.counter.ns(raw - segment.start)) {
+        // (Not where the new piece could have no straight part either: near the end of u64.)
+        if raw > segment.start
+            && now < u64::MAX - (1 << 32)
+            && segment.slew_done(self.inner.counter.ns(raw - segment.start))
+        {
             self.straighten();
         }
         now
@@ -658,7 +668,7 @@ impl LockedClock {
     #[inline(never)]
     fn straighten(&self) {
         let i = &*self.inner;
-        let Some(_writer) = i.writer.try_lock() else {
+        let Some(_writer) = i.writer.try_lock(false) else {
             return;
         };
         // Under the lock: the counter now, and the segment as it is now.
@@ -705,7 +715,7 @@ impl LockedClock {
     pub fn reanchor(&self) -> i64 {
         let raw = self.inner.counter.raw();
         let now = self.read_at(&self.inner.line.load(), raw);
-        self.compare(raw, now, true);
+        self.compare(raw, now, true, true);
         self.last_skew_ns()
     }
 
@@ -751,17 +761,18 @@ impl LockedClock {
     }
 
     /// The comparison: called by the first reader past `check_at` (others find the writer
-    /// lock taken and go on) or by [`LockedClock::reanchor`] (`wait`: take the lock). Returns
+    /// lock taken and go on; `take_over`: unless a thread of this process holds it) or by
+    /// [`LockedClock::reanchor`] (`wait`: take the lock). Returns
     /// the clock's reading on the new line at the counter reading the comparison took (at or
     /// after `raw`, the caller's), or `None` when it did not compare.
     #[cold]
     #[inline(never)]
-    fn compare(&self, raw: u64, now: u64, wait: bool) -> Option<u64> {
+    fn compare(&self, raw: u64, now: u64, wait: bool, take_over: bool) -> Option<u64> {
         let i = &*self.inner;
         let _writer = if wait {
             i.writer.lock()
         } else {
-            i.writer.try_lock()?
+            i.writer.try_lock(take_over)?
         };
         // Another reader may have compared in the meantime; read the line again.
         let current = i.line.load();
@@ -1542,12 +1553,17 @@ mod tests {
         line.fast.version.fetch_or(1, Relaxed);
         line.slots[1].seq.store(3, Relaxed);
         line.slots[1].at.store(12_345, Relaxed);
-        // Readers read on, on the exact path (one may take the lock over to straighten the
-        // line, find nothing to do and give it back), until a comparison is due.
-        counter.store(500 * MS, Relaxed);
-        assert_eq!(clock.now_ns(), START + 500 * MS);
-        assert_eq!(line.current.load(Relaxed), 0);
+        // Readers read on, on the exact path, while a comparison is due less than an interval
+        // (a thread of this process might be comparing).
         let due = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        for c in [500 * MS, due, 2 * due - 1] {
+            counter.store(c, Relaxed);
+            assert_eq!(clock.now_ns(), START + c);
+            assert_eq!(line.current.load(Relaxed), 0);
+            assert_eq!(clock.inner.writer.holder.load(Relaxed), parent);
+        }
+        // A whole interval late, a reader takes it over.
+        let due = 2 * due;
         counter.store(due, Relaxed);
         assert_eq!(clock.now_ns(), START + due);
         assert_eq!(
