@@ -436,19 +436,33 @@ impl Line {
 /// What the parent's writer left half-done, the child's next publication redoes whole: it
 /// closes the straight part again, fills the slot after the published one, and opens it
 /// ([`Line::publish`]).
+///
+/// A thread that waits for the lock ([`WriterLock::lock`]: a comparison asked for, a forward
+/// move) says so, and readers then leave the lock to it (its comparison reads the line again);
+/// it sleeps until the holder gives the lock back and wakes it.
 struct WriterLock {
     // Ordering: Acquire when taken, Release when given back: writers' work is ordered, as
     // under a mutex.
     holder: AtomicU64,
+    /// How many threads wait in [`WriterLock::lock`].
+    // Ordering: Relaxed; a hint (a wake-up it misses is made up for by the sleep's timeout).
+    waiting: AtomicU64,
+    /// Where waiting threads sleep. Only tried, never waited for: a forked child may inherit it
+    /// taken too.
+    park: std::sync::Mutex<()>,
+    wake: std::sync::Condvar,
 }
 
 /// A taken [`WriterLock`], given back when dropped (also on a panic: the line is consistent
 /// between publications).
-struct WriterGuard<'a>(&'a AtomicU64);
+struct WriterGuard<'a>(&'a WriterLock);
 
 impl Drop for WriterGuard<'_> {
     fn drop(&mut self) {
-        self.0.store(0, Ordering::Release);
+        self.0.holder.store(0, Ordering::Release);
+        if self.0.waiting.load(Ordering::Relaxed) != 0 {
+            self.0.wake.notify_all();
+        }
     }
 }
 
@@ -456,40 +470,56 @@ impl WriterLock {
     fn new() -> Self {
         WriterLock {
             holder: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            park: std::sync::Mutex::new(()),
+            wake: std::sync::Condvar::new(),
         }
     }
 
-    /// Takes the lock if it is free or, with `take_over`, held in another process (inherited
-    /// across a fork); otherwise `None`. Asks the process id (a system call) only to take it:
-    /// a reader that finds it taken, without `take_over`, pays one load.
+    /// Takes the lock if it is free and nobody waits for it or, with `take_over`, also if held
+    /// in another process (inherited across a fork); otherwise `None`. Asks the process id (a
+    /// system call) only to take it: a reader that finds it taken, without `take_over`, pays
+    /// two loads.
     fn try_lock(&self, take_over: bool) -> Option<WriterGuard<'_>> {
         let held = self.holder.load(Ordering::Relaxed);
-        if held != 0 && !take_over {
+        if !take_over && (held != 0 || self.waiting.load(Ordering::Relaxed) != 0) {
             return None;
         }
-        let me = u64::from(std::process::id()) + 1;
+        self.take(held, u64::from(std::process::id()) + 1)
+    }
+
+    /// Takes the lock from `held` (free, or held in another process) for the process `me`.
+    fn take(&self, held: u64, me: u64) -> Option<WriterGuard<'_>> {
         if held == me {
             return None;
         }
         self.holder
             .compare_exchange(held, me, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| WriterGuard(&self.holder))
+            .map(|_| WriterGuard(self))
     }
 
     /// Takes the lock, waiting for a thread of this process that holds it.
     fn lock(&self) -> WriterGuard<'_> {
+        let me = u64::from(std::process::id()) + 1;
+        self.waiting.fetch_add(1, Ordering::Relaxed);
         let mut step = 0;
-        loop {
-            if let Some(guard) = self.try_lock(true) {
-                return guard;
+        let guard = loop {
+            if let Some(guard) = self.take(self.holder.load(Ordering::Relaxed), me) {
+                break guard;
             }
             if crate::sync::backoff(step) {
                 step += 1;
+            } else if let Ok(park) = self.park.try_lock() {
+                // Woken when the holder gives the lock back; the timeout bounds a wake-up
+                // given between the check above and the wait.
+                drop(self.wake.wait_timeout(park, Duration::from_micros(200)));
             } else {
                 crate::sync::sleep(Duration::from_micros(50));
             }
-        }
+        };
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        guard
     }
 }
 
@@ -1583,6 +1613,32 @@ mod tests {
         assert_eq!(clock.advance_to(START + 2 * due), START + 2 * due);
         assert_eq!(line.current.load(Relaxed), 3);
         assert_eq!(clock.now_ns(), START + 2 * due);
+    }
+
+    /// While a thread waits for the writer lock (`reanchor`, `advance_to`), readers due to
+    /// compare leave the lock to it, so that readers comparing on every read, taking the lock
+    /// in turn, never hold it up; a reader a whole interval late still compares.
+    #[test]
+    fn readers_leave_the_writer_lock_to_a_thread_waiting_for_it() {
+        let (clock, counter, _) = simulated(0);
+        let due = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        clock.inner.writer.waiting.fetch_add(1, Relaxed);
+        for c in [due, 2 * due - 1] {
+            counter.store(c, Relaxed);
+            assert_eq!(clock.now_ns(), START + c);
+            assert_eq!(
+                clock.inner.line.current.load(Relaxed),
+                0,
+                "a reader compared"
+            );
+        }
+        counter.store(2 * due, Relaxed);
+        assert_eq!(clock.now_ns(), START + 2 * due);
+        assert_eq!(clock.inner.line.current.load(Relaxed), 1);
+        clock.inner.writer.waiting.fetch_sub(1, Relaxed);
+        counter.store(3 * due, Relaxed);
+        assert_eq!(clock.now_ns(), START + 3 * due);
+        assert_eq!(clock.inner.line.current.load(Relaxed), 2);
     }
 
     /// A piece of the line that continues another at a counter reading `c` (a comparison that
