@@ -1615,6 +1615,51 @@ mod tests {
         assert_eq!(clock.now_ns(), START + 2 * due);
     }
 
+    /// Threads reading a clock on a rounding counter (quanta's mock at 3 GHz) while another
+    /// moves the counter, moves the wall clock both ways, compares and moves the clock
+    /// forward; comparisons due every millisecond, so readers compare, slew and straighten
+    /// too: every thread's readings never decrease.
+    #[test]
+    fn readers_racing_writers_on_a_rounding_counter_never_go_back() {
+        use std::sync::atomic::{AtomicBool, AtomicI64};
+        let offset = Arc::new(AtomicI64::new(0));
+        let o = Arc::clone(&offset);
+        let (clock, mock) = on_mock_every(1_431_655_765, Duration::from_millis(1), move |ns| {
+            (i128::from(START + ns) + i128::from(o.load(Relaxed))) as u64
+        });
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut last = 0;
+                    while !done.load(Relaxed) {
+                        let now = clock.now_ns();
+                        assert!(now >= last, "{last} then {now}: {} ns back", last - now);
+                        last = now;
+                    }
+                });
+            }
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for _ in 0..1_000_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                mock.increment(x % 300_000);
+                match x % 64 {
+                    0 => offset.store(((x >> 8) % 10_000_000) as i64 - 5_000_000, Relaxed),
+                    1 => {
+                        clock.reanchor();
+                    }
+                    2 => {
+                        clock.advance_to(clock.now_ns() + x % 1_000);
+                    }
+                    _ => {}
+                }
+            }
+            done.store(true, Relaxed);
+        });
+    }
+
     /// While a thread waits for the writer lock (`reanchor`, `advance_to`), readers due to
     /// compare leave the lock to it, so that readers comparing on every read, taking the lock
     /// in turn, never hold it up; a reader a whole interval late still compares.
