@@ -183,3 +183,64 @@ fn a_forked_child_is_refused_as_forked_where_its_tick_fills() {
     assert_eq!(code, 0, "the child was not refused as forked (code {code})");
     assert!(g.try_next_id().unwrap() > parent_last);
 }
+
+/// A forked child whose parent was comparing its `LockedClock` with the wall clock when it
+/// forked (a thread inside `reanchor`, the clock's writer lock held during the wall-clock
+/// read): the child inherits the lock held by a thread it does not have. With a `Mutex`,
+/// `reanchor` (and `advance_to`, which a leased build calls with `trust_future_reservation`)
+/// waited for it for ever ("never blocks forever", DESIGN.md); the lock now names its
+/// holder's process, and the child takes it over.
+#[test]
+fn a_forked_child_of_a_parent_comparing_its_locked_clock_does_not_wait_for_ever() {
+    use std::sync::Barrier;
+    use std::time::Duration;
+
+    let gate = Arc::new(Barrier::new(2));
+    let holding = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (g, h) = (Arc::clone(&gate), Arc::clone(&holding));
+    let clock = monoflake::LockedClock::with_wall_clock(
+        move || {
+            if h.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                g.wait(); // inside the comparison, the writer lock held
+                g.wait(); // until the parent has forked
+            }
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        },
+        Duration::from_secs(1),
+        Duration::from_millis(1),
+    );
+    holding.store(true, std::sync::atomic::Ordering::Relaxed);
+    let comparing = {
+        let clock = clock.clone();
+        std::thread::spawn(move || clock.reanchor())
+    };
+    gate.wait();
+    // SAFETY: the child only reads the clock and tries to compare, under an alarm, then
+    // `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: async-signal-safe; kills the child if it is still waiting in 10 s.
+        unsafe { libc::alarm(10) };
+        let before = clock.now_ns();
+        clock.reanchor();
+        let after = clock.advance_to(before);
+        let code = if after >= before { 0 } else { 1 };
+        // SAFETY: leaves the child at once.
+        unsafe { libc::_exit(code) };
+    }
+    gate.wait();
+    comparing.join().unwrap();
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status),
+        "the child was killed by signal {} (SIGALRM: still waiting for the lock after 10 s)",
+        libc::WTERMSIG(status)
+    );
+    assert_eq!(libc::WEXITSTATUS(status), 0);
+}

@@ -148,3 +148,73 @@ fn a_slow_wall_clock_read_does_not_put_the_clock_or_ids_ahead_of_it() {
         id_ms - wall_ms
     );
 }
+
+/// Readers (the clock, and a generator on it) racing a thread that moves the wall clock both
+/// ways by up to 20 ms, compares (`reanchor`) and moves the clock forward (`advance_to`) in a
+/// loop, with comparisons also due on reads every 50 µs: every thread's readings never
+/// decrease, its IDs increase, and no ID repeats across threads.
+#[test]
+fn readers_racing_a_wall_clock_that_jumps_both_ways_never_go_back() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+
+    let offset = Arc::new(AtomicI64::new(0));
+    let o = Arc::clone(&offset);
+    let clock = LockedClock::with_wall_clock(
+        move || (wall() as i64 + o.load(Relaxed)) as u64,
+        Duration::from_micros(50),
+        Duration::from_micros(10),
+    );
+    let generator = monoflake::Generator::builder(monoflake::Layout::twitter())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let done = AtomicBool::new(false);
+    let ids = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let (mut last, mut last_id, mut ids) = (0, 0, Vec::new());
+                    while !done.load(Relaxed) {
+                        for _ in 0..64 {
+                            let now = clock.now_ns();
+                            assert!(now >= last, "{last} then {now}: {} ns back", last - now);
+                            last = now;
+                        }
+                        if let Ok(id) = generator.try_next_id() {
+                            assert!(id.as_u64() > last_id, "{last_id} then {}", id.as_u64());
+                            last_id = id.as_u64();
+                            ids.push(last_id);
+                        }
+                    }
+                    ids
+                })
+            })
+            .collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            offset.store((x % 40_000_001) as i64 - 20_000_000, Relaxed);
+            match x % 3 {
+                0 => {
+                    clock.reanchor();
+                }
+                1 => {
+                    clock.advance_to(clock.now_ns() + x % 100_000);
+                }
+                _ => std::thread::yield_now(),
+            }
+        }
+        done.store(true, Relaxed);
+        readers
+            .into_iter()
+            .flat_map(|r| r.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), ids.len(), "an ID repeated");
+}

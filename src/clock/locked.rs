@@ -2,7 +2,7 @@
 //! stepped forward to the wall clock, slewed (never stepped) back to it.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ClockReport, TimeSource, wall_clock_ns};
@@ -33,6 +33,9 @@ pub const SLEW_PPM: u64 = 1000;
 /// by a writer delayed up to this long between its counter reading and the publication — is
 /// never above a later reading from the new piece.
 const SLEW_GRACE: Duration = Duration::from_millis(100);
+
+/// [`SLEW_GRACE`] in nanoseconds.
+const SLEW_GRACE_NS: u64 = SLEW_GRACE.as_nanos() as u64;
 
 /// `1_000_000 / SLEW_PPM`: the clock gives back one nanosecond per this many counter ones.
 const SLEW_DIVISOR: u64 = 1_000_000 / SLEW_PPM;
@@ -422,20 +425,115 @@ impl Line {
     }
 }
 
+/// The lock that serialises the writers of a [`Line`]: the id of the process whose thread
+/// holds it, plus one (0: free).
+///
+/// A forked child has a copy of its parent's memory but only the thread that forked: a lock
+/// another thread of the parent held at the fork is held by no thread of the child and would
+/// never be given back there (a `Mutex` would make [`LockedClock::reanchor`] and
+/// [`LockedClock::advance_to`] wait for ever, and readers stop comparing). The holder's process
+/// id tells such a lock from one a thread of this process holds, and the child takes it over.
+/// What the parent's writer left half-done, the child's next publication redoes whole: it
+/// closes the straight part again, fills the slot after the published one, and opens it
+/// ([`Line::publish`]).
+///
+/// A thread that waits for the lock ([`WriterLock::lock`]: a comparison asked for, a forward
+/// move) says so, and readers then leave the lock to it (its comparison reads the line again);
+/// it sleeps until the holder gives the lock back and wakes it.
+struct WriterLock {
+    // Ordering: Acquire when taken, Release when given back: writers' work is ordered, as
+    // under a mutex.
+    holder: AtomicU64,
+    /// How many threads wait in [`WriterLock::lock`].
+    // Ordering: Relaxed; a hint (a wake-up it misses is made up for by the sleep's timeout).
+    waiting: AtomicU64,
+    /// Where waiting threads sleep. Only tried, never waited for: a forked child may inherit it
+    /// taken too.
+    park: std::sync::Mutex<()>,
+    wake: std::sync::Condvar,
+}
+
+/// A taken [`WriterLock`], given back when dropped (also on a panic: the line is consistent
+/// between publications).
+struct WriterGuard<'a>(&'a WriterLock);
+
+impl Drop for WriterGuard<'_> {
+    fn drop(&mut self) {
+        self.0.holder.store(0, Ordering::Release);
+        if self.0.waiting.load(Ordering::Relaxed) != 0 {
+            self.0.wake.notify_all();
+        }
+    }
+}
+
+impl WriterLock {
+    fn new() -> Self {
+        WriterLock {
+            holder: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            park: std::sync::Mutex::new(()),
+            wake: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Takes the lock if it is free and nobody waits for it or, with `take_over`, also if held
+    /// in another process (inherited across a fork); otherwise `None`. Asks the process id (a
+    /// system call) only to take it: a reader that finds it taken, without `take_over`, pays
+    /// two loads.
+    fn try_lock(&self, take_over: bool) -> Option<WriterGuard<'_>> {
+        let held = self.holder.load(Ordering::Relaxed);
+        if !take_over && (held != 0 || self.waiting.load(Ordering::Relaxed) != 0) {
+            return None;
+        }
+        self.take(held, u64::from(std::process::id()) + 1)
+    }
+
+    /// Takes the lock from `held` (free, or held in another process) for the process `me`.
+    fn take(&self, held: u64, me: u64) -> Option<WriterGuard<'_>> {
+        if held == me {
+            return None;
+        }
+        self.holder
+            .compare_exchange(held, me, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| WriterGuard(self))
+    }
+
+    /// Takes the lock, waiting for a thread of this process that holds it.
+    fn lock(&self) -> WriterGuard<'_> {
+        let me = u64::from(std::process::id()) + 1;
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let mut step = 0;
+        let guard = loop {
+            if let Some(guard) = self.take(self.holder.load(Ordering::Relaxed), me) {
+                break guard;
+            }
+            if crate::sync::backoff(step) {
+                step += 1;
+            } else if let Ok(park) = self.park.try_lock() {
+                // Woken when the holder gives the lock back; the timeout bounds a wake-up
+                // given between the check above and the wait.
+                drop(self.wake.wait_timeout(park, Duration::from_micros(200)));
+            } else {
+                crate::sync::sleep(Duration::from_micros(50));
+            }
+        };
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        guard
+    }
+}
+
 struct LockedInner {
     counter: Counter,
     base_ns: u64,
     /// The comparison interval in counter units.
     interval: u64,
-    /// How long after a comparison a new slew begins: [`SLEW_GRACE`], at most half the
-    /// comparison interval (so the next comparison finds it begun).
-    slew_grace_ns: u64,
     tolerance_ns: u64,
     wall: Box<WallFn>,
     line: Line,
-    /// Serialises writers of `line`; a writer that finds it taken leaves the work to the
-    /// holder (so a forked child whose parent held it simply stops re-anchoring).
-    writer: Mutex<()>,
+    /// Serialises writers of `line`; a reader that finds it taken leaves the work to the
+    /// holder.
+    writer: WriterLock,
     // Ordering: Relaxed; statistics, each a lone value.
     forward_ns: AtomicU64,
     last_skew_ns: AtomicU64,
@@ -518,7 +616,6 @@ impl LockedClock {
     ) -> Self {
         let base_ns = wall();
         let interval_ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
-        let slew_grace_ns = (interval_ns / 2).min(SLEW_GRACE.as_nanos() as u64);
         let interval = counter.units(interval_ns);
         let start = counter.raw();
         let first = Segment {
@@ -534,11 +631,10 @@ impl LockedClock {
                 counter,
                 base_ns,
                 interval,
-                slew_grace_ns,
                 tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
                 wall: Box::new(wall),
                 line,
-                writer: Mutex::new(()),
+                writer: WriterLock::new(),
                 forward_ns: AtomicU64::new(0),
                 last_skew_ns: AtomicU64::new(0),
                 max_skew_ns: AtomicU64::new(0),
@@ -578,9 +674,16 @@ impl LockedClock {
         let segment = self.inner.line.load();
         let now = self.read_at(&segment, raw);
         if raw >= segment.check_at {
-            return self.compare(raw, now, false).unwrap_or(now);
+            // A reader a whole interval late takes the lock over if a parent's thread held it
+            // when this process was forked; one less late finds it taken and goes on.
+            let take_over = raw - segment.check_at >= self.inner.interval;
+            return self.compare(raw, now, false, take_over).unwrap_or(now);
         }
-        if raw > segment.start && segment.slew_done(self.inner.counter.ns(raw - segment.start)) {
+        // (Not where the new piece could have no straight part either: near the end of u64.)
+        if raw > segment.start
+            && now < u64::MAX - (1 << 32)
+            && segment.slew_done(self.inner.counter.ns(raw - segment.start))
+        {
             self.straighten();
         }
         now
@@ -595,7 +698,7 @@ impl LockedClock {
     #[inline(never)]
     fn straighten(&self) {
         let i = &*self.inner;
-        let Ok(_writer) = i.writer.try_lock() else {
+        let Some(_writer) = i.writer.try_lock(false) else {
             return;
         };
         // Under the lock: the counter now, and the segment as it is now.
@@ -642,7 +745,7 @@ impl LockedClock {
     pub fn reanchor(&self) -> i64 {
         let raw = self.inner.counter.raw();
         let now = self.read_at(&self.inner.line.load(), raw);
-        self.compare(raw, now, true);
+        self.compare(raw, now, true, true);
         self.last_skew_ns()
     }
 
@@ -660,10 +763,7 @@ impl LockedClock {
     /// ```
     pub fn advance_to(&self, unix_ns: u64) -> u64 {
         let i = &*self.inner;
-        let _writer = i
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _writer = i.writer.lock();
         let raw = i.counter.raw();
         let now = self.read_at(&i.line.load(), raw);
         if unix_ns <= now {
@@ -691,19 +791,18 @@ impl LockedClock {
     }
 
     /// The comparison: called by the first reader past `check_at` (others find the writer
-    /// lock taken and go on) or by [`LockedClock::reanchor`] (`wait`: take the lock). Returns
+    /// lock taken and go on; `take_over`: unless a thread of this process holds it) or by
+    /// [`LockedClock::reanchor`] (`wait`: take the lock). Returns
     /// the clock's reading on the new line at the counter reading the comparison took (at or
     /// after `raw`, the caller's), or `None` when it did not compare.
     #[cold]
     #[inline(never)]
-    fn compare(&self, raw: u64, now: u64, wait: bool) -> Option<u64> {
+    fn compare(&self, raw: u64, now: u64, wait: bool, take_over: bool) -> Option<u64> {
         let i = &*self.inner;
         let _writer = if wait {
-            i.writer
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            i.writer.lock()
         } else {
-            i.writer.try_lock().ok()?
+            i.writer.try_lock(take_over)?
         };
         // Another reader may have compared in the meantime; read the line again.
         let current = i.line.load();
@@ -746,26 +845,64 @@ impl LockedClock {
             }
         } else {
             // Ahead of the wall clock (slew the whole difference back) or within the
-            // tolerance behind it (stop slewing). A slew that begins where the line runs
-            // straight begins a grace later: see `Segment::slew_from`.
+            // tolerance behind it (stop slewing). The new piece must never read below the old
+            // one within `SLEW_GRACE` of counter time from here, for readers that use the old
+            // piece while a writer held up after its counter reading publishes the new one:
+            // it may run slow there only where the old one does.
             let ahead = if skew < 0 { skew.unsigned_abs() } else { 0 };
-            // The new piece starts where the old one is (one above where the conversion
-            // rounds: see `Counter::slack`).
+            let slew_for = ahead.saturating_mul(SLEW_DIVISOR);
             let d = i.counter.ns(raw.saturating_sub(current.start));
-            Segment {
-                start: raw,
-                at: now.saturating_add(i.counter.slack()),
-                slew_for: ahead.saturating_mul(SLEW_DIVISOR),
-                slew_from: if current.slewing(d) {
-                    0
-                } else {
-                    i.slew_grace_ns
-                },
-                check_at,
+            let grace_end = d.saturating_add(SLEW_GRACE_NS);
+            // The old piece's line is the clock's reading here (no caller read more): a new
+            // plan that leaves the line as it is up to here keeps the piece's start, so that
+            // nothing is rounded and comparisons as frequent as reads add nothing to the
+            // reading.
+            let on_line = raw >= current.start && now == self.read_at(&current, raw);
+            // The old piece's slow part, begun or still to begin, lasts at least the grace
+            // from here: a new slow part may begin where it began.
+            let slow_holds = current.slew_for > 0
+                && current.slew_from.saturating_add(current.slew_for) >= grace_end;
+            if on_line && ahead == 0 {
+                // Straight from here (what has been slowed stays slowed).
+                Segment {
+                    slew_for: current.slowed(d),
+                    check_at,
+                    ..current
+                }
+            } else if on_line && slow_holds {
+                // Slow from where the old slow part begins until `ahead` more is given back.
+                Segment {
+                    slew_for: current.slowed(d).saturating_add(slew_for),
+                    check_at,
+                    ..current
+                }
+            } else if on_line && current.slew_for == 0 {
+                // A slew on a straight piece: its slow part begins a grace later.
+                Segment {
+                    slew_for,
+                    slew_from: grace_end,
+                    check_at,
+                    ..current
+                }
+            } else {
+                // A new piece, which starts where the old one is (one above where the
+                // conversion rounds: see `Counter::slack`): its slow part begins at once if
+                // the old one's runs through the grace, otherwise a grace later.
+                Segment {
+                    start: raw,
+                    at: now.saturating_add(i.counter.slack()),
+                    slew_for,
+                    slew_from: if current.slewing(d) && slow_holds {
+                        0
+                    } else {
+                        SLEW_GRACE_NS
+                    },
+                    check_at,
+                }
             }
         };
         i.line.publish(next, &i.counter);
-        Some(next.at)
+        Some(self.read_at(&next, raw))
     }
 
     /// The skew found by the last comparison with the wall clock: wall minus this clock, in
@@ -984,6 +1121,46 @@ mod tests {
         assert_eq!(counter.ns(0), 0);
     }
 
+    /// As `a_new_slew_continues_the_old_line_through_the_grace`, with comparisons every
+    /// millisecond — or on every read: the grace was cut to half the interval (0.5 ms, or
+    /// nothing), so a writer held up longer than that after its counter reading (preempted: a
+    /// loaded machine) published a piece that reads below what readers of the old one read
+    /// meanwhile (10 ms held up: 9.5 µs, or 10 µs, back).
+    #[test]
+    fn a_new_slew_continues_the_old_line_through_the_grace_whatever_the_interval() {
+        for interval in [Duration::from_millis(1), Duration::ZERO] {
+            let counter = Arc::new(StdAtomic::new(0));
+            let step = Arc::new(StdAtomic::new(0));
+            let (c, s) = (Arc::clone(&counter), Arc::clone(&step));
+            let clock = LockedClock::with_counter(
+                Counter::Simulated(Arc::clone(&counter)),
+                move || {
+                    (i128::from(START + c.load(Relaxed)) + i128::from(s.load(Relaxed) as i64))
+                        as u64
+                },
+                interval,
+                DEFAULT_REANCHOR_TOLERANCE,
+            );
+            counter.store(5 * MS, Relaxed);
+            clock.now_ns();
+            let old = clock.inner.line.load();
+            // The wall clock goes back 50 ms; the writer compares at 6 ms of counter time.
+            step.store((-50 * MS as i64) as u64, Relaxed);
+            counter.store(6 * MS, Relaxed);
+            clock.reanchor();
+            let new = clock.inner.line.load();
+            assert!(new.slew_for > 0, "{interval:?}: {new:?}");
+            for raw in (6 * MS..6 * MS + SLEW_GRACE.as_nanos() as u64).step_by(99_991) {
+                let (was, is) = (clock.read_at(&old, raw), clock.read_at(&new, raw));
+                assert!(
+                    is >= was,
+                    "{interval:?}, at {raw}: {is} after {was}, {} ns back",
+                    was - is
+                );
+            }
+        }
+    }
+
     /// A writer reads the counter, then publishes a piece that begins a slew; readers that
     /// used the old piece in between (the writer delayed up to SLEW_GRACE) read exactly what
     /// the new piece gives at the same counter reading, so no reading goes back.
@@ -999,7 +1176,11 @@ mod tests {
         clock.reanchor();
         let new = clock.inner.line.load();
         assert!(new.slew_for > 0);
-        assert_eq!(new.slew_from, SLEW_GRACE.as_nanos() as u64);
+        // Its slow part begins a grace after the comparison.
+        assert_eq!(
+            new.slew_from - clock.inner.counter.ns(6 * MS - new.start),
+            SLEW_GRACE.as_nanos() as u64
+        );
         for raw in (6 * MS..6 * MS + 100 * MS).step_by(997) {
             assert_eq!(
                 clock.read_at(&new, raw),
@@ -1211,16 +1392,101 @@ mod tests {
         ns_per_unit: u64,
         wall: impl Fn(u64) -> u64 + Send + Sync + 'static,
     ) -> (LockedClock, Arc<quanta::Mock>) {
+        on_mock_every(ns_per_unit, DEFAULT_REANCHOR_INTERVAL, wall)
+    }
+
+    /// [`on_mock`], comparing every `interval`.
+    fn on_mock_every(
+        ns_per_unit: u64,
+        interval: Duration,
+        wall: impl Fn(u64) -> u64 + Send + Sync + 'static,
+    ) -> (LockedClock, Arc<quanta::Mock>) {
         let (clock, mock) = quanta::Clock::mock();
         let m = Arc::clone(&mock);
         let counter = Counter::Quanta { clock, ns_per_unit };
         let clock = LockedClock::with_counter(
             counter,
             move || wall(((u128::from(m.value()) * u128::from(ns_per_unit)) >> 32) as u64),
-            DEFAULT_REANCHOR_INTERVAL,
+            interval,
             DEFAULT_REANCHOR_TOLERANCE,
         );
         (clock, mock)
+    }
+
+    /// A clock that compares on every read (`interval` zero, documented and tested in
+    /// tests/locked_clock.rs) on a counter whose conversion rounds: each comparison that
+    /// continued the line at a new start added `Counter::slack` (1 ns), so the clock ran ahead
+    /// of a wall clock it agreed with by 1 ns per read — a million reads of a stopped counter,
+    /// a millisecond — and a slew (1 ns per µs) never caught up with reads faster than one per µs.
+    #[test]
+    fn comparing_on_every_read_does_not_run_ahead_of_the_wall_clock() {
+        let k = 1_431_655_765; // 3 GHz
+        // In step with the wall clock: the counter stopped, then moving 10 ns per read.
+        let (clock, mock) = on_mock_every(k, Duration::ZERO, |ns| START + ns);
+        mock.increment(12_345);
+        let first = clock.now_ns();
+        for _ in 0..10_000 {
+            assert_eq!(clock.now_ns(), first, "a stopped counter");
+        }
+        let mut last = first;
+        for _ in 0..100_000 {
+            mock.increment(30);
+            let now = clock.now_ns();
+            assert!(now >= last, "went back from {last} to {now}");
+            last = now;
+        }
+        let wall = START + clock.inner.counter.ns(mock.value());
+        assert!(
+            last.abs_diff(wall) <= 1_000,
+            "{} ns from a wall clock it agreed with",
+            i128::from(last) - i128::from(wall)
+        );
+        // The wall clock 1 ms behind: 300 ms of counter time, read every µs, give back 0.2 ms
+        // (the slow part begins a grace, 100 ms, after the first comparison).
+        let (clock, mock) = on_mock_every(k, Duration::ZERO, |ns| {
+            if ns == 0 { START } else { START + ns - MS }
+        });
+        let mut last = 0;
+        for _ in 0..300_000 {
+            mock.increment(3_000);
+            let now = clock.now_ns();
+            assert!(now >= last, "went back from {last} to {now}");
+            last = now;
+        }
+        let left = clock.report().slew_left_ns;
+        assert!(
+            left <= 850_000,
+            "{left} ns of slew left: it does not converge"
+        );
+    }
+
+    /// A comparison that finds the clock ahead while it is slewing continues the slow part at
+    /// once; but when the old slow part was about to end (here 10 ms after the comparison's
+    /// counter reading) and the wall clock has gone further back, the new piece runs slow where
+    /// the old one ran straight: a reader that used the old piece while the new one was being
+    /// published (a writer held up, as `SLEW_GRACE` allows) reads less from the new one later.
+    #[test]
+    fn a_slew_continued_near_the_end_of_its_slow_part_does_not_read_below_the_old_one() {
+        let (clock, counter, step) = simulated(0);
+        counter.store(10 * MS, Relaxed);
+        step.store((-2 * MS as i64) as u64, Relaxed);
+        clock.reanchor();
+        // Slow from 110 ms to 2.11 s of counter time.
+        counter.store(2_100 * MS, Relaxed);
+        let old = clock.inner.line.load();
+        assert!(old.slewing(2_090 * MS), "{old:?}");
+        step.store((-3 * MS as i64) as u64, Relaxed);
+        clock.reanchor();
+        let new = clock.inner.line.load();
+        assert!(new.slew_for > 0, "{new:?}");
+        for raw in (2_100 * MS..2_100 * MS + SLEW_GRACE.as_nanos() as u64).step_by(99_991) {
+            let (was, is) = (clock.read_at(&old, raw), clock.read_at(&new, raw));
+            assert!(
+                is >= was,
+                "at {raw}: {is} after {was}, {} ns back",
+                was - is
+            );
+        }
     }
 
     /// The wall clock falls 2 ms behind the counter at once: the first comparison (1 s) begins
@@ -1280,15 +1546,15 @@ mod tests {
         }
     }
 
-    /// A writer that stopped after closing the straight part — what a forked child inherits
-    /// from a parent caught publishing, the writer lock taken for good — leaves every reader
-    /// on the exact path, which still reads the line.
+    /// A writer that stopped after closing the straight part, the writer lock taken (by a
+    /// thread of this process) for good, leaves every reader on the exact path, which still
+    /// reads the line.
     #[test]
     fn a_writer_stopped_half_way_leaves_readers_on_the_exact_path() {
         let (clock, counter, _) = simulated(0);
         counter.store(5 * MS, Relaxed);
         assert_eq!(clock.now_ns(), START + 5 * MS);
-        std::mem::forget(clock.inner.writer.lock().unwrap());
+        std::mem::forget(clock.inner.writer.lock());
         clock.inner.line.fast.version.fetch_or(1, Relaxed);
         assert_eq!(clock.inner.line.load_straight(), None);
         for c in [6 * MS, 500 * MS, 2_000 * MS, 5_000 * MS] {
@@ -1300,6 +1566,124 @@ mod tests {
             0,
             "nothing published"
         );
+    }
+
+    /// What a forked child inherits from a parent caught publishing: the writer lock held by a
+    /// thread of another process, the straight part closed, the next slot half-written. The
+    /// first reader due to compare takes the lock over and publishes whole; the straight part
+    /// opens again; `reanchor` and `advance_to` do not wait.
+    #[test]
+    fn a_writer_lock_inherited_from_another_process_is_taken_over() {
+        let (clock, counter, _) = simulated(0);
+        counter.store(5 * MS, Relaxed);
+        assert_eq!(clock.now_ns(), START + 5 * MS);
+        let line = &clock.inner.line;
+        let parent = u64::from(std::process::id()) + 2;
+        clock.inner.writer.holder.store(parent, Relaxed);
+        line.fast.version.fetch_or(1, Relaxed);
+        line.slots[1].seq.store(3, Relaxed);
+        line.slots[1].at.store(12_345, Relaxed);
+        // Readers read on, on the exact path, while a comparison is due less than an interval
+        // (a thread of this process might be comparing).
+        let due = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        for c in [500 * MS, due, 2 * due - 1] {
+            counter.store(c, Relaxed);
+            assert_eq!(clock.now_ns(), START + c);
+            assert_eq!(line.current.load(Relaxed), 0);
+            assert_eq!(clock.inner.writer.holder.load(Relaxed), parent);
+        }
+        // A whole interval late, a reader takes it over.
+        let due = 2 * due;
+        counter.store(due, Relaxed);
+        assert_eq!(clock.now_ns(), START + due);
+        assert_eq!(
+            line.current.load(Relaxed),
+            1,
+            "the due comparison published"
+        );
+        assert_eq!(clock.inner.writer.holder.load(Relaxed), 0, "given back");
+        let straight = line.load_straight().expect("the straight part open again");
+        assert_eq!(straight, Straight::of(&line.load(), &clock.inner.counter));
+        counter.store(due + MS, Relaxed);
+        assert_eq!(clock.now_ns(), START + due + MS);
+        // Held in another process again: the waiting writers take it over too.
+        clock.inner.writer.holder.store(parent, Relaxed);
+        clock.reanchor();
+        clock.inner.writer.holder.store(parent, Relaxed);
+        assert_eq!(clock.advance_to(START + 2 * due), START + 2 * due);
+        assert_eq!(line.current.load(Relaxed), 3);
+        assert_eq!(clock.now_ns(), START + 2 * due);
+    }
+
+    /// Threads reading a clock on a rounding counter (quanta's mock at 3 GHz) while another
+    /// moves the counter, moves the wall clock both ways, compares and moves the clock
+    /// forward; comparisons due every millisecond, so readers compare, slew and straighten
+    /// too: every thread's readings never decrease.
+    #[test]
+    fn readers_racing_writers_on_a_rounding_counter_never_go_back() {
+        use std::sync::atomic::{AtomicBool, AtomicI64};
+        let offset = Arc::new(AtomicI64::new(0));
+        let o = Arc::clone(&offset);
+        let (clock, mock) = on_mock_every(1_431_655_765, Duration::from_millis(1), move |ns| {
+            (i128::from(START + ns) + i128::from(o.load(Relaxed))) as u64
+        });
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut last = 0;
+                    while !done.load(Relaxed) {
+                        let now = clock.now_ns();
+                        assert!(now >= last, "{last} then {now}: {} ns back", last - now);
+                        last = now;
+                    }
+                });
+            }
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for _ in 0..1_000_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                mock.increment(x % 300_000);
+                match x % 64 {
+                    0 => offset.store(((x >> 8) % 10_000_000) as i64 - 5_000_000, Relaxed),
+                    1 => {
+                        clock.reanchor();
+                    }
+                    2 => {
+                        clock.advance_to(clock.now_ns() + x % 1_000);
+                    }
+                    _ => {}
+                }
+            }
+            done.store(true, Relaxed);
+        });
+    }
+
+    /// While a thread waits for the writer lock (`reanchor`, `advance_to`), readers due to
+    /// compare leave the lock to it, so that readers comparing on every read, taking the lock
+    /// in turn, never hold it up; a reader a whole interval late still compares.
+    #[test]
+    fn readers_leave_the_writer_lock_to_a_thread_waiting_for_it() {
+        let (clock, counter, _) = simulated(0);
+        let due = DEFAULT_REANCHOR_INTERVAL.as_nanos() as u64;
+        clock.inner.writer.waiting.fetch_add(1, Relaxed);
+        for c in [due, 2 * due - 1] {
+            counter.store(c, Relaxed);
+            assert_eq!(clock.now_ns(), START + c);
+            assert_eq!(
+                clock.inner.line.current.load(Relaxed),
+                0,
+                "a reader compared"
+            );
+        }
+        counter.store(2 * due, Relaxed);
+        assert_eq!(clock.now_ns(), START + 2 * due);
+        assert_eq!(clock.inner.line.current.load(Relaxed), 1);
+        clock.inner.writer.waiting.fetch_sub(1, Relaxed);
+        counter.store(3 * due, Relaxed);
+        assert_eq!(clock.now_ns(), START + 3 * due);
+        assert_eq!(clock.inner.line.current.load(Relaxed), 2);
     }
 
     /// A piece of the line that continues another at a counter reading `c` (a comparison that
@@ -1339,6 +1723,57 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Reads, comparisons and forward moves at any counter readings, with a wall clock that
+        /// jumps both ways and comparisons due every second, every millisecond or on every
+        /// read: each new piece reads no less than the old one through the grace after the
+        /// counter reading it was published at, and readings on one thread never go back.
+        #[test]
+        fn every_new_piece_continues_the_line_through_the_grace(
+            k in proptest::prop_oneof![
+                proptest::strategy::Just(1u64 << 32),
+                proptest::strategy::Just(1_431_655_765u64),
+                1u64 << 28..1u64 << 38,
+            ],
+            interval in proptest::sample::select(vec![1_000_000_000u64, 1_000_000, 0]),
+            steps in proptest::collection::vec(
+                (0u64..3_000_000_000, -20_000_000i64..20_000_000, 0u8..4),
+                1..40,
+            ),
+        ) {
+            let offset = Arc::new(std::sync::atomic::AtomicI64::new(0));
+            let o = Arc::clone(&offset);
+            let (clock, mock) = on_mock_every(k, Duration::from_nanos(interval), move |ns| {
+                (i128::from(START + ns) + i128::from(o.load(Relaxed))) as u64
+            });
+            let counter = &clock.inner.counter;
+            let grace = counter.units(SLEW_GRACE_NS);
+            let mut last = 0u64;
+            for (advance_ns, jump, op) in steps {
+                mock.increment(counter.units(advance_ns));
+                offset.store(jump, Relaxed);
+                let old = clock.inner.line.load();
+                let c = mock.value();
+                let now = match op {
+                    0 => {
+                        clock.reanchor();
+                        clock.now_ns()
+                    }
+                    1 => clock.advance_to(last.saturating_add(advance_ns % 5_000_000)),
+                    _ => clock.now_ns(),
+                };
+                proptest::prop_assert!(now >= last, "{} then {}", last, now);
+                last = now;
+                let new = clock.inner.line.load();
+                for x in (c..c + grace).step_by((grace / 97).max(1) as usize).chain([c + grace]) {
+                    let (was, is) = (clock.read_at(&old, x), clock.read_at(&new, x));
+                    proptest::prop_assert!(
+                        is >= was,
+                        "at {}: {} back: {:?} then {:?}", x - c, was - is, old, new
+                    );
+                }
+            }
+        }
+
         #[test]
         fn the_straight_part_reads_as_the_segment(
             k in 1u64..(1 << 40),
