@@ -208,3 +208,77 @@ fn a_stale_step_after_a_wait_does_not_report_exhausted_when_the_current_state_is
     // And the time field's end is where it is: the next carry would leave it.
     assert!(matches!(g.try_next_id(), Err(Error::Exhausted { .. })));
 }
+
+/// Three threads taking batches of 1 to 20 and single IDs from a generator of 16 values per
+/// tick, three offset bits and a two-tick lead, while a fourth moves the clock on a tick at a
+/// time (so ticks are entered by borrows below their offsets, and by the clock at them):
+/// every batch is a run of consecutive values, no value is issued twice, each thread's IDs
+/// increase, and the only refusal is `WouldBlock` (the time field is far from its end).
+#[test]
+fn racing_batches_with_start_offsets_and_a_moving_clock_stay_contiguous_and_unique() {
+    let layout = layout(41);
+    let clock = Arc::new(ManualClock::new(EPOCH_MS + 1_000));
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .start_offset_bits(3)
+        .max_lead(Duration::from_millis(2))
+        .build()
+        .unwrap();
+    let done = AtomicU64::new(0);
+    let state = |id: monoflake::Id| {
+        let (tick, seq) = tick_and_sequence(&layout, id);
+        tick << 4 | seq
+    };
+    let runs: Vec<Vec<u64>> = std::thread::scope(|s| {
+        s.spawn(|| {
+            while done.load(Ordering::SeqCst) < 3 {
+                clock.advance_ms(1);
+                std::thread::yield_now();
+            }
+        });
+        let workers: Vec<_> = (0..3u64)
+            .map(|t| {
+                let (g, done, state) = (&g, &done, &state);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    for i in 0..20_000u64 {
+                        let n = (i * 7 + t * 3) % 21;
+                        let got = if n == 0 {
+                            g.try_next_id().map(|id| vec![id])
+                        } else {
+                            g.try_next_ids(n).map(|ids| ids.collect::<Vec<_>>())
+                        };
+                        match got {
+                            Ok(ids) => {
+                                let values: Vec<u64> = ids.into_iter().map(state).collect();
+                                assert_eq!(values.len() as u64, n.max(1));
+                                assert!(
+                                    values.windows(2).all(|w| w[1] == w[0] + 1),
+                                    "a batch is not contiguous: {values:?}"
+                                );
+                                mine.extend(values);
+                            }
+                            Err(Error::WouldBlock { .. }) => {}
+                            Err(e) => panic!("unexpected refusal: {e:?}"),
+                        }
+                    }
+                    done.fetch_add(1, Ordering::SeqCst);
+                    mine
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut all = Vec::new();
+    for run in &runs {
+        assert!(
+            run.windows(2).all(|w| w[0] < w[1]),
+            "a thread's IDs went back"
+        );
+        all.extend_from_slice(run);
+    }
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), n, "a value was issued twice");
+}
