@@ -282,3 +282,49 @@ fn racing_batches_with_start_offsets_and_a_moving_clock_stay_contiguous_and_uniq
     all.dedup();
     assert_eq!(all.len(), n, "a value was issued twice");
 }
+
+/// Without start offsets, with a clock stepped back: another caller took `(9, 0)` at 9 while
+/// this one waited; then the clock reads 4. From the stale full `(5, 3)` the step would borrow
+/// tick 6, beyond the lead (1 tick) of 4, and refuse; from the current `(9, 0)` it goes on in
+/// the tick the state holds, as a clock behind the state always does: `(9, 1)`.
+#[test]
+fn a_stale_step_after_a_wait_does_not_refuse_when_the_clock_stepped_back() {
+    let layout = Layout::builder()
+        .sequence_bits(2)
+        .node_field("n", 4)
+        .epoch_ms(EPOCH_MS)
+        .build()
+        .unwrap();
+    let clock = Scripted::new(at(5, 0));
+    let g = Arc::new(
+        Generator::builder(layout.clone())
+            .clock(clock.clone())
+            .max_lead(Duration::from_millis(1))
+            .build()
+            .unwrap(),
+    );
+    for s in 0..4 {
+        assert_eq!(tick_and_sequence(&layout, g.try_next_id().unwrap()), (5, s));
+    }
+    let other = Arc::clone(&g);
+    let (c1, c2) = (clock.clone(), clock.clone());
+    let l = layout.clone();
+    // 1. the common case's reading (no room in tick 5: nothing to do);
+    // 2. the precise reading the borrow of tick 6 asks for: the clock moves to 9 and another
+    //    caller takes (9, 0), so this one's compare-exchange (to (9, 0) too) fails;
+    // 3. the reading after the wait: the clock is stepped back to 4.
+    clock.script(vec![
+        Box::new(|| {}),
+        Box::new(move || {
+            c1.set_ns(at(9, 0));
+            assert_eq!(tick_and_sequence(&l, other.try_next_id().unwrap()), (9, 0));
+        }),
+        Box::new(move || c2.set_ns(at(4, 0))),
+    ]);
+    let got = g.try_next_id();
+    assert_eq!(clock.hooks_left(), 0, "the script ran");
+    match got {
+        Ok(id) => assert_eq!(tick_and_sequence(&layout, id), (9, 1)),
+        Err(e) => panic!("the current state (9, 0) issues (9, 1), but: {e:?}"),
+    }
+}

@@ -132,7 +132,9 @@ impl<C: TimeSource> Generator<C> {
                 // A refusal from the state as it was before a wait is not an answer: the step
                 // is not monotone in the state (from an earlier tick it jumps to the clock's
                 // tick at the start offset; from a state a borrow carried into that tick, below
-                // the offset, it goes on from there), so the current state may well issue.
+                // the offset, it goes on from there; after a clock stepped back, a full old
+                // state borrows beyond the lead where a later state with room goes on in its
+                // own tick), so the current state may well issue.
                 if waited {
                     waited = false;
                     cur = self.reload();
