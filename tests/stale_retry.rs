@@ -8,78 +8,15 @@
 //! clock's tick, it goes on from just above the carry, which may be below the offset. A batch
 //! from the stale state then runs further than the same batch from the current one.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use monoflake::{Error, Generator, Layout, ManualClock, TimeSource};
 
-/// A closure run by one clock reading.
-type Hook = Box<dyn FnOnce() + Send>;
-
-/// A coarse clock whose readings each run the next scripted action first (not the readings
-/// made from inside an action).
-#[derive(Clone)]
-struct Scripted(Arc<Script>);
-
-struct Script {
-    ns: AtomicU64,
-    hooks: Mutex<VecDeque<Hook>>,
-    busy: AtomicBool,
-}
-
-impl Scripted {
-    fn new(ns: u64) -> Scripted {
-        Scripted(Arc::new(Script {
-            ns: AtomicU64::new(ns),
-            hooks: Mutex::new(VecDeque::new()),
-            busy: AtomicBool::new(false),
-        }))
-    }
-
-    fn set_ns(&self, ns: u64) {
-        self.0.ns.store(ns, Ordering::SeqCst);
-    }
-
-    /// The actions for the next readings, in order.
-    fn script(&self, hooks: Vec<Hook>) {
-        self.0.hooks.lock().unwrap().extend(hooks);
-    }
-
-    fn hooks_left(&self) -> usize {
-        self.0.hooks.lock().unwrap().len()
-    }
-
-    fn read(&self) -> u64 {
-        if !self.0.busy.swap(true, Ordering::SeqCst) {
-            let hook = self.0.hooks.lock().unwrap().pop_front();
-            if let Some(hook) = hook {
-                hook();
-            }
-            self.0.busy.store(false, Ordering::SeqCst);
-        }
-        self.0.ns.load(Ordering::SeqCst)
-    }
-}
-
-impl TimeSource for Scripted {
-    fn now_ms(&self) -> u64 {
-        self.read() / 1_000_000
-    }
-    fn precise_now_ms(&self) -> u64 {
-        self.read() / 1_000_000
-    }
-    fn now_ns(&self) -> u64 {
-        self.read()
-    }
-    fn precise_now_ns(&self) -> u64 {
-        self.read()
-    }
-    fn is_coarse(&self) -> bool {
-        true
-    }
-}
+#[path = "common/scripted.rs"]
+mod scripted;
+use scripted::Scripted;
 
 const EPOCH_MS: u64 = 1_700_000_000_000;
 const MS: u64 = 1_000_000;
@@ -167,13 +104,12 @@ fn script_the_race(g: &Arc<Generator<Scripted>>, clock: &Scripted) {
     ]);
 }
 
-/// A batch that lost its compare-exchange, with the lead at `T + 2`: the stale step would
-/// stop at the lead (its last value in slot 1 of `T + 2`, which opens 1/16 of a tick into `T`)
-/// while the current state issues within `T + 1`. The call issues 27 values from `(T, 2)`.
-#[test]
-fn a_stale_step_after_a_wait_does_not_refuse_a_batch_the_current_state_issues() {
-    assert_eq!(offset_of_t(41), 7);
-    let (g, clock, layout) = carried_into_t_minus_1(41);
+/// The race on a generator with `time_bits` bits of time: one `try_next_ids(27)` that lost its
+/// compare-exchange issues 27 values from `(T, 2)` to `(T + 1, 12)`, in order, as the current
+/// state does. Returns the generator.
+fn the_batch_issues_from_the_current_state(time_bits: u32) -> Arc<Generator<Scripted>> {
+    assert_eq!(offset_of_t(time_bits), 7);
+    let (g, clock, layout) = carried_into_t_minus_1(time_bits);
     script_the_race(&g, &clock);
     let got = g.try_next_ids(27);
     assert_eq!(clock.hooks_left(), 0, "the script ran");
@@ -185,24 +121,22 @@ fn a_stale_step_after_a_wait_does_not_refuse_a_batch_the_current_state_issues() 
     assert_eq!(tick_and_sequence(&layout, ids[0]), (T, 2));
     assert_eq!(tick_and_sequence(&layout, ids[26]), (T + 1, 12));
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    g
+}
+
+/// A batch that lost its compare-exchange, with the lead at `T + 2`: the stale step would
+/// stop at the lead (its last value in slot 1 of `T + 2`, which opens 1/16 of a tick into `T`)
+/// while the current state issues within `T + 1`.
+#[test]
+fn a_stale_step_after_a_wait_does_not_refuse_a_batch_the_current_state_issues() {
+    the_batch_issues_from_the_current_state(41);
 }
 
 /// The same with a 9-bit time field (the last tick is `T + 1`): the stale step would run past
 /// the time field and report `Exhausted` — a wrong variant: the current state issues.
 #[test]
 fn a_stale_step_after_a_wait_does_not_report_exhausted_when_the_current_state_issues() {
-    assert_eq!(offset_of_t(9), 7);
-    let (g, clock, layout) = carried_into_t_minus_1(9);
-    script_the_race(&g, &clock);
-    let got = g.try_next_ids(27);
-    assert_eq!(clock.hooks_left(), 0, "the script ran");
-    let ids: Vec<_> = match got {
-        Ok(ids) => ids.collect(),
-        Err(e) => panic!("the current state (T, 1) issues 27 at T, but: {e:?}"),
-    };
-    assert_eq!(ids.len(), 27);
-    assert_eq!(tick_and_sequence(&layout, ids[0]), (T, 2));
-    assert_eq!(tick_and_sequence(&layout, ids[26]), (T + 1, 12));
+    let g = the_batch_issues_from_the_current_state(9);
     // Not pinned: the generator goes on issuing within the time field.
     assert!(g.try_next_ids(3).is_ok());
     // And the time field's end is where it is: the next carry would leave it.

@@ -48,24 +48,35 @@ fn assert_unique_and_increasing(runs: &[Vec<Id>]) {
     assert_eq!(all.len(), n, "duplicate IDs: {runs:?}");
 }
 
+/// A generator on `layout` at a clock frozen at `T0`, with a lead of 10 ms.
+fn at_a_frozen_clock(layout: &Layout) -> Arc<Generator<ManualClock>> {
+    Arc::new(
+        Generator::builder(layout.clone())
+            .clock(ManualClock::new(T0))
+            .max_lead(Duration::from_millis(10))
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Two threads take two IDs each from one generator on `layout` at a frozen clock (a lead of
+/// 10 ms): their IDs, checked unique and increasing per thread.
+fn two_threads_take_two_each(layout: &Layout) -> [Vec<Id>; 2] {
+    let g = at_a_frozen_clock(layout);
+    let spawn = |g: Arc<Generator<ManualClock>>| {
+        thread::spawn(move || (0..2).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
+    };
+    let a = spawn(Arc::clone(&g));
+    let b = spawn(Arc::clone(&g));
+    let runs = [a.join().unwrap(), b.join().unwrap()];
+    assert_unique_and_increasing(&runs);
+    runs
+}
+
 #[test]
 fn two_threads_force_the_sequence_carry() {
     loom::model(|| {
-        let g = Arc::new(
-            Generator::builder(one_bit_layout())
-                .node(1)
-                .clock(ManualClock::new(T0))
-                .max_lead(Duration::from_millis(10))
-                .build()
-                .unwrap(),
-        );
-        let spawn = |g: Arc<Generator<ManualClock>>| {
-            thread::spawn(move || (0..2).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
-        };
-        let a = spawn(Arc::clone(&g));
-        let b = spawn(Arc::clone(&g));
-        let runs = [a.join().unwrap(), b.join().unwrap()];
-        assert_unique_and_increasing(&runs);
+        let runs = two_threads_take_two_each(&one_bit_layout());
         // Four IDs at a frozen clock fill tick 0 and carry into tick 1.
         let layout = one_bit_layout();
         let ticks: Vec<u64> = runs
@@ -185,13 +196,7 @@ fn a_batch_races_single_ids() {
 fn a_release_racing_issuers_never_lets_an_id_past_the_seal() {
     loom::model(|| {
         let layout = one_bit_layout();
-        let g = Arc::new(
-            Generator::builder(layout.clone())
-                .clock(ManualClock::new(T0))
-                .max_lead(Duration::from_millis(10))
-                .build()
-                .unwrap(),
-        );
+        let g = at_a_frozen_clock(&layout);
         let issuer = {
             let g = Arc::clone(&g);
             thread::spawn(move || {
@@ -333,13 +338,7 @@ fn a_borrowed_tick_reached_by_the_clock_races_the_common_case() {
 fn the_keeper_raising_the_fence_races_two_issuers() {
     loom::model(|| {
         let layout = one_bit_layout();
-        let g = Arc::new(
-            Generator::builder(layout.clone())
-                .clock(ManualClock::new(T0))
-                .max_lead(Duration::from_millis(10))
-                .build()
-                .unwrap(),
-        );
+        let g = at_a_frozen_clock(&layout);
         let before = [g.try_next_id().unwrap(), g.try_next_id().unwrap()];
         let t0 = before[1].parts(&layout).unwrap().tick();
         g.loom_set_fence(0);
@@ -391,20 +390,7 @@ fn the_keeper_raising_the_fence_races_two_issuers() {
 fn a_loser_retries_from_the_old_state_then_from_the_one_it_found() {
     loom::model(|| {
         let layout = two_bit_layout();
-        let g = Arc::new(
-            Generator::builder(layout.clone())
-                .clock(ManualClock::new(T0))
-                .max_lead(Duration::from_millis(10))
-                .build()
-                .unwrap(),
-        );
-        let spawn = |g: Arc<Generator<ManualClock>>| {
-            thread::spawn(move || (0..2).map(|_| g.try_next_id().unwrap()).collect::<Vec<_>>())
-        };
-        let a = spawn(Arc::clone(&g));
-        let b = spawn(Arc::clone(&g));
-        let runs = [a.join().unwrap(), b.join().unwrap()];
-        assert_unique_and_increasing(&runs);
+        let runs = two_threads_take_two_each(&layout);
         let mut slots: Vec<(u64, u64)> = runs
             .iter()
             .flatten()

@@ -395,6 +395,11 @@ impl<C: TimeSource> Generator<C> {
     }
 }
 
+/// The scripted clock of `tests/stale_retry.rs`, for the unit tests below.
+#[cfg(test)]
+#[path = "../../tests/common/scripted.rs"]
+mod scripted;
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -509,51 +514,7 @@ mod tests {
         }
     }
 
-    /// A coarse clock whose readings each run the next scripted action first (not the
-    /// readings made from inside an action): puts another caller's work and a clock move
-    /// between a caller's load and its compare-exchange, and into its wait.
-    #[derive(Clone)]
-    struct Scripted(Arc<Script>);
-
-    /// A closure run by one clock reading.
-    type Hook = Box<dyn FnOnce() + Send>;
-
-    struct Script {
-        ns: AtomicU64,
-        hooks: std::sync::Mutex<std::collections::VecDeque<Hook>>,
-        busy: std::sync::atomic::AtomicBool,
-    }
-
-    impl Scripted {
-        fn read(&self) -> u64 {
-            if !self.0.busy.swap(true, Relaxed) {
-                let hook = self.0.hooks.lock().unwrap().pop_front();
-                if let Some(hook) = hook {
-                    hook();
-                }
-                self.0.busy.store(false, Relaxed);
-            }
-            self.0.ns.load(Relaxed)
-        }
-    }
-
-    impl TimeSource for Scripted {
-        fn now_ms(&self) -> u64 {
-            self.read() / 1_000_000
-        }
-        fn precise_now_ms(&self) -> u64 {
-            self.read() / 1_000_000
-        }
-        fn now_ns(&self) -> u64 {
-            self.read()
-        }
-        fn precise_now_ns(&self) -> u64 {
-            self.read()
-        }
-        fn is_coarse(&self) -> bool {
-            true
-        }
-    }
+    use super::scripted::{Hook, Scripted};
 
     const EPOCH_MS: u64 = 1_700_000_000_000;
     /// A tick whose start offset (three offset bits) is 7.
@@ -578,11 +539,7 @@ mod tests {
             .epoch_ms(EPOCH_MS)
             .build()
             .unwrap();
-        let clock = Scripted(Arc::new(Script {
-            ns: AtomicU64::new(at(T - 2, 900_000)),
-            hooks: Default::default(),
-            busy: Default::default(),
-        }));
+        let clock = Scripted::new(at(T - 2, 900_000));
         let g = Arc::new(
             Generator::builder(layout)
                 .clock(clock.clone())
@@ -596,7 +553,7 @@ mod tests {
             g.try_next_id().unwrap();
         }
         assert_eq!(g.core.state.load(Relaxed), (T - 1) << 4);
-        clock.0.ns.store(at(T - 1, 500_000), Relaxed);
+        clock.set_ns(at(T - 1, 500_000));
         let other = Arc::clone(&g);
         let c = clock.clone();
         let hooks: Vec<Hook> = vec![
@@ -605,9 +562,9 @@ mod tests {
                 other.try_next_ids(17).unwrap();
                 assert_eq!(other.core.state.load(Relaxed), T << 4 | 1);
             }),
-            Box::new(move || c.0.ns.store(at(T, 0), Relaxed)),
+            Box::new(move || c.set_ns(at(T, 0))),
         ];
-        clock.0.hooks.lock().unwrap().extend(hooks);
+        clock.script(hooks);
         (g, clock)
     }
 
@@ -618,7 +575,7 @@ mod tests {
         let (g, clock) = racing_a_batch(3);
         g.core.fence.set(T + 1, u64::MAX);
         let ids = g.try_next_ids(27).unwrap();
-        assert!(clock.0.hooks.lock().unwrap().is_empty(), "the script ran");
+        assert_eq!(clock.hooks_left(), 0, "the script ran");
         assert_eq!(ids.len(), 27);
         assert_eq!(g.core.state.load(Relaxed), (T + 1) << 4 | 12);
     }
@@ -629,13 +586,13 @@ mod tests {
     fn sealed_while_a_batch_waits_the_batch_reports_the_closed_fence() {
         let (g, clock) = racing_a_batch(2);
         let sealer = Arc::clone(&g);
-        clock.0.hooks.lock().unwrap().push_back(Box::new(move || {
+        clock.script(vec![Box::new(move || {
             sealer.seal();
-        }));
+        })]);
         // The reading after the wait moves the clock; the next one (the stale step's precise
         // reading) seals the generator.
         let got = g.try_next_ids(27);
-        assert!(clock.0.hooks.lock().unwrap().is_empty(), "the script ran");
+        assert_eq!(clock.hooks_left(), 0, "the script ran");
         assert!(matches!(got, Err(Error::LeaseLost { .. })), "{got:?}");
         assert_eq!(g.core.state.load(Relaxed), u64::MAX);
     }
