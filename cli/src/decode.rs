@@ -221,12 +221,7 @@ impl<W: Write> Sink<W> {
             push_u64(buf, id.as_u64());
             buf.push(b' ');
             push_time(buf, &mut self.date_of, &mut self.date, parts.unix_ms());
-            for (name, value) in parts.fields() {
-                buf.push(b' ');
-                buf.extend_from_slice(name.as_bytes());
-                buf.push(b'=');
-                push_u64(buf, value);
-            }
+            push_fields(buf, parts, b" ", b"=");
             buf.extend_from_slice(b" sequence=");
             push_u64(buf, parts.sequence());
             buf.push(b'\n');
@@ -274,13 +269,19 @@ fn push_json(
     push_u64(buf, parts.node());
     buf.extend_from_slice(b",\"sequence\":");
     push_u64(buf, parts.sequence());
+    push_fields(buf, parts, b",\"", b"\":");
+    buf.push(b'}');
+}
+
+/// Appends each node field as `before` name `between` value (` name=value` in text,
+/// `,"name":value` in JSON).
+fn push_fields(buf: &mut Vec<u8>, parts: &Parts<'_>, before: &[u8], between: &[u8]) {
     for (name, value) in parts.fields() {
-        buf.extend_from_slice(b",\"");
+        buf.extend_from_slice(before);
         buf.extend_from_slice(name.as_bytes());
-        buf.extend_from_slice(b"\":");
+        buf.extend_from_slice(between);
         push_u64(buf, value);
     }
-    buf.push(b'}');
 }
 
 /// Appends `unix_ms` as RFC 3339 (`YYYY-MM-DDTHH:MM:SS.mmmZ`, as `monoflake::rfc3339`), the
