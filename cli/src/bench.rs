@@ -68,8 +68,12 @@ const MAX_DURATION: Duration = Duration::from_secs(3600);
 const MIN_MEASURED: Duration = Duration::from_millis(100);
 /// Past the generator's lead before anything is counted.
 const WARM_UP: Duration = DEFAULT_MAX_LEAD.saturating_add(Duration::from_millis(50));
-/// Calls between two looks at the phase.
-const STRIDE: u64 = 64;
+/// At most this many calls between two looks at the phase…
+const MAX_STRIDE: u64 = 64;
+/// … and at most this long at the layout's cap: a call at the cap waits for its slot, so on a
+/// layout with a small cap 64 calls could take seconds (32 s at 2 IDs per second), overrunning
+/// the phase and counting IDs by the stride.
+const STRIDE_AT_CAP: Duration = Duration::from_micros(50);
 /// The largest burst from a fresh generator.
 const MAX_BURST: u64 = 2_000_000;
 
@@ -99,6 +103,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         ));
     }
     Ok(d)
+}
+
+/// Calls between two looks at the phase, for a layout allowing `cap_per_s` IDs per second:
+/// 64, or what the cap issues in [`STRIDE_AT_CAP`], at least 1.
+fn stride(cap_per_s: f64) -> u64 {
+    ((cap_per_s * STRIDE_AT_CAP.as_secs_f64()) as u64).clamp(1, MAX_STRIDE)
 }
 
 /// Which generator a row measures.
@@ -174,12 +184,14 @@ fn measure<C: TimeSource + Clone + 'static>(
     let timer = quanta::Clock::new();
     let overhead = timer_overhead(&timer);
     let cap_per_s = (layout.max_sequence() + 1) as f64 * 1000.0 / layout.tick_ms() as f64;
+    let stride = stride(cap_per_s);
+    let windows = 2 * threads - 1;
     progress(format_args!(
-        "measuring layout {} with the {} clock: a burst, then {} windows of {} ms \
+        "measuring layout {} with the {} clock: a burst, then {windows} window{} of {} ms \
          ({} ms warm-up, then {} ms counted and {} ms timed)",
         layout.name(),
         clock_name(args.clock),
-        2 * threads - 1,
+        if windows == 1 { "" } else { "s" },
         (WARM_UP + measured).as_millis(),
         WARM_UP.as_millis(),
         (measured / 2).as_millis(),
@@ -191,13 +203,20 @@ fn measure<C: TimeSource + Clone + 'static>(
     let mut rows = Vec::new();
     for n in 1..=threads {
         progress(format_args!("{}, one shared generator", threads_text(n)));
-        rows.push(window(&shared, n, Kind::Shared, measured, &timer)?);
+        rows.push(window(&shared, n, Kind::Shared, measured, &timer, stride)?);
         if n > 1 {
             progress(format_args!("{n} threads, per-core ({n} slots)"));
             let per_core = Generator::builder(layout.clone())
                 .clock(clock())
                 .build_per_core(n)?;
-            rows.push(window(&per_core, n, Kind::PerCore, measured, &timer)?);
+            rows.push(window(
+                &per_core,
+                n,
+                Kind::PerCore,
+                measured,
+                &timer,
+                stride,
+            )?);
         }
     }
     let report = Report {
@@ -205,6 +224,8 @@ fn measure<C: TimeSource + Clone + 'static>(
         layout,
         threads,
         cap_per_s,
+        stride,
+        counted_part: measured / 2,
         overhead,
         burst,
         rows: &rows,
@@ -272,6 +293,7 @@ fn window(
     kind: Kind,
     measured: Duration,
     timer: &quanta::Clock,
+    stride: u64,
 ) -> Result<Row, Failure> {
     let phase = AtomicU8::new(WARM);
     let barrier = Barrier::new(n + 1);
@@ -282,7 +304,7 @@ fn window(
                 let timer = timer.clone();
                 s.spawn(move || {
                     barrier.wait();
-                    let result = calls(generator, phase, &timer);
+                    let result = calls(generator, phase, &timer, stride);
                     if result.is_err() {
                         phase.store(STOP, Ordering::Relaxed);
                     }
@@ -334,24 +356,25 @@ fn calls(
     generator: &impl IdGenerator,
     phase: &AtomicU8,
     timer: &quanta::Clock,
+    stride: u64,
 ) -> Result<(u64, Histogram<u64>), Error> {
     let mut counted = 0;
     let mut h = histogram();
     loop {
         match phase.load(Ordering::Relaxed) {
             WARM => {
-                for _ in 0..STRIDE {
+                for _ in 0..stride {
                     black_box(generator.next_id()?);
                 }
             }
             COUNT => {
-                for _ in 0..STRIDE {
+                for _ in 0..stride {
                     black_box(generator.next_id()?);
                 }
-                counted += STRIDE;
+                counted += stride;
             }
             TIMED => {
-                for _ in 0..STRIDE {
+                for _ in 0..stride {
                     let start = timer.raw();
                     black_box(generator.next_id()?);
                     let _ = h.record(timer.delta_as_nanos(start, timer.raw()).max(1));
@@ -368,10 +391,18 @@ struct Report<'a> {
     layout: &'a Layout,
     threads: usize,
     cap_per_s: f64,
+    /// Calls between two looks at the phase.
+    stride: u64,
+    /// How long each measurement's counted part was to run.
+    counted_part: Duration,
     overhead: u64,
     burst: (u64, f64),
     rows: &'a [Row],
 }
+
+/// Fewer ticks than this in a counted part, on a layout whose ticks are longer than the lead, and
+/// the cap is not judged: IDs at the cap come a tick's worth at a time.
+const MIN_COUNTED_TICKS: u32 = 20;
 
 /// A row at 90% of the cap or more is running at the cap.
 const AT_CAP: f64 = 0.9;
@@ -391,9 +422,16 @@ fn rate(per_s: f64) -> String {
         format!("{:.2} G/s", per_s / 1e9)
     } else if per_s >= 1e6 {
         format!("{:.2} M/s", per_s / 1e6)
-    } else {
+    } else if per_s >= 1e3 {
         format!("{:.1} k/s", per_s / 1e3)
+    } else {
+        format!("{per_s:.1}/s")
     }
+}
+
+/// Nanoseconds per ID at `per_s` IDs per second; `None` when nothing was counted.
+fn ns_per_id(per_s: f64) -> Option<f64> {
+    (per_s > 0.0).then(|| 1e9 / per_s)
 }
 
 fn machine() -> String {
@@ -414,14 +452,18 @@ impl Report<'_> {
         let l = self.layout;
         let mut t = format!(
             "monoflake bench: layout {} ({} time, {} node, {} sequence bits; cap {} per node), \
-             {} clock, 1 to {} threads, {} ms in all\nmachine: {}\n\n",
+             {} clock, {}, {} ms in all\nmachine: {}\n\n",
             l.name(),
             l.time_bits(),
             l.node_bits(),
             l.sequence_bits(),
             rate(self.cap_per_s),
             clock_name(self.args.clock),
-            self.threads,
+            if self.threads == 1 {
+                "1 thread".to_owned()
+            } else {
+                format!("1 to {} threads", self.threads)
+            },
             self.args.duration.as_millis(),
             machine(),
         );
@@ -445,21 +487,37 @@ impl Report<'_> {
             "max"
         );
         for r in self.rows {
-            let shares: Vec<String> = r
-                .shares
-                .iter()
-                .map(|s| format!("{:.0}%", s * 100.0))
-                .collect();
-            let [p50, p99, p999, p9999, max] = percentiles(&r.latency);
+            // A call at a small cap can outlast the counted part: then nothing was counted.
+            let shares = if r.ids_per_s > 0.0 {
+                let shares: Vec<String> = r
+                    .shares
+                    .iter()
+                    .map(|s| format!("{:.0}%", s * 100.0))
+                    .collect();
+                shares.join(" ")
+            } else {
+                "-".to_owned()
+            };
+            let [p50, p99, p999, p9999, max] = if r.latency.is_empty() {
+                [
+                    "-".to_owned(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]
+            } else {
+                percentiles(&r.latency).map(|p| p.to_string())
+            };
             t += &format!(
-                "{:>7}  {:<8}  {:>10}  {:>8.1}  {:>6.1}%  {:<15}  {p50:>6}  {p99:>6}  {p999:>7}  \
+                "{:>7}  {:<8}  {:>10}  {:>8}  {:>6.1}%  {:<15}  {p50:>6}  {p99:>6}  {p999:>7}  \
                  {p9999:>7}  {max:>8}\n",
                 r.threads,
                 r.kind.name(),
                 rate(r.ids_per_s),
-                1e9 / r.ids_per_s,
+                ns_per_id(r.ids_per_s).map_or_else(|| "-".to_owned(), |ns| format!("{ns:.1}")),
                 r.ids_per_s / self.cap_per_s * 100.0,
-                shares.join(" "),
+                shares,
             );
         }
         t += &format!(
@@ -467,6 +525,23 @@ impl Report<'_> {
              with two clock reads (their own cost: {} ns at p50, included).\n",
             self.overhead
         );
+        if !self.cap_measurable() {
+            // Ticks longer than the lead are not paced: IDs at the cap come a tick's worth at a
+            // time, and over a part shorter than a few ticks the count says when the ticks
+            // began, not the rate.
+            t += &format!(
+                "at the cap: not measured; the layout's {} ms ticks are longer than the {} ms \
+                 lead, so IDs at the cap come a tick's worth at a time, and a counted part ({} ms) \
+                 spans {:.1} ticks (at least {MIN_COUNTED_TICKS} needed): give --duration {} s or \
+                 more\n",
+                self.layout.tick_ms(),
+                DEFAULT_MAX_LEAD.as_millis(),
+                self.counted_part.as_millis(),
+                self.counted_ticks(),
+                self.duration_for_ticks().as_secs(),
+            );
+            return t;
+        }
         let at_cap: Vec<&Row> = self
             .rows
             .iter()
@@ -486,9 +561,14 @@ impl Report<'_> {
                 rate(self.cap_per_s)
             );
             for r in at_cap {
-                let [_, _, _, p9999, max] = percentiles(&r.latency);
+                let latency = if r.latency.is_empty() {
+                    "no call ended in the timed part".to_owned()
+                } else {
+                    let [_, _, _, p9999, max] = percentiles(&r.latency);
+                    format!("p99.99 {p9999} ns, max {max} ns")
+                };
                 t += &format!(
-                    "  {}, {}: {:.2}% of the cap, p99.99 {p9999} ns, max {max} ns\n",
+                    "  {}, {}: {:.2}% of the cap, {latency}\n",
                     threads_text(r.threads),
                     r.kind.name(),
                     r.ids_per_s / self.cap_per_s * 100.0
@@ -498,21 +578,56 @@ impl Report<'_> {
         t
     }
 
+    /// Whether a rate at the cap can be told: the generator paces IDs one slot at a time (it
+    /// does within its lead: a tick no longer than [`DEFAULT_MAX_LEAD`]), or a counted part
+    /// spans enough ticks.
+    fn cap_measurable(&self) -> bool {
+        self.layout.tick() <= DEFAULT_MAX_LEAD
+            || self.counted_ticks() >= f64::from(MIN_COUNTED_TICKS)
+    }
+
+    /// How many of the layout's ticks one counted part spans.
+    fn counted_ticks(&self) -> f64 {
+        self.counted_part.as_secs_f64() / self.layout.tick().as_secs_f64()
+    }
+
+    /// The `--duration`, in whole seconds, that gives every counted part
+    /// [`MIN_COUNTED_TICKS`] ticks.
+    fn duration_for_ticks(&self) -> Duration {
+        let windows = 2 * self.threads as u32 - 1;
+        let part = self.layout.tick() * MIN_COUNTED_TICKS;
+        let least = (WARM_UP + part * 2) * windows;
+        Duration::from_secs(least.as_secs() + u64::from(least.subsec_nanos() > 0))
+    }
+
     fn json(&self) -> Value {
         let l = self.layout;
         let rows: Vec<Value> = self
             .rows
             .iter()
             .map(|r| {
-                let [p50, p99, p999, p9999, max] = percentiles(&r.latency);
+                let [p50, p99, p999, p9999, max] = if r.latency.is_empty() {
+                    [
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                    ]
+                } else {
+                    percentiles(&r.latency).map(Value::from)
+                };
                 json!({
                     "threads": r.threads,
                     "kind": r.kind.name(),
                     "ids_per_s": r.ids_per_s,
                     "counted_s": r.counted_for.as_secs_f64(),
-                    "ns_per_id": 1e9 / r.ids_per_s,
+                    "ns_per_id": ns_per_id(r.ids_per_s),
                     "of_cap": r.ids_per_s / self.cap_per_s,
-                    "at_cap": r.ids_per_s >= AT_CAP * self.cap_per_s,
+                    // Unknown (null) when a counted part is too short for the layout's ticks.
+                    "at_cap": self
+                        .cap_measurable()
+                        .then(|| r.ids_per_s >= AT_CAP * self.cap_per_s),
                     "shares": r.shares,
                     "latency_ns": {
                         "calls": r.latency.len(),
@@ -534,6 +649,9 @@ impl Report<'_> {
             "threads": self.threads,
             "duration_s": self.args.duration.as_secs_f64(),
             "warm_up_s": WARM_UP.as_secs_f64(),
+            "stride": self.stride,
+            "counted_part_s": self.counted_part.as_secs_f64(),
+            "counted_part_ticks": self.counted_ticks(),
             "machine": machine(),
             "timer_overhead_ns": self.overhead,
             "hot_path": { "ids": self.burst.0, "ns_per_id": self.burst.1 },
