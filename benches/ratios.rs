@@ -12,6 +12,10 @@
 //!   clock): the most one shared state can issue, on any number of threads.
 //! * Two threads sharing one generator: IDs per second over a 100 ms window in which both
 //!   threads call back to back, and the smaller thread's share. Ratios: monoflake / ferroid.
+//!   In the same rounds, one thread alone on each of monoflake's generators: two threads taking
+//!   turns on one state issue no faster than one thread with the state to itself, so one
+//!   thread alone over ferroid's two is the most the two-thread ratio could show, and two
+//!   threads over one alone is what taking turns keeps of it.
 //!
 //! Every entrant is called through the same `&dyn Fn() -> u64`. `cargo bench --bench ratios`
 //! prints the tables and writes `target/ratios.json` (`report.py` reads it). About 30 s.
@@ -153,31 +157,53 @@ fn main() {
          (quartiles {w1:.2} – {w3:.2}; last skew {skew} ns)"
     );
 
-    // Two threads, one shared generator each.
+    // Two threads, one shared generator each; and, in the same rounds, one thread alone on
+    // monoflake's generators: two threads taking turns on one state cannot issue faster than
+    // one thread that has the state to itself, so that is the ceiling for the row.
     let shared: [(&str, Next); 3] = [entrants[0], entrants[1], entrants[2]];
-    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); shared.len()];
+    let alone: [(&str, Next); 2] = [
+        ("monoflake coarse wide, one thread alone", entrants[1].1),
+        ("monoflake locked wide, one thread alone", entrants[2].1),
+    ];
+    let turns = shared.len() + alone.len();
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); turns];
     let mut lows: Vec<Vec<f64>> = vec![Vec::new(); shared.len()];
     let (mut coarse2, mut locked2) = (Vec::new(), Vec::new());
+    // Per round: one thread alone over ferroid's two (the most the row could show), and two
+    // threads over one alone (what taking turns keeps of it); coarse, then locked.
+    let mut ceiling: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut kept: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for round in 0..TWO_THREAD_ROUNDS {
-        let mut this = [0.0; 3];
-        for k in 0..shared.len() {
-            let i = (round + k) % shared.len();
-            let (rate, low) = window(shared[i].1);
-            this[i] = rate;
-            rates[i].push(rate);
-            lows[i].push(low);
+        let mut this = [0.0; 5];
+        for k in 0..turns {
+            let i = (round + k) % turns;
+            if let Some((_, next)) = shared.get(i) {
+                let (rate, low) = window(*next);
+                lows[i].push(low);
+                this[i] = rate;
+            } else {
+                let (counts, elapsed) = peers::window(1, WINDOW, alone[i - shared.len()].1);
+                this[i] = counts[0] as f64 / elapsed.as_secs_f64();
+            }
+            rates[i].push(this[i]);
         }
         coarse2.push(this[1] / this[0]);
         locked2.push(this[2] / this[0]);
+        for c in 0..2 {
+            ceiling[c].push(this[3 + c] / this[0]);
+            kept[c].push(this[1 + c] / this[3 + c]);
+        }
     }
     println!(
         "\ntwo threads sharing one generator, {TWO_THREAD_ROUNDS} interleaved rounds of {WINDOW:?}:"
     );
     println!("| entrant | M IDs/s (median) | quartiles | lowest share |\n|---|---:|---|---:|");
     let mut two = Vec::new();
-    for (i, (name, _)) in shared.iter().enumerate() {
+    for (i, (name, _)) in shared.iter().chain(alone.iter()).enumerate() {
         let (m, q1, q3) = quartiles(rates[i].clone());
-        let low = lows[i].iter().copied().fold(1.0, f64::min);
+        let low = lows
+            .get(i)
+            .map_or(1.0, |l| l.iter().copied().fold(1.0, f64::min));
         println!(
             "| {name} | {:.1} | {:.1} – {:.1} | {:.1}% |",
             m / 1e6,
@@ -193,6 +219,16 @@ fn main() {
     let (l2, l21, l23) = quartiles(locked2);
     println!("coarse / ferroid: {c2:.2}× (quartiles {c21:.2} – {c23:.2})");
     println!("locked / ferroid: {l2:.2}× (quartiles {l21:.2} – {l23:.2})");
+    let [ceiling_c, ceiling_l] = ceiling.map(quartiles);
+    let [kept_c, kept_l] = kept.map(quartiles);
+    for (clock, (m, q1, q3), (k, k1, k3)) in
+        [("coarse", ceiling_c, kept_c), ("locked", ceiling_l, kept_l)]
+    {
+        println!(
+            "{clock}: one thread alone / ferroid's two: {m:.2}× (quartiles {q1:.2} – {q3:.2}); \
+             two threads / one alone: {k:.2} (quartiles {k1:.2} – {k3:.2})"
+        );
+    }
     // What one shared state can issue at all: its threads take turns on one cache line, so no
     // more than one thread doing nothing but the compare-exchange.
     let one_state = 1e9 / quartiles(ns[5].clone()).0;
@@ -219,6 +255,10 @@ fn main() {
         "two_locked_over_ferroid": [l2, l21, l23],
         "one_state_ids_per_s": one_state,
         "one_state_over_ferroid_two": one_state / ferroid2,
+        "alone_coarse_over_ferroid_two": [ceiling_c.0, ceiling_c.1, ceiling_c.2],
+        "two_coarse_over_alone": [kept_c.0, kept_c.1, kept_c.2],
+        "alone_locked_over_ferroid_two": [ceiling_l.0, ceiling_l.1, ceiling_l.2],
+        "two_locked_over_alone": [kept_l.0, kept_l.1, kept_l.2],
     });
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ratios.json");
     match std::fs::write(&path, out.to_string()) {

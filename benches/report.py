@@ -295,6 +295,19 @@ def ratio_targets(ratios):
             "slews (wall clock 100 ppm slow)", ratios["slewing_over_raw_cas"], 1.2, True)
     add("two threads, coarse ≥ 1.5× ferroid", ratios["two_coarse_over_ferroid"], 1.5, False)
     add("two threads, locked ≥ 1.0× ferroid", ratios["two_locked_over_ferroid"], 1.0, False)
+
+    def report(what, triple):
+        m, q1, q3 = triple
+        rows.append(f"| {what} (interleaved) | {m:.2f}× (quartiles {q1:.2f} – {q3:.2f}) | "
+                    f"(reported) |")
+
+    # Two threads taking turns on one state issue no faster than one thread with it to itself.
+    for clock in ("coarse", "locked"):
+        if f"alone_{clock}_over_ferroid_two" in ratios:
+            report(f"two threads, {clock}: the ceiling, one thread alone on the generator over "
+                   f"ferroid's two threads", ratios[f"alone_{clock}_over_ferroid_two"])
+            report(f"two threads, {clock}: what taking turns keeps, two threads over one alone",
+                   ratios[f"two_{clock}_over_alone"])
     return rows
 
 
