@@ -76,6 +76,10 @@ const MAX_STRIDE: u64 = 64;
 const STRIDE_AT_CAP: Duration = Duration::from_micros(50);
 /// The largest burst from a fresh generator.
 const MAX_BURST: u64 = 2_000_000;
+/// How long one `next_id` waits at the cap before the thread looks at the phase again: a
+/// layout's tick can be longer than the generators' default wait (1 s), which failed the run
+/// with `TimedOut`, and a thread waiting out a long tick overran its window.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
 
 /// Reads `10s`, `2.5s`, `500ms`, `1m` (a number and a unit).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -86,6 +90,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let value: f64 = number
         .parse()
         .map_err(|_| format!("expected a number and a unit (10s, 500ms, 1m), got {s:?}"))?;
+    let out_of_range =
+        || format!("{s:?} is out of range: between {MIN_DURATION:?} and {MAX_DURATION:?}");
     let seconds = match unit {
         "ms" => value / 1e3,
         "s" => value,
@@ -96,11 +102,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             ));
         }
     };
-    let d = Duration::try_from_secs_f64(seconds).map_err(|_| format!("{s:?} is out of range"))?;
+    let d = Duration::try_from_secs_f64(seconds).map_err(|_| out_of_range())?;
     if d < MIN_DURATION || d > MAX_DURATION {
-        return Err(format!(
-            "{s:?} is out of range: between {MIN_DURATION:?} and {MAX_DURATION:?}"
-        ));
+        return Err(out_of_range());
     }
     Ok(d)
 }
@@ -131,6 +135,12 @@ impl Kind {
 struct Row {
     threads: usize,
     kind: Kind,
+    /// A per-core generator's slots (a power of two): its threads use `threads` of them.
+    slots: Option<usize>,
+    /// What this row's generator allows its threads: the layout's cap, or for a per-core
+    /// generator with more slots than threads, the share of the slots they use (each slot has
+    /// its own slice of the sequence).
+    cap_per_s: f64,
     ids_per_s: f64,
     /// How long the counted part ran.
     counted_for: Duration,
@@ -150,34 +160,89 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
         Some(n) => n as usize,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let rows = 2 * threads - 1;
+    let plan = Plan {
+        threads,
+        per_core_max_slots: per_core_max_slots(&layout, threads)?,
+    };
+    let rows = plan.windows();
     let slice = args.duration / rows as u32;
     let Some(measured) = slice.checked_sub(WARM_UP).filter(|m| *m >= MIN_MEASURED) else {
         let least = (WARM_UP + MIN_MEASURED) * rows as u32;
         return Err(Failure {
             code: 2,
             message: format!(
-                "--duration {:?} is too short for {rows} measurements (1 to {threads} threads, \
-                 shared and per-core) of {:?} each ({WARM_UP:?} warm-up, {MIN_MEASURED:?} \
-                 measured): give at least {least:?}, or fewer --threads",
+                "--duration {:?} is too short for {rows} measurement{} ({}) of {:?} each \
+                 ({WARM_UP:?} warm-up, {MIN_MEASURED:?} measured): give at least {least:?}{}",
                 args.duration,
-                WARM_UP + MIN_MEASURED
+                if rows == 1 { "" } else { "s" },
+                plan.describe(),
+                WARM_UP + MIN_MEASURED,
+                if threads == 1 {
+                    ""
+                } else {
+                    ", or fewer --threads"
+                },
             ),
         });
     };
     match args.clock {
-        ClockArg::Locked => measure(args, &layout, threads, measured, LockedClock::new),
+        ClockArg::Locked => measure(args, &layout, &plan, measured, LockedClock::new),
         ClockArg::Coarse => {
             let (clock, _ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL)?;
-            measure(args, &layout, threads, measured, || clock.clone())
+            measure(args, &layout, &plan, measured, || clock.clone())
         }
+    }
+}
+
+/// Which rows a run measures.
+struct Plan {
+    /// Shared rows for 1..=threads.
+    threads: usize,
+    /// The most per-core slots the layout allows, when fewer than `threads`: per-core rows
+    /// stop there (each slot takes a slice of the sequence bits, and one must be left).
+    per_core_max_slots: Option<usize>,
+}
+
+impl Plan {
+    /// Per-core rows for 2..=this many threads.
+    fn per_core_up_to(&self) -> usize {
+        self.per_core_max_slots
+            .map_or(self.threads, |max| max.min(self.threads))
+    }
+
+    fn windows(&self) -> usize {
+        self.threads + self.per_core_up_to().saturating_sub(1)
+    }
+
+    fn describe(&self) -> String {
+        match (self.threads, self.per_core_up_to()) {
+            (1, _) => "1 thread".to_owned(),
+            (n, 1) => format!("1 to {n} threads, shared only"),
+            (n, m) if m == n => format!("1 to {n} threads, shared and per-core"),
+            (n, m) => format!("1 to {n} threads shared, 2 to {m} per-core"),
+        }
+    }
+}
+
+/// `Some(max)` when a per-core generator for `threads` threads cannot be built because the
+/// layout's sequence allows only `max` slots.
+fn per_core_max_slots(layout: &Layout, threads: usize) -> Result<Option<usize>, Failure> {
+    if threads < 2 {
+        return Ok(None);
+    }
+    match Generator::builder(layout.clone()).build_per_core(threads) {
+        Ok(_) => Ok(None),
+        Err(Error::OutOfRange { field, max, .. }) if field == "slots" => {
+            Ok(Some(usize::try_from(max).unwrap_or(usize::MAX)))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
 fn measure<C: TimeSource + Clone + 'static>(
     args: &BenchArgs,
     layout: &Layout,
-    threads: usize,
+    plan: &Plan,
     measured: Duration,
     clock: impl Fn() -> C,
 ) -> Result<(), Failure> {
@@ -185,7 +250,8 @@ fn measure<C: TimeSource + Clone + 'static>(
     let overhead = timer_overhead(&timer);
     let cap_per_s = (layout.max_sequence() + 1) as f64 * 1000.0 / layout.tick_ms() as f64;
     let stride = stride(cap_per_s);
-    let windows = 2 * threads - 1;
+    let threads = plan.threads;
+    let windows = plan.windows();
     progress(format_args!(
         "measuring layout {} with the {} clock: a burst, then {windows} window{} of {} ms \
          ({} ms warm-up, then {} ms counted and {} ms timed)",
@@ -199,30 +265,37 @@ fn measure<C: TimeSource + Clone + 'static>(
     ));
     let fresh = Generator::builder(layout.clone()).clock(clock()).build()?;
     let burst = burst(&fresh, cap_per_s)?;
-    let shared = Generator::builder(layout.clone()).clock(clock()).build()?;
+    let builder = || {
+        Generator::builder(layout.clone())
+            .clock(clock())
+            .max_wait(WAIT_SLICE)
+    };
+    let shared = builder().build()?;
     let mut rows = Vec::new();
     for n in 1..=threads {
         progress(format_args!("{}, one shared generator", threads_text(n)));
-        rows.push(window(&shared, n, Kind::Shared, measured, &timer, stride)?);
-        if n > 1 {
-            progress(format_args!("{n} threads, per-core ({n} slots)"));
-            let per_core = Generator::builder(layout.clone())
-                .clock(clock())
-                .build_per_core(n)?;
-            rows.push(window(
-                &per_core,
-                n,
-                Kind::PerCore,
-                measured,
-                &timer,
-                stride,
-            )?);
+        let mut row = window(&shared, n, measured, &timer, stride)?;
+        row.cap_per_s = cap_per_s;
+        rows.push(row);
+        if n > 1 && n <= plan.per_core_up_to() {
+            let per_core = builder().build_per_core(n)?;
+            let slots = per_core.slots();
+            progress(format_args!("{n} threads, per-core ({slots} slots)"));
+            let mut row = window(&per_core, n, measured, &timer, stride)?;
+            row.kind = Kind::PerCore;
+            row.slots = Some(slots);
+            // Each thread has a slot of its own (threads take consecutive numbers, and use
+            // slot `number % slots`), with `1 / slots` of the sequence.
+            row.cap_per_s = cap_per_s * n as f64 / slots as f64;
+            rows.push(row);
         }
     }
     let report = Report {
         args,
         layout,
         threads,
+        per_core_max_slots: plan.per_core_max_slots,
+        windows,
         cap_per_s,
         stride,
         counted_part: measured / 2,
@@ -255,13 +328,20 @@ fn clock_name(c: ClockArg) -> &'static str {
     }
 }
 
+/// A line of progress on standard error; one that cannot be written (`2>&1 | head -1`) is
+/// dropped, not a panic.
 fn progress(what: std::fmt::Arguments<'_>) {
-    eprintln!("monoflake bench: {what}");
+    let _ = writeln!(std::io::stderr(), "monoflake bench: {what}");
 }
 
+/// The longest call a histogram holds: twice the longest run, so no call is ever dropped (a
+/// call at the cap of a layout with long ticks waits up to a tick).
+const LONGEST_CALL: Duration = MAX_DURATION.saturating_mul(2);
+
 fn histogram() -> Histogram<u64> {
-    // 1 ns to 100 s, 3 significant digits; the bounds are valid, so this cannot fail.
-    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")
+    // 1 ns to two hours, 3 significant digits; the bounds are valid, so this cannot fail.
+    Histogram::new_with_bounds(1, LONGEST_CALL.as_nanos() as u64, 3)
+        .expect("valid histogram bounds")
 }
 
 /// The timer's own cost: two `raw()` reads, p50.
@@ -290,23 +370,25 @@ fn burst(generator: &impl IdGenerator, cap_per_s: f64) -> Result<(u64, f64), Err
 fn window(
     generator: &(impl IdGenerator + Sync),
     n: usize,
-    kind: Kind,
     measured: Duration,
     timer: &quanta::Clock,
     stride: u64,
 ) -> Result<Row, Failure> {
     let phase = AtomicU8::new(WARM);
     let barrier = Barrier::new(n + 1);
+    let coordinator = std::thread::current();
     let (results, counted_for) = std::thread::scope(|s| {
         let workers: Vec<_> = (0..n)
             .map(|_| {
                 let (phase, barrier) = (&phase, &barrier);
                 let timer = timer.clone();
+                let coordinator = coordinator.clone();
                 s.spawn(move || {
                     barrier.wait();
                     let result = calls(generator, phase, &timer, stride);
                     if result.is_err() {
                         phase.store(STOP, Ordering::Relaxed);
+                        coordinator.unpark();
                     }
                     result
                 })
@@ -314,8 +396,18 @@ fn window(
             .collect();
         barrier.wait();
         let advance = |to: u8, after: Duration| {
-            std::thread::sleep(after);
-            // A thread that failed has stopped everyone already.
+            // Until `after` has passed, or a thread that failed has stopped everyone.
+            let until = Instant::now() + after;
+            loop {
+                if phase.load(Ordering::Relaxed) == STOP {
+                    return;
+                }
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::park_timeout(left);
+            }
             let _ = phase.compare_exchange(to - 1, to, Ordering::Relaxed, Ordering::Relaxed);
         };
         advance(COUNT, WARM_UP);
@@ -340,7 +432,9 @@ fn window(
     let total: u64 = counts.iter().sum();
     Ok(Row {
         threads: n,
-        kind,
+        kind: Kind::Shared,
+        slots: None,
+        cap_per_s: 0.0,
         ids_per_s: total as f64 / counted_for.as_secs_f64(),
         counted_for,
         shares: counts
@@ -364,23 +458,47 @@ fn calls(
         match phase.load(Ordering::Relaxed) {
             WARM => {
                 for _ in 0..stride {
-                    black_box(generator.next_id()?);
+                    if !one(generator, phase, WARM)? {
+                        break;
+                    }
                 }
             }
             COUNT => {
                 for _ in 0..stride {
-                    black_box(generator.next_id()?);
+                    if !one(generator, phase, COUNT)? {
+                        break;
+                    }
+                    counted += 1;
                 }
-                counted += stride;
             }
             TIMED => {
                 for _ in 0..stride {
                     let start = timer.raw();
-                    black_box(generator.next_id()?);
+                    if !one(generator, phase, TIMED)? {
+                        break;
+                    }
                     let _ = h.record(timer.delta_as_nanos(start, timer.raw()).max(1));
                 }
             }
             _ => return Ok((counted, h)),
+        }
+    }
+}
+
+/// One ID by `next_id`, which waits at the cap for at most [`WAIT_SLICE`]; past that, while
+/// the phase is still `from`, it is asked again. `false` when the phase moved on during a wait
+/// (nothing was issued).
+#[inline]
+fn one(generator: &impl IdGenerator, phase: &AtomicU8, from: u8) -> Result<bool, Error> {
+    loop {
+        match generator.next_id() {
+            Ok(id) => {
+                black_box(id);
+                return Ok(true);
+            }
+            Err(Error::TimedOut { .. }) if phase.load(Ordering::Relaxed) == from => {}
+            Err(Error::TimedOut { .. }) => return Ok(false),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -390,6 +508,10 @@ struct Report<'a> {
     args: &'a BenchArgs,
     layout: &'a Layout,
     threads: usize,
+    /// Per-core rows stop at this many threads, when fewer than `threads`.
+    per_core_max_slots: Option<usize>,
+    /// How many measurements ran.
+    windows: usize,
     cap_per_s: f64,
     /// Calls between two looks at the phase.
     stride: u64,
@@ -406,6 +528,24 @@ const MIN_COUNTED_TICKS: u32 = 20;
 
 /// A row at 90% of the cap or more is running at the cap.
 const AT_CAP: f64 = 0.9;
+
+impl Row {
+    /// At 90% of what its generator allows its threads, or more.
+    fn at_cap(&self) -> bool {
+        self.ids_per_s >= AT_CAP * self.cap_per_s
+    }
+}
+
+/// The `--duration`, in whole seconds, that gives every counted part of `windows`
+/// measurements [`MIN_COUNTED_TICKS`] ticks of `tick`; `None` past [`MAX_DURATION`].
+fn duration_for_ticks(tick: Duration, windows: usize) -> Option<Duration> {
+    let part = tick.checked_mul(MIN_COUNTED_TICKS)?;
+    let least = WARM_UP
+        .checked_add(part.checked_mul(2)?)?
+        .checked_mul(u32::try_from(windows).ok()?)?;
+    let whole = Duration::from_secs(least.as_secs() + u64::from(least.subsec_nanos() > 0));
+    (whole <= MAX_DURATION).then_some(whole)
+}
 
 fn percentiles(h: &Histogram<u64>) -> [u64; 5] {
     [
@@ -516,12 +656,46 @@ impl Report<'_> {
                 r.kind.name(),
                 rate(r.ids_per_s),
                 ns_per_id(r.ids_per_s).map_or_else(|| "-".to_owned(), |ns| format!("{ns:.1}")),
-                r.ids_per_s / self.cap_per_s * 100.0,
+                r.ids_per_s / r.cap_per_s * 100.0,
                 shares,
             );
         }
+        t += "\n";
+        if let Some(max) = self.per_core_max_slots {
+            let bits = self.layout.sequence_bits();
+            let (bits, slots) = (
+                if bits == 1 {
+                    "1 sequence bit gives".to_owned()
+                } else {
+                    format!("{bits} sequence bits give")
+                },
+                if max == 1 {
+                    "1 slot".to_owned()
+                } else {
+                    format!("{max} slots")
+                },
+            );
+            if max < 2 {
+                t += &format!("per-core: not measured; the layout's {bits} at most {slots}\n");
+            } else {
+                t += &format!(
+                    "per-core: measured up to {max} threads; the layout's {bits} at most {slots}\n"
+                );
+            }
+        }
+        for r in self.rows {
+            if let Some(slots) = r.slots.filter(|&s| s > r.threads) {
+                t += &format!(
+                    "per-core, {} threads: {} of {slots} slots (a power of two), each with 1/{slots} \
+                     of the sequence, so its cap is {} and \"of cap\" is of that\n",
+                    r.threads,
+                    r.threads,
+                    rate(r.cap_per_s),
+                );
+            }
+        }
         t += &format!(
-            "\nns/ID is wall time per ID over all threads; p50 … max are ns per call, each timed \
+            "ns/ID is wall time per ID over all threads; p50 … max are ns per call, each timed \
              with two clock reads (their own cost: {} ns at p50, included).\n",
             self.overhead
         );
@@ -529,24 +703,35 @@ impl Report<'_> {
             // Ticks longer than the lead are not paced: IDs at the cap come a tick's worth at a
             // time, and over a part shorter than a few ticks the count says when the ticks
             // began, not the rate.
+            let advice = match (
+                duration_for_ticks(self.layout.tick(), self.windows),
+                duration_for_ticks(self.layout.tick(), 1),
+            ) {
+                (Some(d), _) => format!(": give --duration {} s or more", d.as_secs()),
+                (None, Some(d)) => format!(
+                    ", more than the longest --duration ({} s) gives for {} windows: give \
+                     --threads 1 and --duration {} s or more",
+                    MAX_DURATION.as_secs(),
+                    self.windows,
+                    d.as_secs()
+                ),
+                (None, None) => format!(
+                    ", more than the longest --duration ({} s) gives",
+                    MAX_DURATION.as_secs()
+                ),
+            };
             t += &format!(
                 "at the cap: not measured; the layout's {} ms ticks are longer than the {} ms \
                  lead, so IDs at the cap come a tick's worth at a time, and a counted part ({} ms) \
-                 spans {:.1} ticks (at least {MIN_COUNTED_TICKS} needed): give --duration {} s or \
-                 more\n",
+                 spans {:.1} ticks (at least {MIN_COUNTED_TICKS} needed){advice}\n",
                 self.layout.tick_ms(),
                 DEFAULT_MAX_LEAD.as_millis(),
                 self.counted_part.as_millis(),
                 self.counted_ticks(),
-                self.duration_for_ticks().as_secs(),
             );
             return t;
         }
-        let at_cap: Vec<&Row> = self
-            .rows
-            .iter()
-            .filter(|r| r.ids_per_s >= AT_CAP * self.cap_per_s)
-            .collect();
+        let at_cap: Vec<&Row> = self.rows.iter().filter(|r| r.at_cap()).collect();
         if at_cap.is_empty() {
             let best = self.rows.iter().map(|r| r.ids_per_s).fold(0.0, f64::max);
             t += &format!(
@@ -567,11 +752,16 @@ impl Report<'_> {
                     let [_, _, _, p9999, max] = percentiles(&r.latency);
                     format!("p99.99 {p9999} ns, max {max} ns")
                 };
+                let of = if r.cap_per_s < self.cap_per_s {
+                    format!("its cap ({})", rate(r.cap_per_s))
+                } else {
+                    "the cap".to_owned()
+                };
                 t += &format!(
-                    "  {}, {}: {:.2}% of the cap, {latency}\n",
+                    "  {}, {}: {:.2}% of {of}, {latency}\n",
                     threads_text(r.threads),
                     r.kind.name(),
-                    r.ids_per_s / self.cap_per_s * 100.0
+                    r.ids_per_s / r.cap_per_s * 100.0
                 );
             }
         }
@@ -589,15 +779,6 @@ impl Report<'_> {
     /// How many of the layout's ticks one counted part spans.
     fn counted_ticks(&self) -> f64 {
         self.counted_part.as_secs_f64() / self.layout.tick().as_secs_f64()
-    }
-
-    /// The `--duration`, in whole seconds, that gives every counted part
-    /// [`MIN_COUNTED_TICKS`] ticks.
-    fn duration_for_ticks(&self) -> Duration {
-        let windows = 2 * self.threads as u32 - 1;
-        let part = self.layout.tick() * MIN_COUNTED_TICKS;
-        let least = (WARM_UP + part * 2) * windows;
-        Duration::from_secs(least.as_secs() + u64::from(least.subsec_nanos() > 0))
     }
 
     fn json(&self) -> Value {
@@ -623,12 +804,13 @@ impl Report<'_> {
                     "ids_per_s": r.ids_per_s,
                     "counted_s": r.counted_for.as_secs_f64(),
                     "ns_per_id": ns_per_id(r.ids_per_s),
-                    "of_cap": r.ids_per_s / self.cap_per_s,
+                    "slots": r.slots,
+                    "cap_per_s": r.cap_per_s,
+                    "of_cap": r.ids_per_s / r.cap_per_s,
                     // Unknown (null) when a counted part is too short for the layout's ticks.
-                    "at_cap": self
-                        .cap_measurable()
-                        .then(|| r.ids_per_s >= AT_CAP * self.cap_per_s),
-                    "shares": r.shares,
+                    "at_cap": self.cap_measurable().then(|| r.at_cap()),
+                    // Nothing counted: no shares (as the table's '-').
+                    "shares": (r.ids_per_s > 0.0).then_some(&r.shares),
                     "latency_ns": {
                         "calls": r.latency.len(),
                         "p50": p50, "p99": p99, "p999": p999, "p9999": p9999, "max": max,
@@ -647,6 +829,7 @@ impl Report<'_> {
             },
             "clock": clock_name(self.args.clock),
             "threads": self.threads,
+            "per_core_max_slots": self.per_core_max_slots,
             "duration_s": self.args.duration.as_secs_f64(),
             "warm_up_s": WARM_UP.as_secs_f64(),
             "stride": self.stride,
@@ -657,5 +840,55 @@ impl Report<'_> {
             "hot_path": { "ids": self.burst.0, "ns_per_id": self.burst.1 },
             "rows": rows,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duration_for_ticks_is_none_past_the_longest_run_and_never_overflows() {
+        // One window of 20 one-second ticks counted and 20 timed, after the warm-up: 40.15 s.
+        assert_eq!(
+            duration_for_ticks(Duration::from_secs(1), 1),
+            Some(Duration::from_secs(41))
+        );
+        assert_eq!(
+            duration_for_ticks(Duration::from_secs(1), 3),
+            Some(Duration::from_secs(121))
+        );
+        // 511 windows of a tick of a minute: far past an hour.
+        assert_eq!(duration_for_ticks(Duration::from_secs(60), 511), None);
+        assert_eq!(duration_for_ticks(Duration::from_secs(3600), 1), None);
+        // The longest tick a spec takes (u64::MAX ms), times 40 and 511 windows: no panic.
+        assert_eq!(
+            duration_for_ticks(Duration::from_millis(u64::MAX), 511),
+            None
+        );
+    }
+
+    #[test]
+    fn a_call_as_long_as_a_whole_run_is_recorded() {
+        // A call at the cap of a layout with long ticks waits up to a tick; the histogram's
+        // old bound (100 s) dropped such a call, and the max understated it.
+        let mut h = histogram();
+        let longest = MAX_DURATION.as_nanos() as u64;
+        h.record(longest).expect("within the histogram's bounds");
+        assert!(h.max() >= longest);
+    }
+
+    #[test]
+    fn parse_duration_names_the_bounds_for_any_number_out_of_range() {
+        for s in ["100000000000000000000000000000s", "3601s", "99ms", "0s"] {
+            let e = parse_duration(s).unwrap_err();
+            assert!(
+                e.ends_with("is out of range: between 100ms and 3600s"),
+                "{s}: {e}"
+            );
+        }
+        assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5.s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("60m"), Ok(MAX_DURATION));
     }
 }

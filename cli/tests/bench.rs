@@ -155,6 +155,15 @@ fn bench_refuses_bad_input_with_exit_2() {
             "unknown layout preset",
         ),
         (&["bench", "--threads", "0"][..], "--threads"),
+        // Too large for a duration at all: the message still gives the bounds.
+        (
+            &["bench", "--duration", "100000000000000000000000000000s"][..],
+            "is out of range: between 100ms and 3600s",
+        ),
+        (
+            &["bench", "--threads", "1", "--duration", "0.15s"][..],
+            "--duration 150ms is too short for 1 measurement (1 thread) of 250ms",
+        ),
     ] {
         let out = monoflake(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -314,4 +323,232 @@ fn bench_on_a_paced_layout_looks_at_the_phase_every_call_and_judges_the_cap() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["stride"], 64);
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn bench_on_ticks_longer_than_a_waiting_call_measures_instead_of_timing_out() {
+    // Two IDs per 5 s tick: a call at the cap waits up to 5 s for the next tick, longer than
+    // `next_id` waits (1 s). The run failed with exit 1 ("stayed at its time lead limit for
+    // the whole wait"); a waiting thread also slept past the end of its window.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=40,sequence=2,epoch=0,tick=5s",
+            "--threads",
+            "2",
+            "--duration",
+            "1s",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    let v = json_of(&out);
+    assert_eq!(v["layout"]["cap_per_s"], 0.8);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    for row in rows {
+        assert_eq!(row["at_cap"], Value::Null, "{row}");
+        // At most the four IDs of each of two ticks a part can touch.
+        let ids = (row["ids_per_s"].as_f64().unwrap() * row["counted_s"].as_f64().unwrap()).round();
+        assert!(ids <= 8.0, "{row}");
+    }
+}
+
+#[test]
+fn bench_on_a_tick_of_an_hour_says_no_duration_measures_the_cap() {
+    // The advice was "give --duration 144001 s or more", past the longest --duration (3600 s).
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=30,sequence=12,epoch=0,tick=3600s",
+            "--threads",
+            "1",
+            "--duration",
+            "300ms",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("at the cap: not measured"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        line.ends_with("(at least 20 needed), more than the longest --duration (3600 s) gives"),
+        "{table}"
+    );
+}
+
+#[test]
+fn bench_with_nothing_counted_has_no_shares_in_the_json() {
+    // Two IDs per tick of 114 years: both go in the warm-up, and nothing is counted or timed
+    // afterwards. The table printed '-' for the shares, the JSON zeros that summed to 0.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=20,sequence=1,epoch=0,tick=3600000000s",
+            "--threads",
+            "1",
+            "--duration",
+            "300ms",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    let v = json_of(&out);
+    let row = &v["rows"][0];
+    assert_eq!(row["ids_per_s"], 0.0, "{row}");
+    assert_eq!(row["ns_per_id"], Value::Null, "{row}");
+    assert_eq!(row["shares"], Value::Null, "{row}");
+    assert_eq!(row["latency_ns"]["calls"], 0, "{row}");
+    assert_eq!(row["latency_ns"]["max"], Value::Null, "{row}");
+}
+
+#[test]
+fn bench_measures_per_core_only_up_to_the_slots_the_sequence_allows() {
+    // Two sequence bits allow two per-core slots. `--threads 3` ran the shared rows, then
+    // failed with exit 2 and "slots 3 is out of range" (not naming --threads), measuring
+    // nothing more; with one sequence bit, already at 2 threads.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=50,sequence=2,epoch=0,tick=1ms",
+            "--threads",
+            "3",
+            "--duration",
+            "1s",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let v = json_of(&out);
+    let kinds: Vec<(u64, &str)> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["threads"].as_u64().unwrap(), r["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(1, "shared"), (2, "shared"), (2, "per-core"), (3, "shared")]
+    );
+    assert_eq!(v["per_core_max_slots"], 2, "{v}");
+    // Four windows share the second.
+    assert_eq!(v["counted_part_s"], 0.05, "{v}");
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=50,sequence=1,epoch=0,tick=1ms",
+            "--threads",
+            "2",
+            "--duration",
+            "500ms",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains(
+            "\nper-core: not measured; the layout's 1 sequence bit gives at most 1 slot\n"
+        ),
+        "{table}"
+    );
+}
+
+#[test]
+fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
+    // Three threads get four slots (a power of two), each with a quarter of the cap: together
+    // at most three quarters of it. The row showed 75% "of cap" and was left out of the rows
+    // at the cap, while every thread waited for its slot.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "sonyflake",
+            "--threads",
+            "3",
+            "--duration",
+            "1.5s",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let v = json_of(&out);
+    let node_cap = 25_600.0;
+    for r in v["rows"].as_array().unwrap() {
+        let (threads, kind) = (r["threads"].as_u64().unwrap(), r["kind"].as_str().unwrap());
+        let (slots, cap) = match (threads, kind) {
+            (3, "per-core") => (Value::from(4), node_cap * 3.0 / 4.0),
+            (2, "per-core") => (Value::from(2), node_cap),
+            _ => (Value::Null, node_cap),
+        };
+        assert_eq!(r["slots"], slots, "{r}");
+        assert_eq!(r["cap_per_s"], cap, "{r}");
+        let rate = r["ids_per_s"].as_f64().unwrap();
+        assert!(
+            (r["of_cap"].as_f64().unwrap() - rate / cap).abs() < 1e-9,
+            "{r}"
+        );
+        assert_eq!(r["at_cap"], Value::from(rate >= 0.9 * cap), "{r}");
+    }
+}
+
+#[test]
+fn bench_stops_when_the_layout_runs_out_mid_run() {
+    // A layout whose time field ends two seconds from now, asked to run for a minute: a thread
+    // fails with Exhausted and stops the others, and the run reports it then (exit 1), not
+    // after sleeping out the rest of its window.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let epoch = now_ms + 2_000 - (1 << 20);
+    let layout = format!("time=20,sequence=12,epoch={epoch},tick=1ms");
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            &layout,
+            "--threads",
+            "1",
+            "--duration",
+            "60s",
+        ],
+        Duration::from_secs(40),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("time field ran out"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bench_with_standard_error_closed_still_prints_its_table() {
+    // `monoflake bench 2>&1 | head -1`: once the reader is gone, a progress line panicked
+    // ("failed printing to stderr", exit 101).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_monoflake"))
+        .args(["bench", "--threads", "1", "--duration", "300ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run monoflake");
+    drop(child.stderr.take());
+    let out = child.wait_with_output().expect("collect monoflake");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("monoflake bench: layout twitter"));
 }
