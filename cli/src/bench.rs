@@ -354,10 +354,12 @@ fn timer_overhead(timer: &quanta::Clock) -> u64 {
     h.value_at_quantile(0.5)
 }
 
-/// The hot path alone: IDs from a fresh generator, back to back, half of what its lead allows
-/// (so no cap binds). Returns (IDs, ns per ID).
+/// The hot path alone: IDs from a fresh generator, back to back, half of what it issues without
+/// waiting (so no cap binds): its lead, or on ticks longer than the lead its first tick (one
+/// lead's worth of a tick of hours was one cold call). Returns (IDs, ns per ID).
 fn burst(generator: &impl IdGenerator, cap_per_s: f64) -> Result<(u64, f64), Error> {
-    let allowed = cap_per_s * DEFAULT_MAX_LEAD.as_secs_f64() / 2.0;
+    let tick = (generator.layout().max_sequence() as f64 + 1.0) / 2.0;
+    let allowed = (cap_per_s * DEFAULT_MAX_LEAD.as_secs_f64() / 2.0).max(tick);
     let n = (allowed as u64).clamp(1, MAX_BURST);
     let start = Instant::now();
     for _ in 0..n {
@@ -564,8 +566,12 @@ fn rate(per_s: f64) -> String {
         format!("{:.2} M/s", per_s / 1e6)
     } else if per_s >= 1e3 {
         format!("{:.1} k/s", per_s / 1e3)
-    } else {
+    } else if per_s >= 1.0 || per_s == 0.0 {
         format!("{per_s:.1}/s")
+    } else {
+        // Under one a second (ticks of hours): three significant digits, never "0.0/s".
+        let digits = (2 - per_s.log10().floor() as i64).clamp(1, 30) as usize;
+        format!("{per_s:.digits$}/s")
     }
 }
 
@@ -609,8 +615,9 @@ impl Report<'_> {
         );
         let (n, ns) = self.burst;
         t += &format!(
-            "hot path: {ns:.1} ns per ID ({n} IDs back to back from a fresh generator, 1 thread, \
-             within its lead)\n\n"
+            "hot path: {ns:.1} ns per ID ({n} ID{} back to back from a fresh generator, 1 thread, \
+             within its lead)\n\n",
+            if n == 1 { "" } else { "s" }
         );
         t += &format!(
             "{:>7}  {:<8}  {:>10}  {:>8}  {:>7}  {:<15}  {:>6}  {:>6}  {:>7}  {:>7}  {:>8}\n",
@@ -649,14 +656,19 @@ impl Report<'_> {
             } else {
                 percentiles(&r.latency).map(|p| p.to_string())
             };
+            // Not judged where the cap is not measured: over less than a few ticks of a layout
+            // whose ticks are longer than the lead, a rate can be any multiple of it.
+            let of_cap = self
+                .of_cap(r)
+                .map_or_else(|| "-".to_owned(), |f| format!("{:.1}%", f * 100.0));
             t += &format!(
-                "{:>7}  {:<8}  {:>10}  {:>8}  {:>6.1}%  {:<15}  {p50:>6}  {p99:>6}  {p999:>7}  \
+                "{:>7}  {:<8}  {:>10}  {:>8}  {:>7}  {:<15}  {p50:>6}  {p99:>6}  {p999:>7}  \
                  {p9999:>7}  {max:>8}\n",
                 r.threads,
                 r.kind.name(),
                 rate(r.ids_per_s),
                 ns_per_id(r.ids_per_s).map_or_else(|| "-".to_owned(), |ns| format!("{ns:.1}")),
-                r.ids_per_s / r.cap_per_s * 100.0,
+                of_cap,
                 shares,
             );
         }
@@ -776,6 +788,11 @@ impl Report<'_> {
             || self.counted_ticks() >= f64::from(MIN_COUNTED_TICKS)
     }
 
+    /// A row's rate as a fraction of its cap, where the cap is measurable.
+    fn of_cap(&self, r: &Row) -> Option<f64> {
+        self.cap_measurable().then(|| r.ids_per_s / r.cap_per_s)
+    }
+
     /// How many of the layout's ticks one counted part spans.
     fn counted_ticks(&self) -> f64 {
         self.counted_part.as_secs_f64() / self.layout.tick().as_secs_f64()
@@ -806,7 +823,8 @@ impl Report<'_> {
                     "ns_per_id": ns_per_id(r.ids_per_s),
                     "slots": r.slots,
                     "cap_per_s": r.cap_per_s,
-                    "of_cap": r.ids_per_s / r.cap_per_s,
+                    // Unknown (null) where `at_cap` is.
+                    "of_cap": self.of_cap(r),
                     // Unknown (null) when a counted part is too short for the layout's ticks.
                     "at_cap": self.cap_measurable().then(|| r.at_cap()),
                     // Nothing counted: no shares (as the table's '-').
@@ -890,5 +908,17 @@ mod tests {
         assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("5.s"), Ok(Duration::from_secs(5)));
         assert_eq!(parse_duration("60m"), Ok(MAX_DURATION));
+    }
+
+    #[test]
+    fn a_rate_under_one_a_second_keeps_three_significant_digits() {
+        // Two IDs per hour printed as "0.0/s", a cap of nothing.
+        assert_eq!(rate(2.0 / 3600.0), "0.000556/s");
+        assert_eq!(rate(0.8), "0.800/s");
+        assert_eq!(rate(2.0), "2.0/s");
+        assert_eq!(rate(0.0), "0.0/s");
+        assert_eq!(rate(4_096_000.0), "4.10 M/s");
+        // 2^40 IDs per tick of u64::MAX ms: finite digits, no panic.
+        assert_eq!(rate(2f64.powi(40) / (u64::MAX as f64 / 1e3)), "0.0000596/s");
     }
 }

@@ -242,6 +242,8 @@ fn bench_on_a_layout_issuing_two_ids_a_second_ends_when_asked_and_says_the_cap_w
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["layout"]["cap_per_s"], 2.0);
+    // One tick's worth is two IDs: the burst is one of them.
+    assert_eq!(v["hot_path"]["ids"], 1);
     // One call between looks at the phase: the cap issues an ID every 500 ms.
     assert_eq!(v["stride"], 1);
     // One window: 1 s less 150 ms of warm-up, halved.
@@ -295,6 +297,16 @@ fn bench_table_says_when_ticks_longer_than_the_lead_leave_the_cap_unmeasured() {
         "{table}"
     );
     assert!(!table.contains("not reached"), "{table}");
+    // The row's "of cap" is not a figure either (it was 3.5e13% for a layout of 2^40 IDs per
+    // tick of 5.8e8 years).
+    let row = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("1  shared"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let header = table.lines().find(|l| l.contains("of cap")).unwrap();
+    // The column is 7 wide, right-aligned: " of cap".
+    let at = header.find("of cap").unwrap() - 1;
+    assert_eq!(row[at..at + 7].trim(), "-", "{table}");
 }
 
 #[test]
@@ -354,6 +366,8 @@ fn bench_on_ticks_longer_than_a_waiting_call_measures_instead_of_timing_out() {
     assert_eq!(rows.len(), 3, "{v}");
     for row in rows {
         assert_eq!(row["at_cap"], Value::Null, "{row}");
+        // Nor a fraction of it: over less than a tick the rate can be any multiple of the cap.
+        assert_eq!(row["of_cap"], Value::Null, "{row}");
         // At most the four IDs of each of two ticks a part can touch.
         let ids = (row["ids_per_s"].as_f64().unwrap() * row["counted_s"].as_f64().unwrap()).round();
         assert!(ids <= 8.0, "{row}");
@@ -551,4 +565,29 @@ fn bench_with_standard_error_closed_still_prints_its_table() {
     let out = child.wait_with_output().expect("collect monoflake");
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).starts_with("monoflake bench: layout twitter"));
+}
+
+#[test]
+fn bench_hot_path_on_a_long_tick_takes_half_the_tick_not_half_the_lead() {
+    // 2^40 IDs per tick of ~5.8e8 years: the burst was one cold call (half a lead's worth of
+    // the per-second average), printed as the hot path's cost, and the cap as "0.0/s".
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=10,sequence=40,epoch=0,tick=18446744073709551615ms",
+            "--threads",
+            "1",
+            "--duration",
+            "300ms",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.contains("cap 0.0000596/s per node"), "{table}");
+    assert!(
+        table.contains("(2000000 IDs back to back from a fresh generator"),
+        "{table}"
+    );
 }
