@@ -219,6 +219,7 @@ impl Plan {
             (1, _) => "1 thread".to_owned(),
             (n, 1) => format!("1 to {n} threads, shared only"),
             (n, m) if m == n => format!("1 to {n} threads, shared and per-core"),
+            (n, 2) => format!("1 to {n} threads shared, 2 per-core"),
             (n, m) => format!("1 to {n} threads shared, 2 to {m} per-core"),
         }
     }

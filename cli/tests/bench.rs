@@ -160,6 +160,20 @@ fn bench_refuses_bad_input_with_exit_2() {
             &["bench", "--duration", "100000000000000000000000000000s"][..],
             "is out of range: between 100ms and 3600s",
         ),
+        // Per-core rows stop at the slots the sequence allows (2 of 2 bits): four measurements.
+        (
+            &[
+                "bench",
+                "--layout",
+                "time=50,sequence=2,epoch=0",
+                "--threads",
+                "3",
+                "--duration",
+                "900ms",
+            ][..],
+            "--duration 900ms is too short for 4 measurements (1 to 3 threads shared, 2 per-core) \
+             of 250ms each (150ms warm-up, 100ms measured): give at least 1s, or fewer --threads",
+        ),
         (
             &["bench", "--threads", "1", "--duration", "0.15s"][..],
             "--duration 150ms is too short for 1 measurement (1 thread) of 250ms",
