@@ -156,18 +156,24 @@ const STOP: u8 = 3;
 
 pub fn run(args: &BenchArgs) -> Result<(), Failure> {
     let layout = args.layout.clone();
-    let threads = match args.threads {
-        Some(n) => n as usize,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    let plan = Plan {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = args.threads.map_or(cpus, |n| n as usize);
+    let mut plan = Plan {
         threads,
         per_core_max_slots: per_core_max_slots(&layout, threads)?,
+        cpus_left_out: None,
     };
+    let per_core_for_all = plan.per_core_max_slots;
+    if args.threads.is_none() {
+        // The default, every CPU, does not fit the default ten seconds past 20 CPUs: measure
+        // the thread counts that fit, and say so (it was refused with exit 2).
+        plan.fit_to(args.duration);
+    }
     let rows = plan.windows();
+    let threads = plan.threads;
     let slice = args.duration / rows as u32;
     let Some(measured) = slice.checked_sub(WARM_UP).filter(|m| *m >= MIN_MEASURED) else {
-        let least = (WARM_UP + MIN_MEASURED) * rows as u32;
+        let least = plan.least();
         return Err(Failure {
             code: 2,
             message: format!(
@@ -185,6 +191,15 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
             ),
         });
     };
+    if let Some(cpus) = plan.cpus_left_out {
+        progress(format_args!(
+            "{cpus} CPUs, but --duration {:?} measures {}: give --threads {cpus} and \
+             --duration {:?} or more for all",
+            args.duration,
+            plan.describe(),
+            Plan::whole(cpus, per_core_for_all).least(),
+        ));
+    }
     match args.clock {
         ClockArg::Locked => measure(args, &layout, &plan, measured, LockedClock::new),
         ClockArg::Coarse => {
@@ -201,9 +216,38 @@ struct Plan {
     /// The most per-core slots the layout allows, when fewer than `threads`: per-core rows
     /// stop there (each slot takes a slice of the sequence bits, and one must be left).
     per_core_max_slots: Option<usize>,
+    /// The CPUs, when `--threads` was not given and fewer threads than CPUs fit the duration.
+    cpus_left_out: Option<usize>,
 }
 
 impl Plan {
+    /// Every thread count up to `threads`, per-core up to `per_core_max_slots`.
+    fn whole(threads: usize, per_core_max_slots: Option<usize>) -> Self {
+        Plan {
+            threads,
+            per_core_max_slots,
+            cpus_left_out: None,
+        }
+    }
+
+    /// The shortest `--duration` that measures every row.
+    fn least(&self) -> Duration {
+        (WARM_UP + MIN_MEASURED).saturating_mul(u32::try_from(self.windows()).unwrap_or(u32::MAX))
+    }
+
+    /// Fewer threads, down to one, until the rows fit in `duration`.
+    fn fit_to(&mut self, duration: Duration) {
+        let cpus = self.threads;
+        while self.threads > 1 && self.least() > duration {
+            self.threads -= 1;
+        }
+        if self.threads < cpus {
+            self.cpus_left_out = Some(cpus);
+            // The per-core limit is said only where it cuts the rows short.
+            self.per_core_max_slots = self.per_core_max_slots.filter(|&max| max < self.threads);
+        }
+    }
+
     /// Per-core rows for 2..=this many threads.
     fn per_core_up_to(&self) -> usize {
         self.per_core_max_slots
@@ -296,6 +340,7 @@ fn measure<C: TimeSource + Clone + 'static>(
         layout,
         threads,
         per_core_max_slots: plan.per_core_max_slots,
+        plan_cpus_left_out: plan.cpus_left_out,
         windows,
         cap_per_s,
         stride,
@@ -513,6 +558,8 @@ struct Report<'a> {
     threads: usize,
     /// Per-core rows stop at this many threads, when fewer than `threads`.
     per_core_max_slots: Option<usize>,
+    /// The CPUs, when fewer threads than CPUs fit the duration (no `--threads`).
+    plan_cpus_left_out: Option<usize>,
     /// How many measurements ran.
     windows: usize,
     cap_per_s: f64,
@@ -674,6 +721,18 @@ impl Report<'_> {
             );
         }
         t += "\n";
+        if let Some(cpus) = self.plan_cpus_left_out {
+            t += &format!(
+                "threads: {} of {cpus} CPUs, what --duration {:?} measures; give --threads \
+                 {cpus} and a longer --duration for all\n",
+                if self.threads == 1 {
+                    "1".to_owned()
+                } else {
+                    format!("1 to {}", self.threads)
+                },
+                self.args.duration
+            );
+        }
         if let Some(max) = self.per_core_max_slots {
             let bits = self.layout.sequence_bits();
             let (bits, slots) = (
@@ -909,6 +968,34 @@ mod tests {
         assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("5.s"), Ok(Duration::from_secs(5)));
         assert_eq!(parse_duration("60m"), Ok(MAX_DURATION));
+    }
+
+    #[test]
+    fn the_default_threads_fit_the_duration() {
+        // 64 CPUs: 127 rows of 250 ms do not fit ten seconds (refused with exit 2); 20 threads,
+        // 39 rows, do.
+        let mut plan = Plan::whole(64, None);
+        assert_eq!(plan.least(), Duration::from_millis(31_750));
+        plan.fit_to(Duration::from_secs(10));
+        assert_eq!((plan.threads, plan.windows()), (20, 39));
+        assert_eq!(plan.cpus_left_out, Some(64));
+        assert!(plan.least() <= Duration::from_secs(10));
+        // Per-core rows stopping at 2 slots: 1 + 2·1 + … shared rows only past 2 threads.
+        let mut plan = Plan::whole(64, Some(2));
+        plan.fit_to(Duration::from_secs(10));
+        assert_eq!((plan.threads, plan.windows()), (39, 40));
+        assert_eq!(plan.per_core_max_slots, Some(2));
+        // A slot limit above the threads that fit is not a limit any more.
+        let mut plan = Plan::whole(64, Some(32));
+        plan.fit_to(Duration::from_secs(10));
+        assert_eq!(plan.per_core_max_slots, None);
+        // What fits is left alone; one thread is the least.
+        let mut plan = Plan::whole(2, None);
+        plan.fit_to(Duration::from_secs(10));
+        assert_eq!((plan.threads, plan.cpus_left_out), (2, None));
+        let mut plan = Plan::whole(8, None);
+        plan.fit_to(Duration::from_millis(100));
+        assert_eq!((plan.threads, plan.cpus_left_out), (1, Some(8)));
     }
 
     #[test]

@@ -605,3 +605,35 @@ fn bench_hot_path_on_a_long_tick_takes_half_the_tick_not_half_the_lead() {
         "{table}"
     );
 }
+
+#[test]
+fn bench_without_threads_measures_what_fits_the_duration() {
+    // The default is every CPU: past 20 CPUs the default ten seconds were refused (exit 2,
+    // "too short for 41 measurements"). Here 300 ms fits one thread, whatever the CPUs.
+    let out = monoflake_within(
+        &["bench", "--duration", "300ms", "--json"],
+        Duration::from_secs(20),
+    );
+    let v = json_of(&out);
+    assert_eq!(v["threads"], 1, "{v}");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus > 1 {
+        assert!(
+            text(&out.stderr).contains(&format!(
+                "{cpus} CPUs, but --duration 300ms measures 1 thread: give --threads {cpus}"
+            )),
+            "{}",
+            text(&out.stderr)
+        );
+        let out = monoflake_within(&["bench", "--duration", "300ms"], Duration::from_secs(20));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains(&format!(
+                "\nthreads: 1 of {cpus} CPUs, what --duration 300ms measures; give --threads \
+                 {cpus} and a longer --duration for all\n"
+            )),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+}
