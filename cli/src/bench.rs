@@ -755,16 +755,30 @@ impl Report<'_> {
                 );
             }
         }
-        for r in self.rows {
-            if let Some(slots) = r.slots.filter(|&s| s > r.threads) {
-                t += &format!(
-                    "per-core, {} threads: {} of {slots} slots (a power of two), each with 1/{slots} \
-                     of the sequence, so its cap is {} and \"of cap\" is of that\n",
+        // One line for every per-core row with more slots than threads (up to 256 threads).
+        let fewer: Vec<String> = self
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let slots = r.slots.filter(|&s| s > r.threads)?;
+                Some(format!(
+                    "{} threads of {slots} slots, {}",
                     r.threads,
-                    r.threads,
-                    rate(r.cap_per_s),
-                );
-            }
+                    rate(r.cap_per_s)
+                ))
+            })
+            .collect();
+        if !fewer.is_empty() {
+            t += &format!(
+                "per-core rows with fewer threads than slots have less than the layout's cap \
+                 (slots are a power of two, each with its slice of the sequence){}: {}\n",
+                if self.cap_measurable() {
+                    ", and \"of cap\" is of theirs"
+                } else {
+                    ""
+                },
+                fewer.join(", ")
+            );
         }
         t += &format!(
             "ns/ID is wall time per ID over all threads; p50 … max are ns per call, each timed \

@@ -531,6 +531,29 @@ fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
         );
         assert_eq!(r["at_cap"], Value::from(rate >= 0.9 * cap), "{r}");
     }
+    // The table says so under the rows.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "sonyflake",
+            "--threads",
+            "3",
+            "--duration",
+            "1.5s",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains(
+            "\nper-core rows with fewer threads than slots have less than the layout's cap \
+             (slots are a power of two, each with its slice of the sequence), and \"of cap\" is \
+             of theirs: 3 threads of 4 slots, 19.2 k/s\n"
+        ),
+        "{table}"
+    );
 }
 
 #[test]
