@@ -16,8 +16,8 @@
 
 use std::hint::black_box;
 use std::io::Write;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -423,26 +423,39 @@ fn window(
     stride: u64,
 ) -> Result<Row, Failure> {
     let phase = AtomicU8::new(WARM);
-    let barrier = Barrier::new(n + 1);
+    let gate = Gate::default();
     let coordinator = std::thread::current();
-    let (results, counted_for) = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..n)
-            .map(|_| {
-                let (phase, barrier) = (&phase, &barrier);
-                let timer = timer.clone();
-                let coordinator = coordinator.clone();
-                s.spawn(move || {
-                    barrier.wait();
-                    let result = calls(generator, phase, &timer, stride);
-                    if result.is_err() {
-                        phase.store(STOP, Ordering::Relaxed);
-                        coordinator.unpark();
-                    }
-                    result
-                })
-            })
-            .collect();
-        barrier.wait();
+    let (results, counted_for, spawn_error) = std::thread::scope(|s| {
+        let mut workers = Vec::with_capacity(n);
+        let mut spawn_error = None;
+        for _ in 0..n {
+            let (phase, gate) = (&phase, &gate);
+            let timer = timer.clone();
+            let coordinator = coordinator.clone();
+            let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+                gate.arrive_and_wait();
+                let result = calls(generator, phase, &timer, stride);
+                if result.is_err() {
+                    phase.store(STOP, Ordering::Relaxed);
+                    coordinator.unpark();
+                }
+                result
+            });
+            match spawned {
+                Ok(worker) => workers.push(worker),
+                Err(e) => {
+                    // The threads started wait at the gate: let them through to STOP (with a
+                    // barrier they waited for the missing ones forever, after a panic).
+                    spawn_error = Some(e);
+                    phase.store(STOP, Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
+        if spawn_error.is_none() {
+            gate.wait_for(n);
+        }
+        gate.open();
         let advance = |to: u8, after: Duration| {
             // Until `after` has passed, or a thread that failed has stopped everyone.
             let until = Instant::now() + after;
@@ -467,8 +480,18 @@ fn window(
             .into_iter()
             .map(|w| w.join().expect("a bench thread panicked"))
             .collect();
-        (results, counted_for)
+        (results, counted_for, spawn_error)
     });
+    if let Some(e) = spawn_error {
+        return Err(Failure {
+            code: 1,
+            message: format!(
+                "cannot start thread {} of {n} for the {n}-thread measurement: {e}; give fewer \
+                 --threads",
+                results.len() + 1
+            ),
+        });
+    }
     let mut counts = Vec::with_capacity(n);
     let mut latency = histogram();
     for result in results {
@@ -491,6 +514,52 @@ fn window(
             .collect(),
         latency,
     })
+}
+
+/// Where a measurement's threads wait until all of them have started (or one could not be).
+#[derive(Default)]
+struct Gate {
+    /// (threads arrived, open).
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+}
+
+impl Gate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, bool)> {
+        // Nothing panics while holding the lock: a poisoned one holds valid counts.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A thread has started; it waits until the gate opens.
+    fn arrive_and_wait(&self) {
+        let mut state = self.lock();
+        state.0 += 1;
+        self.changed.notify_all();
+        while !state.1 {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Until `n` threads have arrived.
+    fn wait_for(&self, n: usize) {
+        let mut state = self.lock();
+        while state.0 < n {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    fn open(&self) {
+        self.lock().1 = true;
+        self.changed.notify_all();
+    }
 }
 
 /// One thread's calls: untimed while counting, timed after. Returns (IDs counted, latencies).

@@ -660,3 +660,38 @@ fn bench_without_threads_measures_what_fits_the_duration() {
         );
     }
 }
+
+#[test]
+fn bench_that_cannot_start_a_thread_fails_with_exit_1_instead_of_hanging() {
+    // Thread stacks of ~2.8 GiB under an address-space limit of ~3.8 GiB: the second thread
+    // cannot start. The scope panicked ("failed to spawn thread"), then waited forever for the
+    // started thread, which waited at the barrier for the missing one.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4000000 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_monoflake"))
+        .args(["bench", "--threads", "2", "--duration", "1s"])
+        .env("RUST_MIN_STACK", "3000000000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run monoflake under sh");
+    let start = Instant::now();
+    while child.try_wait().expect("wait for monoflake").is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect monoflake");
+            panic!("still running after 30 s: {}", text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("collect monoflake");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("monoflake: cannot start thread ")
+            && stderr.contains("give fewer --threads"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
