@@ -141,6 +141,10 @@ struct Row {
     /// generator with more slots than threads, the share of the slots they use (each slot has
     /// its own slice of the sequence).
     cap_per_s: f64,
+    /// Whether the generator refused a call at its lead limit during the warm-up: it had used
+    /// up its lead before the count began. Demand only a little above the cap borrows slowly,
+    /// and a count still borrowing reads above the cap (112% at 1.12× the cap).
+    past_lead: bool,
     ids_per_s: f64,
     /// How long the counted part ran.
     counted_for: Duration,
@@ -425,7 +429,7 @@ fn window(
     let phase = AtomicU8::new(WARM);
     let gate = Gate::default();
     let coordinator = std::thread::current();
-    let (results, counted_for, spawn_error) = std::thread::scope(|s| {
+    let (results, counted_for, past_lead, spawn_error) = std::thread::scope(|s| {
         let mut workers = Vec::with_capacity(n);
         let mut spawn_error = None;
         for _ in 0..n {
@@ -455,6 +459,7 @@ fn window(
         if spawn_error.is_none() {
             gate.wait_for(n);
         }
+        let refused = generator.stats().would_block;
         gate.open();
         let advance = |to: u8, after: Duration| {
             // Until `after` has passed, or a thread that failed has stopped everyone.
@@ -472,6 +477,7 @@ fn window(
             let _ = phase.compare_exchange(to - 1, to, Ordering::Relaxed, Ordering::Relaxed);
         };
         advance(COUNT, WARM_UP);
+        let past_lead = generator.stats().would_block > refused;
         let counting = Instant::now();
         advance(TIMED, measured / 2);
         let counted_for = counting.elapsed();
@@ -480,7 +486,7 @@ fn window(
             .into_iter()
             .map(|w| w.join().expect("a bench thread panicked"))
             .collect();
-        (results, counted_for, spawn_error)
+        (results, counted_for, past_lead, spawn_error)
     });
     if let Some(e) = spawn_error {
         return Err(Failure {
@@ -506,6 +512,7 @@ fn window(
         kind: Kind::Shared,
         slots: None,
         cap_per_s: 0.0,
+        past_lead,
         ids_per_s: total as f64 / counted_for.as_secs_f64(),
         counted_for,
         shares: counts
@@ -896,9 +903,11 @@ impl Report<'_> {
                 rate(best)
             );
         } else {
+            let all_past = at_cap.iter().all(|r| r.past_lead);
             t += &format!(
-                "at the cap ({}, demand above it, past the lead):\n",
-                rate(self.cap_per_s)
+                "at the cap ({}, demand above it{}):\n",
+                rate(self.cap_per_s),
+                if all_past { ", past the lead" } else { "" }
             );
             for r in at_cap {
                 let latency = if r.latency.is_empty() {
@@ -912,8 +921,16 @@ impl Report<'_> {
                 } else {
                     "the cap".to_owned()
                 };
+                let lead = match (all_past, r.past_lead) {
+                    (true, _) => "",
+                    (false, true) => " (past the lead)",
+                    (false, false) => {
+                        " (within the lead: the warm-up did not use it up, so the count \
+                         includes borrowed time)"
+                    }
+                };
                 t += &format!(
-                    "  {}, {}: {:.2}% of {of}, {latency}\n",
+                    "  {}, {}: {:.2}% of {of}, {latency}{lead}\n",
                     threads_text(r.threads),
                     r.kind.name(),
                     r.ids_per_s / r.cap_per_s * 100.0
@@ -970,6 +987,8 @@ impl Report<'_> {
                     "of_cap": self.of_cap(r),
                     // Unknown (null) when a counted part is too short for the layout's ticks.
                     "at_cap": self.cap_measurable().then(|| r.at_cap()),
+                    // Whether the lead was used up before the count began.
+                    "past_lead": r.past_lead,
                     // Nothing counted: no shares (as the table's '-').
                     "shares": (r.ids_per_s > 0.0).then_some(&r.shares),
                     "latency_ns": {
@@ -1079,6 +1098,77 @@ mod tests {
         let mut plan = Plan::whole(8, None);
         plan.fit_to(Duration::from_millis(100));
         assert_eq!((plan.threads, plan.cpus_left_out), (1, Some(8)));
+    }
+
+    fn row(threads: usize, kind: Kind, of_cap: f64, past_lead: bool) -> Row {
+        let cap = 4_096_000.0;
+        let mut latency = histogram();
+        latency.record(300).unwrap();
+        Row {
+            threads,
+            kind,
+            slots: (kind == Kind::PerCore).then_some(threads),
+            cap_per_s: cap,
+            past_lead,
+            ids_per_s: cap * of_cap,
+            counted_for: Duration::from_millis(425),
+            shares: vec![1.0 / threads as f64; threads],
+            latency,
+        }
+    }
+
+    fn table_of(rows: &[Row]) -> String {
+        let args = BenchArgs {
+            layout: Layout::twitter(),
+            clock: ClockArg::Locked,
+            threads: Some(2),
+            duration: Duration::from_secs(1),
+            json: false,
+        };
+        let report = Report {
+            args: &args,
+            layout: &args.layout,
+            threads: 2,
+            per_core_max_slots: None,
+            plan_cpus_left_out: None,
+            windows: 3,
+            cap_per_s: 4_096_000.0,
+            stride: 64,
+            counted_part: Duration::from_millis(425),
+            overhead: 10,
+            burst: (204_800, 20.0),
+            rows,
+        };
+        report.table()
+    }
+
+    #[test]
+    fn a_row_at_the_cap_still_borrowing_is_not_said_to_be_past_the_lead() {
+        // Demand 1.12× the cap borrows its 100 ms lead in about a second, past the 150 ms
+        // warm-up: the count read 111.9% "of the cap (…, demand above it, past the lead)".
+        let table = table_of(&[
+            row(1, Kind::Shared, 1.119, false),
+            row(2, Kind::Shared, 1.0, true),
+            row(2, Kind::PerCore, 0.5, true),
+        ]);
+        assert!(
+            table.contains(
+                "\nat the cap (4.10 M/s, demand above it):\n  1 thread, shared: 111.90% of the \
+                 cap, p99.99 300 ns, max 300 ns (within the lead: the warm-up did not use it up, \
+                 so the count includes borrowed time)\n  2 threads, shared: 100.00% of the cap, \
+                 p99.99 300 ns, max 300 ns (past the lead)\n"
+            ),
+            "{table}"
+        );
+        // Every row at the cap past the lead: said once, in the heading.
+        let table = table_of(&[row(1, Kind::Shared, 1.0, true)]);
+        assert!(
+            table.contains(
+                "\nat the cap (4.10 M/s, demand above it, past the lead):\n  1 thread, shared: \
+                 100.00% of the cap, p99.99 300 ns, max 300 ns\n"
+            ),
+            "{table}"
+        );
     }
 
     #[test]

@@ -75,6 +75,8 @@ fn bench_json_has_every_row_with_consistent_figures() {
             .iter()
             .map(|s| s.as_f64().unwrap())
             .collect();
+        // Whether the warm-up used up the lead (the "past the lead" of the rows at the cap).
+        assert!(r["past_lead"].is_boolean(), "{r}");
         assert_eq!(shares.len() as u64, r["threads"].as_u64().unwrap());
         assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{r}");
         let l = &r["latency_ns"];
