@@ -1,7 +1,7 @@
 //! `monoflake bench`: how fast this machine issues IDs for one layout and clock.
 //!
-//! Every measurement runs its threads from one barrier for a fixed wall-clock window, so all of
-//! them work the whole time:
+//! Every measurement runs its threads from one gate (all started, then let go together) for a
+//! fixed wall-clock window, so all of them work the whole time:
 //!
 //! * a **warm-up** past the generator's lead (`DEFAULT_MAX_LEAD` + 50 ms), so a capped layout
 //!   is measured in its steady state, not while it borrows ahead;
@@ -10,7 +10,8 @@
 //! * a **timed** part, every call timed with two quanta `raw()` reads into an HdrHistogram:
 //!   p50 … max per call (the timer's own cost is measured and printed; it is included).
 //!
-//! Rows: one thread, then for 2..=N threads one shared generator and a per-core one. Before
+//! Rows: one thread, then for 2..=N threads one shared generator and a per-core one (up to the
+//! slots the layout's sequence allows; without `--threads`, up to what fits the duration). Before
 //! them, one burst from a fresh generator (within its lead, so no cap binds) gives the cost of
 //! the hot path itself. The rows running at the layout's cap are the sustained-cap case.
 
@@ -418,7 +419,7 @@ fn burst(generator: &impl IdGenerator, cap_per_s: f64) -> Result<(u64, f64), Err
     Ok((n, start.elapsed().as_nanos() as f64 / n as f64))
 }
 
-/// One measurement: `n` threads on `generator` from one barrier, through the phases.
+/// One measurement: `n` threads on `generator` from one gate, through the phases.
 fn window(
     generator: &(impl IdGenerator + Sync),
     n: usize,
