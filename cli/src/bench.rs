@@ -854,7 +854,7 @@ impl Report<'_> {
                 } else {
                     ""
                 },
-                fewer.join(", ")
+                fewer.join("; ")
             );
         }
         t += &format!(
