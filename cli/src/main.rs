@@ -13,6 +13,7 @@ mod keys;
 mod serve;
 mod shell;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -28,7 +29,8 @@ fn main() -> ExitCode {
     match commands::run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("monoflake: {}", failure.message);
+            // Standard error may be a closed pipe (`2>&1 | head -1`): not a panic.
+            let _ = writeln!(std::io::stderr(), "monoflake: {}", failure.message);
             ExitCode::from(failure.code)
         }
     }

@@ -75,6 +75,8 @@ fn bench_json_has_every_row_with_consistent_figures() {
             .iter()
             .map(|s| s.as_f64().unwrap())
             .collect();
+        // Whether the warm-up used up the lead (the "past the lead" of the rows at the cap).
+        assert!(r["past_lead"].is_boolean(), "{r}");
         assert_eq!(shares.len() as u64, r["threads"].as_u64().unwrap());
         assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{r}");
         let l = &r["latency_ns"];
@@ -155,6 +157,29 @@ fn bench_refuses_bad_input_with_exit_2() {
             "unknown layout preset",
         ),
         (&["bench", "--threads", "0"][..], "--threads"),
+        // Too large for a duration at all: the message still gives the bounds.
+        (
+            &["bench", "--duration", "100000000000000000000000000000s"][..],
+            "is out of range: between 100ms and 3600s",
+        ),
+        // Per-core rows stop at the slots the sequence allows (2 of 2 bits): four measurements.
+        (
+            &[
+                "bench",
+                "--layout",
+                "time=50,sequence=2,epoch=0",
+                "--threads",
+                "3",
+                "--duration",
+                "900ms",
+            ][..],
+            "--duration 900ms is too short for 4 measurements (1 to 3 threads shared, 2 per-core) \
+             of 250ms each (150ms warm-up, 100ms measured): give at least 1s, or fewer --threads",
+        ),
+        (
+            &["bench", "--threads", "1", "--duration", "0.15s"][..],
+            "--duration 150ms is too short for 1 measurement (1 thread) of 250ms",
+        ),
     ] {
         let out = monoflake(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -233,6 +258,8 @@ fn bench_on_a_layout_issuing_two_ids_a_second_ends_when_asked_and_says_the_cap_w
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["layout"]["cap_per_s"], 2.0);
+    // One tick's worth is two IDs: the burst is one of them.
+    assert_eq!(v["hot_path"]["ids"], 1);
     // One call between looks at the phase: the cap issues an ID every 500 ms.
     assert_eq!(v["stride"], 1);
     // One window: 1 s less 150 ms of warm-up, halved.
@@ -286,6 +313,16 @@ fn bench_table_says_when_ticks_longer_than_the_lead_leave_the_cap_unmeasured() {
         "{table}"
     );
     assert!(!table.contains("not reached"), "{table}");
+    // The row's "of cap" is not a figure either (it was 3.5e13% for a layout of 2^40 IDs per
+    // tick of 5.8e8 years).
+    let row = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("1  shared"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let header = table.lines().find(|l| l.contains("of cap")).unwrap();
+    // The column is 7 wide, right-aligned: " of cap".
+    let at = header.find("of cap").unwrap() - 1;
+    assert_eq!(row[at..at + 7].trim(), "-", "{table}");
 }
 
 #[test]
@@ -314,4 +351,349 @@ fn bench_on_a_paced_layout_looks_at_the_phase_every_call_and_judges_the_cap() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["stride"], 64);
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn bench_on_ticks_longer_than_a_waiting_call_measures_instead_of_timing_out() {
+    // Two IDs per 5 s tick: a call at the cap waits up to 5 s for the next tick, longer than
+    // `next_id` waits (1 s). The run failed with exit 1 ("stayed at its time lead limit for
+    // the whole wait"); a waiting thread also slept past the end of its window.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=40,sequence=2,epoch=0,tick=5s",
+            "--threads",
+            "2",
+            "--duration",
+            "1s",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    let v = json_of(&out);
+    assert_eq!(v["layout"]["cap_per_s"], 0.8);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    for row in rows {
+        assert_eq!(row["at_cap"], Value::Null, "{row}");
+        // Nor a fraction of it: over less than a tick the rate can be any multiple of the cap.
+        assert_eq!(row["of_cap"], Value::Null, "{row}");
+        // At most the four IDs of each of two ticks a part can touch.
+        let ids = (row["ids_per_s"].as_f64().unwrap() * row["counted_s"].as_f64().unwrap()).round();
+        assert!(ids <= 8.0, "{row}");
+    }
+}
+
+#[test]
+fn bench_on_a_tick_of_an_hour_says_no_duration_measures_the_cap() {
+    // The advice was "give --duration 144001 s or more", past the longest --duration (3600 s).
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=30,sequence=12,epoch=0,tick=3600s",
+            "--threads",
+            "1",
+            "--duration",
+            "300ms",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("at the cap: not measured"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        line.ends_with("(at least 20 needed), more than the longest --duration (3600 s) gives"),
+        "{table}"
+    );
+}
+
+#[test]
+fn bench_with_nothing_counted_has_no_shares_in_the_json() {
+    // Two IDs per tick of 114 years: both go in the warm-up, and nothing is counted or timed
+    // afterwards. The table printed '-' for the shares, the JSON zeros that summed to 0.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=20,sequence=1,epoch=0,tick=3600000000s",
+            "--threads",
+            "1",
+            "--duration",
+            "300ms",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    let v = json_of(&out);
+    let row = &v["rows"][0];
+    assert_eq!(row["ids_per_s"], 0.0, "{row}");
+    assert_eq!(row["ns_per_id"], Value::Null, "{row}");
+    assert_eq!(row["shares"], Value::Null, "{row}");
+    assert_eq!(row["latency_ns"]["calls"], 0, "{row}");
+    assert_eq!(row["latency_ns"]["max"], Value::Null, "{row}");
+}
+
+#[test]
+fn bench_measures_per_core_only_up_to_the_slots_the_sequence_allows() {
+    // Two sequence bits allow two per-core slots. `--threads 3` ran the shared rows, then
+    // failed with exit 2 and "slots 3 is out of range" (not naming --threads), measuring
+    // nothing more; with one sequence bit, already at 2 threads.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=50,sequence=2,epoch=0,tick=1ms",
+            "--threads",
+            "3",
+            "--duration",
+            "1s",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let v = json_of(&out);
+    let kinds: Vec<(u64, &str)> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["threads"].as_u64().unwrap(), r["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(1, "shared"), (2, "shared"), (2, "per-core"), (3, "shared")]
+    );
+    assert_eq!(v["per_core_max_slots"], 2, "{v}");
+    // Four windows share the second.
+    assert_eq!(v["counted_part_s"], 0.05, "{v}");
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=50,sequence=1,epoch=0,tick=1ms",
+            "--threads",
+            "2",
+            "--duration",
+            "500ms",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains(
+            "\nper-core: not measured; the layout's 1 sequence bit gives at most 1 slot\n"
+        ),
+        "{table}"
+    );
+}
+
+#[test]
+fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
+    // Three threads get four slots (a power of two), each with a quarter of the cap: together
+    // at most three quarters of it. The row showed 75% "of cap" and was left out of the rows
+    // at the cap, while every thread waited for its slot.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "sonyflake",
+            "--threads",
+            "3",
+            "--duration",
+            "1.5s",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let v = json_of(&out);
+    let node_cap = 25_600.0;
+    for r in v["rows"].as_array().unwrap() {
+        let (threads, kind) = (r["threads"].as_u64().unwrap(), r["kind"].as_str().unwrap());
+        let (slots, cap) = match (threads, kind) {
+            (3, "per-core") => (Value::from(4), node_cap * 3.0 / 4.0),
+            (2, "per-core") => (Value::from(2), node_cap),
+            _ => (Value::Null, node_cap),
+        };
+        assert_eq!(r["slots"], slots, "{r}");
+        assert_eq!(r["cap_per_s"], cap, "{r}");
+        let rate = r["ids_per_s"].as_f64().unwrap();
+        assert!(
+            (r["of_cap"].as_f64().unwrap() - rate / cap).abs() < 1e-9,
+            "{r}"
+        );
+        assert_eq!(r["at_cap"], Value::from(rate >= 0.9 * cap), "{r}");
+    }
+    // The table says so under the rows.
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "sonyflake",
+            "--threads",
+            "3",
+            "--duration",
+            "1.5s",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains(
+            "\nper-core rows with fewer threads than slots have less than the layout's cap \
+             (slots are a power of two, each with its slice of the sequence), and \"of cap\" is \
+             of theirs: 3 threads of 4 slots, 19.2 k/s\n"
+        ),
+        "{table}"
+    );
+}
+
+#[test]
+fn bench_stops_when_the_layout_runs_out_mid_run() {
+    // A layout whose time field ends two seconds from now, asked to run for a minute: a thread
+    // fails with Exhausted and stops the others, and the run reports it then (exit 1), not
+    // after sleeping out the rest of its window.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let epoch = now_ms + 2_000 - (1 << 20);
+    let layout = format!("time=20,sequence=12,epoch={epoch},tick=1ms");
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            &layout,
+            "--threads",
+            "1",
+            "--duration",
+            "60s",
+        ],
+        Duration::from_secs(40),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("time field ran out"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bench_with_standard_error_closed_still_prints_its_table() {
+    // `monoflake bench 2>&1 | head -1`: once the reader is gone, a progress line panicked
+    // ("failed printing to stderr", exit 101).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_monoflake"))
+        .args(["bench", "--threads", "1", "--duration", "300ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run monoflake");
+    drop(child.stderr.take());
+    let out = child.wait_with_output().expect("collect monoflake");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("monoflake bench: layout twitter"));
+}
+
+#[test]
+fn bench_hot_path_on_a_long_tick_takes_half_the_tick_not_half_the_lead() {
+    // 2^40 IDs per tick of ~5.8e8 years: the burst was one cold call (half a lead's worth of
+    // the per-second average), printed as the hot path's cost, and the cap as "0.0/s".
+    let out = monoflake_within(
+        &[
+            "bench",
+            "--layout",
+            "time=10,sequence=40,epoch=0,tick=18446744073709551615ms",
+            "--threads",
+            "1",
+            "--duration",
+            "300ms",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.contains("cap 0.0000596/s per node"), "{table}");
+    assert!(
+        table.contains("(2000000 IDs back to back from a fresh generator"),
+        "{table}"
+    );
+}
+
+#[test]
+fn bench_without_threads_measures_what_fits_the_duration() {
+    // The default is every CPU: past 20 CPUs the default ten seconds were refused (exit 2,
+    // "too short for 41 measurements"). Here 300 ms fits one thread, whatever the CPUs.
+    let out = monoflake_within(
+        &["bench", "--duration", "300ms", "--json"],
+        Duration::from_secs(20),
+    );
+    let v = json_of(&out);
+    assert_eq!(v["threads"], 1, "{v}");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus > 1 {
+        assert!(
+            text(&out.stderr).contains(&format!(
+                "{cpus} CPUs, but --duration 300ms measures 1 thread: give --threads {cpus}"
+            )),
+            "{}",
+            text(&out.stderr)
+        );
+        let out = monoflake_within(&["bench", "--duration", "300ms"], Duration::from_secs(20));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains(&format!(
+                "\nthreads: 1 of {cpus} CPUs, what --duration 300ms measures; give --threads \
+                 {cpus} and a longer --duration for all\n"
+            )),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn bench_that_cannot_start_a_thread_fails_with_exit_1_instead_of_hanging() {
+    // Thread stacks of ~2.8 GiB under an address-space limit of ~3.8 GiB: the second thread
+    // cannot start. The scope panicked ("failed to spawn thread"), then waited forever for the
+    // started thread, which waited at the barrier for the missing one.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4000000 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_monoflake"))
+        .args(["bench", "--threads", "2", "--duration", "1s"])
+        .env("RUST_MIN_STACK", "3000000000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run monoflake under sh");
+    let start = Instant::now();
+    while child.try_wait().expect("wait for monoflake").is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect monoflake");
+            panic!("still running after 30 s: {}", text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("collect monoflake");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("monoflake: cannot start thread ")
+            && stderr.contains("give fewer --threads"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
 }
