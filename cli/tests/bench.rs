@@ -18,18 +18,26 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
-#[test]
-fn bench_json_has_every_row_with_consistent_figures() {
-    let out = monoflake(&[
+/// `monoflake bench --layout LAYOUT --threads THREADS --duration DURATION [--json]`.
+fn bench<'a>(layout: &'a str, threads: &'a str, duration: &'a str, json: bool) -> Vec<&'a str> {
+    let mut args = vec![
         "bench",
         "--layout",
-        "twitter",
+        layout,
         "--threads",
-        "2",
+        threads,
         "--duration",
-        "1.5s",
-        "--json",
-    ]);
+        duration,
+    ];
+    if json {
+        args.push("--json");
+    }
+    args
+}
+
+#[test]
+fn bench_json_has_every_row_with_consistent_figures() {
+    let out = monoflake(&bench("twitter", "2", "1.5s", true));
     assert!(out.status.success(), "{}", text(&out.stderr));
     // Progress goes to stderr; stdout holds one JSON object only.
     assert!(text(&out.stderr).contains("monoflake bench: "));
@@ -164,15 +172,7 @@ fn bench_refuses_bad_input_with_exit_2() {
         ),
         // Per-core rows stop at the slots the sequence allows (2 of 2 bits): four measurements.
         (
-            &[
-                "bench",
-                "--layout",
-                "time=50,sequence=2,epoch=0",
-                "--threads",
-                "3",
-                "--duration",
-                "900ms",
-            ][..],
+            &bench("time=50,sequence=2,epoch=0", "3", "900ms", false)[..],
             "--duration 900ms is too short for 4 measurements (1 to 3 threads shared, 2 per-core) \
              of 250ms each (150ms warm-up, 100ms measured): give at least 1s, or fewer --threads",
         ),
@@ -193,16 +193,12 @@ fn bench_refuses_bad_input_with_exit_2() {
 
 #[test]
 fn bench_takes_a_layout_spec_and_reports_an_unreached_cap() {
-    let out = monoflake(&[
-        "bench",
-        "--layout",
+    let out = monoflake(&bench(
         "time=41,n=1,sequence=21,epoch=2010-11-04T01:42:54.657Z",
-        "--threads",
         "1",
-        "--duration",
         "300ms",
-        "--json",
-    ]);
+        true,
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["layout"]["sequence_bits"], 21);
@@ -243,16 +239,7 @@ fn bench_on_a_layout_issuing_two_ids_a_second_ends_when_asked_and_says_the_cap_w
     // Two IDs per one-second tick. With a fixed 64 calls between looks at the phase, each
     // look came 32 s apart: a run asked for 1 s took over 30 s, and its count came in 64s.
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            "time=40,sequence=1,epoch=0,tick=1s",
-            "--threads",
-            "1",
-            "--duration",
-            "1s",
-            "--json",
-        ],
+        &bench("time=40,sequence=1,epoch=0,tick=1s", "1", "1s", true),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -291,15 +278,7 @@ fn bench_on_a_layout_issuing_two_ids_a_second_ends_when_asked_and_says_the_cap_w
 #[test]
 fn bench_table_says_when_ticks_longer_than_the_lead_leave_the_cap_unmeasured() {
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            "game-server",
-            "--threads",
-            "1",
-            "--duration",
-            "400ms",
-        ],
+        &bench("game-server", "1", "400ms", false),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -330,16 +309,7 @@ fn bench_on_a_paced_layout_looks_at_the_phase_every_call_and_judges_the_cap() {
     // 256 IDs per 10 ms tick: 25.6 k/s, about one ID per 50 µs stride; ticks within the lead
     // are paced one slot at a time, so a short part can tell the rate.
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            "sonyflake",
-            "--threads",
-            "1",
-            "--duration",
-            "400ms",
-            "--json",
-        ],
+        &bench("sonyflake", "1", "400ms", true),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -364,16 +334,7 @@ fn bench_on_ticks_longer_than_a_waiting_call_measures_instead_of_timing_out() {
     // `next_id` waits (1 s). The run failed with exit 1 ("stayed at its time lead limit for
     // the whole wait"); a waiting thread also slept past the end of its window.
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            "time=40,sequence=2,epoch=0,tick=5s",
-            "--threads",
-            "2",
-            "--duration",
-            "1s",
-            "--json",
-        ],
+        &bench("time=40,sequence=2,epoch=0,tick=5s", "2", "1s", true),
         Duration::from_secs(20),
     );
     let v = json_of(&out);
@@ -394,15 +355,12 @@ fn bench_on_ticks_longer_than_a_waiting_call_measures_instead_of_timing_out() {
 fn bench_on_a_tick_of_an_hour_says_no_duration_measures_the_cap() {
     // The advice was "give --duration 144001 s or more", past the longest --duration (3600 s).
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
+        &bench(
             "time=30,sequence=12,epoch=0,tick=3600s",
-            "--threads",
             "1",
-            "--duration",
             "300ms",
-        ],
+            false,
+        ),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -422,16 +380,12 @@ fn bench_with_nothing_counted_has_no_shares_in_the_json() {
     // Two IDs per tick of 114 years: both go in the warm-up, and nothing is counted or timed
     // afterwards. The table printed '-' for the shares, the JSON zeros that summed to 0.
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
+        &bench(
             "time=20,sequence=1,epoch=0,tick=3600000000s",
-            "--threads",
             "1",
-            "--duration",
             "300ms",
-            "--json",
-        ],
+            true,
+        ),
         Duration::from_secs(20),
     );
     let v = json_of(&out);
@@ -449,16 +403,7 @@ fn bench_measures_per_core_only_up_to_the_slots_the_sequence_allows() {
     // failed with exit 2 and "slots 3 is out of range" (not naming --threads), measuring
     // nothing more; with one sequence bit, already at 2 threads.
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            "time=50,sequence=2,epoch=0,tick=1ms",
-            "--threads",
-            "3",
-            "--duration",
-            "1s",
-            "--json",
-        ],
+        &bench("time=50,sequence=2,epoch=0,tick=1ms", "3", "1s", true),
         Duration::from_secs(30),
     );
     let v = json_of(&out);
@@ -476,15 +421,7 @@ fn bench_measures_per_core_only_up_to_the_slots_the_sequence_allows() {
     // Four windows share the second.
     assert_eq!(v["counted_part_s"], 0.05, "{v}");
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            "time=50,sequence=1,epoch=0,tick=1ms",
-            "--threads",
-            "2",
-            "--duration",
-            "500ms",
-        ],
+        &bench("time=50,sequence=1,epoch=0,tick=1ms", "2", "500ms", false),
         Duration::from_secs(30),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -503,16 +440,7 @@ fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
     // at most three quarters of it. The row showed 75% "of cap" and was left out of the rows
     // at the cap, while every thread waited for its slot.
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            "sonyflake",
-            "--threads",
-            "3",
-            "--duration",
-            "1.5s",
-            "--json",
-        ],
+        &bench("sonyflake", "3", "1.5s", true),
         Duration::from_secs(30),
     );
     let v = json_of(&out);
@@ -535,15 +463,7 @@ fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
     }
     // The table says so under the rows.
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            "sonyflake",
-            "--threads",
-            "3",
-            "--duration",
-            "1.5s",
-        ],
+        &bench("sonyflake", "3", "1.5s", false),
         Duration::from_secs(30),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -569,18 +489,7 @@ fn bench_stops_when_the_layout_runs_out_mid_run() {
         .as_millis() as u64;
     let epoch = now_ms + 2_000 - (1 << 20);
     let layout = format!("time=20,sequence=12,epoch={epoch},tick=1ms");
-    let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
-            &layout,
-            "--threads",
-            "1",
-            "--duration",
-            "60s",
-        ],
-        Duration::from_secs(40),
-    );
+    let out = monoflake_within(&bench(&layout, "1", "60s", false), Duration::from_secs(40));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("time field ran out"),
@@ -611,15 +520,12 @@ fn bench_hot_path_on_a_long_tick_takes_half_the_tick_not_half_the_lead() {
     // 2^40 IDs per tick of ~5.8e8 years: the burst was one cold call (half a lead's worth of
     // the per-second average), printed as the hot path's cost, and the cap as "0.0/s".
     let out = monoflake_within(
-        &[
-            "bench",
-            "--layout",
+        &bench(
             "time=10,sequence=40,epoch=0,tick=18446744073709551615ms",
-            "--threads",
             "1",
-            "--duration",
             "300ms",
-        ],
+            false,
+        ),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
