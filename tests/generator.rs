@@ -379,3 +379,55 @@ fn batches_compose_like_single_ids_in_every_layout_order() {
             .all(|id| id.parts(&Layout::sonyflake()).unwrap().node() == 7)
     );
 }
+
+/// `next_id` and `next_ids` at the lead limit wait for the clock, then issue in the tick it
+/// reaches. The clock is moved only once the generator has reported `WouldBlock` (no timing:
+/// the mover waits for that evidence, however late either thread runs).
+#[test]
+fn next_id_and_next_ids_wait_at_the_lead_limit_then_issue_when_the_clock_moves() {
+    let layout = Layout::builder()
+        .time_bits(20)
+        .sequence_bits(2)
+        .epoch_ms(T0)
+        .build()
+        .unwrap();
+    let clock = Arc::new(ManualClock::new(T0 + 10));
+    let g = Arc::new(
+        Generator::builder(layout.clone())
+            .clock(Arc::clone(&clock))
+            .max_lead(Duration::ZERO)
+            .max_wait(Duration::from_secs(600))
+            .build()
+            .unwrap(),
+    );
+    // The tick's four IDs, then the limit.
+    let first: Vec<Id> = (0..4).map(|_| g.next_id().unwrap()).collect();
+    assert!(matches!(g.try_next_id(), Err(Error::WouldBlock { .. })));
+    for (tick, wanted) in [(11, 1), (12, 3)] {
+        let refused = g.stats().would_block;
+        let mover = {
+            let (g, clock) = (Arc::clone(&g), Arc::clone(&clock));
+            std::thread::spawn(move || {
+                while g.stats().would_block == refused {
+                    std::thread::yield_now();
+                }
+                clock.set_ms(T0 + tick);
+            })
+        };
+        let ids: Vec<Id> = if wanted == 1 {
+            vec![g.next_id().unwrap()]
+        } else {
+            g.next_ids(wanted).unwrap().collect()
+        };
+        mover.join().unwrap();
+        assert_eq!(ids.len() as u64, wanted);
+        for (k, id) in ids.iter().enumerate() {
+            let parts = id.parts(&layout).unwrap();
+            assert_eq!(parts.unix_ms(), T0 + tick, "{ids:?}");
+            assert_eq!(parts.sequence(), k as u64, "{ids:?}");
+        }
+        assert!(ids[0] > *first.last().unwrap());
+        // Back at the limit: the rest of the tick.
+        while g.try_next_id().is_ok() {}
+    }
+}

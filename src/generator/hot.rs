@@ -11,7 +11,7 @@ use crate::sync::{self, Ordering};
 use crate::{Error, Id};
 
 /// Where [`Generator::reserve_common`] left off.
-struct Miss {
+pub(super) struct Miss {
     /// The state it found.
     cur: u64,
     /// The clock's reading, when it has one (the clock was outside the common case's window).
@@ -37,7 +37,7 @@ impl<C: TimeSource> Generator<C> {
     /// says where it left off, for [`Generator::try_next_id_beyond`]. Small enough to inline
     /// into every caller, and its answer fits in registers.
     #[inline(always)]
-    fn reserve_common(&self) -> Result<u64, Miss> {
+    pub(super) fn reserve_common(&self) -> Result<u64, Miss> {
         // Ordering: Relaxed; a stale value only makes the compare-exchange fail. Loaded before
         // the clock is read: the common case's window of time, and the fence, depend on it
         // alone and are worked out while the clock is read.
@@ -81,7 +81,7 @@ impl<C: TimeSource> Generator<C> {
     /// a compare-exchange lost to another thread. Out of line, so the common case needs no
     /// stack frame; its answer goes straight to the caller's.
     #[inline(never)]
-    fn try_next_id_beyond(&self, miss: Miss) -> Result<Id, Error> {
+    pub(super) fn try_next_id_beyond(&self, miss: Miss) -> Result<Id, Error> {
         let now_ns = miss.now_ns.unwrap_or_else(|| self.clock.now_ns());
         self.reserve_from(1, miss.cur, now_ns, miss.lost)
             .map(|(first, _)| self.out.id(first))

@@ -81,6 +81,7 @@ macro_rules! id_generator_by_inherent_methods {
             fn try_next_id(&self) -> Result<Id, Error> {
                 $ty::try_next_id(self)
             }
+            #[inline]
             fn next_id(&self) -> Result<Id, Error> {
                 $ty::next_id(self)
             }

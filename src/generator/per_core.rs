@@ -158,6 +158,7 @@ impl<C: TimeSource> PerCore<C> {
     /// assert!(g.next_id()? < g.next_id()?);
     /// # Ok::<(), monoflake::Error>(())
     /// ```
+    #[inline]
     pub fn next_id(&self) -> Result<Id, Error> {
         self.mine().next_id()
     }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::hot::Miss;
 use super::{Generator, Ids};
 use crate::clock::TimeSource;
 use crate::stats::Counters;
@@ -33,8 +34,28 @@ impl<C: TimeSource> Generator<C> {
     /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
     /// # Ok::<(), monoflake::Error>(())
     /// ```
+    #[inline]
     pub fn next_id(&self) -> Result<Id, Error> {
-        self.waiting(|| self.try_next_id())
+        // The common case is `try_next_id`'s, to the instruction; everything else, the wait
+        // included, is out of line. (With the waiting loop around a call of `try_next_id`,
+        // `next_id` took 7.0 ns where `try_next_id` took 3.6 on the coarse clock; with a
+        // match on `try_next_id`'s answer, 4.8 ns.)
+        match self.reserve_common() {
+            Ok(first) => Ok(self.out.id(first)),
+            Err(miss) => self.next_id_beyond(miss),
+        }
+    }
+
+    /// [`Generator::next_id`] beyond the common case: [`Generator::try_next_id`]'s general
+    /// path, then the wait if that reports `WouldBlock`.
+    #[inline(never)]
+    fn next_id_beyond(&self, miss: Miss) -> Result<Id, Error> {
+        match self.try_next_id_beyond(miss) {
+            Err(Error::WouldBlock { retry_after }) => {
+                self.waiting(retry_after, || self.try_next_id())
+            }
+            done => done,
+        }
     }
 
     /// [`Generator::try_next_ids`], waiting like [`Generator::next_id`] when at the lead limit.
@@ -51,41 +72,53 @@ impl<C: TimeSource> Generator<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
-        self.waiting(|| self.try_next_ids(n))
+        match self.try_next_ids(n) {
+            Err(Error::WouldBlock { retry_after }) => {
+                self.waiting(retry_after, || self.try_next_ids(n))
+            }
+            done => done,
+        }
     }
 
-    /// Retries `attempt` while it reports `WouldBlock`, backing off, for at most `max_wait`.
-    fn waiting<T>(&self, mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
+    /// After a first attempt reported `WouldBlock { retry_after }`: waits as it asks, then
+    /// retries `attempt` while it reports `WouldBlock`, backing off, for at most `max_wait`.
+    #[cold]
+    #[inline(never)]
+    fn waiting<T>(
+        &self,
+        mut retry_after: Duration,
+        mut attempt: impl FnMut() -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let mut step = 0;
         let mut slept = Duration::ZERO;
         loop {
-            match attempt() {
-                Err(Error::WouldBlock { retry_after }) if retry_after <= SPIN_WAIT => {
+            if retry_after <= SPIN_WAIT {
+                if slept >= self.max_wait {
+                    return Err(Error::TimedOut {
+                        waited: slept,
+                        retry_after,
+                    });
+                }
+                sync::spin_for(retry_after);
+                slept += retry_after;
+            } else {
+                if !sync::backoff(step) {
                     if slept >= self.max_wait {
                         return Err(Error::TimedOut {
                             waited: slept,
                             retry_after,
                         });
                     }
-                    sync::spin_for(retry_after);
-                    slept += retry_after;
+                    let nap = retry_after.min(self.max_wait - slept).max(MIN_NAP);
+                    Counters::add(&self.counters.waits, 1);
+                    sync::sleep(nap);
+                    slept += nap;
                 }
-                Err(Error::WouldBlock { retry_after }) => {
-                    if !sync::backoff(step) {
-                        if slept >= self.max_wait {
-                            return Err(Error::TimedOut {
-                                waited: slept,
-                                retry_after,
-                            });
-                        }
-                        let nap = retry_after.min(self.max_wait - slept).max(MIN_NAP);
-                        Counters::add(&self.counters.waits, 1);
-                        sync::sleep(nap);
-                        slept += nap;
-                    }
-                    step = step.saturating_add(1);
-                }
-                other => return other,
+                step = step.saturating_add(1);
+            }
+            match attempt() {
+                Err(Error::WouldBlock { retry_after: next }) => retry_after = next,
+                done => return done,
             }
         }
     }

@@ -164,6 +164,7 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// # drop(leased); std::fs::remove_dir_all(&dir).ok();
     /// # Ok::<(), monoflake::Error>(())
     /// ```
+    #[inline]
     pub fn next_id(&self) -> Result<Id, Error> {
         self.generator.next_id()
     }
