@@ -51,6 +51,23 @@ fn hot_path(c: &mut Criterion) {
         "monoflake coarse wide",
         Box::new(move || coarse.try_next_id().unwrap().as_u64()),
     ));
+    // The waiting call, as most programs call it (and as ferroid is called: its `next_id`
+    // with a closure for `Pending`); each on a generator of its own.
+    let locked_waiting = Generator::new(wide(), 1).unwrap();
+    entrants.push((
+        "monoflake locked wide, next_id",
+        Box::new(move || locked_waiting.next_id().unwrap().as_u64()),
+    ));
+    let (waiting_clock, _waiting_ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL).unwrap();
+    let coarse_waiting = Generator::builder(wide())
+        .node(1)
+        .clock(waiting_clock)
+        .build()
+        .unwrap();
+    entrants.push((
+        "monoflake coarse wide, next_id",
+        Box::new(move || coarse_waiting.next_id().unwrap().as_u64()),
+    ));
     for (name, next) in &entrants {
         g.bench_function(*name, |b| b.iter(|| black_box(next())));
     }

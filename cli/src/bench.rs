@@ -612,18 +612,40 @@ fn calls(
 
 /// One ID by `next_id`, which waits at the cap for at most [`WAIT_SLICE`]; past that, while
 /// the phase is still `from`, it is asked again. `false` when the phase moved on during a wait
-/// (nothing was issued).
-#[inline]
+/// (nothing was issued). The common case is the call alone: anything else is out of line.
+#[inline(always)]
 fn one(generator: &impl IdGenerator, phase: &AtomicU8, from: u8) -> Result<bool, Error> {
+    match generator.next_id() {
+        Ok(id) => {
+            black_box(id);
+            Ok(true)
+        }
+        Err(e) => after_an_error(generator, phase, from, e),
+    }
+}
+
+/// [`one`] after `next_id` returned `e`: asked again while it is a `TimedOut` and the phase
+/// is still `from`.
+#[cold]
+#[inline(never)]
+fn after_an_error(
+    generator: &impl IdGenerator,
+    phase: &AtomicU8,
+    from: u8,
+    mut e: Error,
+) -> Result<bool, Error> {
     loop {
+        match e {
+            Error::TimedOut { .. } if phase.load(Ordering::Relaxed) == from => {}
+            Error::TimedOut { .. } => return Ok(false),
+            e => return Err(e),
+        }
         match generator.next_id() {
             Ok(id) => {
                 black_box(id);
                 return Ok(true);
             }
-            Err(Error::TimedOut { .. }) if phase.load(Ordering::Relaxed) == from => {}
-            Err(Error::TimedOut { .. }) => return Ok(false),
-            Err(e) => return Err(e),
+            Err(next) => e = next,
         }
     }
 }
