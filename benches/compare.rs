@@ -42,11 +42,14 @@ fn hot_path(c: &mut Criterion) {
         Box::new(move || locked.try_next_id().unwrap().as_u64()),
     ));
     let (coarse_clock, _ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL).unwrap();
-    let coarse = Generator::builder(wide())
-        .node(1)
-        .clock(coarse_clock)
-        .build()
-        .unwrap();
+    let coarse_wide = || {
+        Generator::builder(wide())
+            .node(1)
+            .clock(coarse_clock.clone())
+            .build()
+            .unwrap()
+    };
+    let coarse = coarse_wide();
     entrants.push((
         "monoflake coarse wide",
         Box::new(move || coarse.try_next_id().unwrap().as_u64()),
@@ -58,12 +61,7 @@ fn hot_path(c: &mut Criterion) {
         "monoflake locked wide, next_id",
         Box::new(move || locked_waiting.next_id().unwrap().as_u64()),
     ));
-    let (waiting_clock, _waiting_ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL).unwrap();
-    let coarse_waiting = Generator::builder(wide())
-        .node(1)
-        .clock(waiting_clock)
-        .build()
-        .unwrap();
+    let coarse_waiting = coarse_wide();
     entrants.push((
         "monoflake coarse wide, next_id",
         Box::new(move || coarse_waiting.next_id().unwrap().as_u64()),
