@@ -110,8 +110,7 @@ fn bench_table_has_its_header_rows_and_cap_line() {
         "--duration",
         "400ms",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let table = text(&out.stdout);
+    let table = table_of(&out);
     assert!(
         table.starts_with(
             "monoflake bench: layout discord (42 time, 10 node, 12 sequence bits; \
@@ -281,8 +280,7 @@ fn bench_table_says_when_ticks_longer_than_the_lead_leave_the_cap_unmeasured() {
         &bench("game-server", "1", "400ms", false),
         Duration::from_secs(20),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let table = text(&out.stdout);
+    let table = table_of(&out);
     assert!(
         table.contains(
             "\nat the cap: not measured; the layout's 1000 ms ticks are longer than the 100 ms \
@@ -325,6 +323,12 @@ fn bench_on_a_paced_layout_looks_at_the_phase_every_call_and_judges_the_cap() {
     assert_eq!(v["stride"], 64);
 }
 
+/// The table a successful run printed.
+fn table_of(out: &Output) -> String {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
 fn json_of(out: &Output) -> Value {
     assert!(out.status.success(), "{}", text(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("one JSON object")
@@ -365,8 +369,7 @@ fn bench_on_a_tick_of_an_hour_says_no_duration_measures_the_cap() {
         ),
         Duration::from_secs(20),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let table = text(&out.stdout);
+    let table = table_of(&out);
     let line = table
         .lines()
         .find(|l| l.starts_with("at the cap: not measured"))
@@ -426,8 +429,7 @@ fn bench_measures_per_core_only_up_to_the_slots_the_sequence_allows() {
         &bench("time=50,sequence=1,epoch=0,tick=1ms", "2", "500ms", false),
         Duration::from_secs(30),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let table = text(&out.stdout);
+    let table = table_of(&out);
     assert!(
         table.contains(
             "\nper-core: not measured; the layout's 1 sequence bit gives at most 1 slot\n"
@@ -468,8 +470,7 @@ fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
         &bench("sonyflake", "3", "1.5s", false),
         Duration::from_secs(30),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let table = text(&out.stdout);
+    let table = table_of(&out);
     assert!(
         table.contains(
             "\nper-core rows with fewer threads than slots have less than the layout's cap \
@@ -530,8 +531,7 @@ fn bench_hot_path_on_a_long_tick_takes_half_the_tick_not_half_the_lead() {
         ),
         Duration::from_secs(20),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let table = text(&out.stdout);
+    let table = table_of(&out);
     assert!(table.contains("cap 0.0000596/s per node"), "{table}");
     assert!(
         table.contains("(2000000 IDs back to back from a fresh generator"),
