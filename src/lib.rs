@@ -28,6 +28,7 @@
 mod clock;
 mod encoding;
 mod error;
+mod fork;
 mod generator;
 #[cfg(unix)]
 mod global;

@@ -25,6 +25,41 @@ fn in_raw_forked_child(child: impl FnOnce() -> i32) -> i32 {
     )
 }
 
+// glibc's `_Fork` (2.34 and later): a fork that runs no `pthread_atfork` handlers.
+unsafe extern "C" {
+    fn _Fork() -> libc::pid_t;
+}
+
+/// The ways a process can be forked: libc's `fork` (atfork handlers run), the raw system call,
+/// glibc's `_Fork`, and `clone` without `CLONE_VM` (none of the last three run them).
+const FORKS: [&str; 4] = ["fork", "SYS_fork", "_Fork", "clone"];
+
+/// Forks the way `how` names (one of [`FORKS`]); otherwise as [`in_forked_child`].
+fn in_child_forked_by(how: &str, child: impl FnOnce() -> i32) -> i32 {
+    let fork = || -> libc::pid_t {
+        // SAFETY: each makes a child that only runs `child` (atomic loads and compare-exchanges
+        // in the generator, no allocation) and `_exit`s. `clone` with only SIGCHLD and no new
+        // stack is a fork: the child runs on its copy of the parent's stack.
+        unsafe {
+            match how {
+                "fork" => libc::fork(),
+                "SYS_fork" => libc::syscall(libc::SYS_fork) as libc::pid_t,
+                "_Fork" => _Fork(),
+                "clone" => libc::syscall(
+                    libc::SYS_clone,
+                    libc::c_long::from(libc::SIGCHLD),
+                    0 as libc::c_long,
+                    0 as libc::c_long,
+                    0 as libc::c_long,
+                    0 as libc::c_long,
+                ) as libc::pid_t,
+                other => panic!("no fork called {other}"),
+            }
+        }
+    };
+    in_child(fork, child)
+}
+
 fn in_child(fork: impl FnOnce() -> libc::pid_t, child: impl FnOnce() -> i32) -> i32 {
     let pid = fork();
     assert!(pid >= 0, "fork failed");
@@ -65,6 +100,49 @@ fn a_forked_child_refuses_to_issue_under_the_parents_node() {
     // The parent goes on as before.
     assert!(plain.next_id().unwrap() > before.0);
     assert!(leased.next_id().unwrap() > before.1);
+    drop(leased);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every kind of fork is refused on the common path, in the very tick the parent was issuing
+/// in: the child of a frozen clock, with room left in the tick, gets `Forked` from every
+/// single-ID call (a plain and a leased generator), and issues nothing the parent could also
+/// issue. (Before `MADV_WIPEONFORK`, a raw fork's child issued the parent's next IDs here.)
+#[test]
+fn every_kind_of_fork_is_refused_on_the_common_path_in_the_parents_tick() {
+    let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));
+    let plain = Generator::builder(Layout::twitter())
+        .node(7)
+        .clock(Arc::clone(&clock))
+        .build()
+        .unwrap();
+    let dir =
+        std::env::temp_dir().join(format!("monoflake-test-fork-kinds-{}", std::process::id()));
+    let store = Arc::new(FileStore::open(&dir).unwrap());
+    let leased = Generator::builder(Layout::twitter())
+        .build_leased(store, NodeRequest::Any)
+        .unwrap();
+    for how in FORKS {
+        let before = (plain.next_id().unwrap(), leased.next_id().unwrap());
+        let code = in_child_forked_by(how, || {
+            let mut issued = 0;
+            for _ in 0..1000 {
+                match (plain.try_next_id(), leased.try_next_id()) {
+                    (Err(Error::Forked { node: 7, .. }), Err(Error::Forked { .. })) => {}
+                    (a, b) => issued += i32::from(a.is_ok()) + i32::from(b.is_ok()) + 100,
+                }
+            }
+            issued.min(250)
+        });
+        assert_eq!(
+            code, 0,
+            "a child made by {how} issued or was not refused as forked"
+        );
+        // The parent's tick still has room, and the parent goes on in it.
+        let after = (plain.next_id().unwrap(), leased.next_id().unwrap());
+        assert_eq!(after.0.as_u64(), before.0.as_u64() + 1, "{how}");
+        assert!(after.1 > before.1);
+    }
     drop(leased);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,6 +8,7 @@
 use std::fmt;
 
 use crate::Error;
+use crate::fork::ForkWatch;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Explains a refusal of the fence: implemented by the owner of the fence words.
@@ -35,10 +36,10 @@ pub(crate) struct Fence {
     // Ordering: Relaxed, as `limit` and `deadline`, of which it is a function: a stale read is
     // an older bound, as there.
     open_below: AtomicU64,
-    /// The fork count seen when the generator was built.
-    fork: forkguard::Guard,
-    /// The process that built the generator: a fork that skips `pthread_atfork` (a raw
-    /// `syscall(SYS_fork)`, glibc's `_Fork`) leaves the fork count alone, but not the pid.
+    /// The process generation the generator was built in (see `crate::fork`).
+    fork: ForkWatch,
+    /// The process that built the generator: where forks are counted by `pthread_atfork`
+    /// (not Linux), a fork that skips it leaves the count alone, but not the pid.
     pid: u32,
 }
 
@@ -53,23 +54,24 @@ impl Fence {
             limit: AtomicU64::new(limit),
             deadline: AtomicU64::new(deadline),
             open_below: AtomicU64::new(open_below(limit, deadline)),
-            fork: forkguard::Guard::try_new().map_err(|e| Error::ForkDetection {
-                reason: e.to_string(),
-            })?,
+            fork: ForkWatch::new()?,
             pid: std::process::id(),
         })
     }
 
-    /// Whether the process forked since the generator was built, as `pthread_atfork` saw it:
-    /// a load, checked on every call.
+    /// Whether this is a forked child of the process that built the generator: one load,
+    /// checked on every call. On Linux it catches every fork (`MADV_WIPEONFORK`); elsewhere
+    /// those that run `pthread_atfork` handlers.
     #[inline]
     pub(crate) fn forked(&self) -> bool {
-        self.fork.clone().detected_fork()
+        self.fork.forked()
     }
 
     /// Whether this is another process than the one that built the generator, however it was
     /// forked: a system call (`getpid`), so checked only off the common path — when a call
-    /// moves to a new tick, borrows one, is refused, or takes a batch.
+    /// moves to a new tick, borrows one, is refused, or takes a batch. On Linux
+    /// [`Fence::forked`] already says so; elsewhere this catches the forks that skip
+    /// `pthread_atfork` (a raw `syscall(SYS_fork)`).
     #[cold]
     #[inline(never)]
     pub(crate) fn another_process(&self) -> bool {

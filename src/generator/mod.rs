@@ -56,12 +56,12 @@ pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 ///   the clock ([`GeneratorBuilder::max_lead`]). Beyond that [`Generator::try_next_id`]
 ///   returns [`Error::WouldBlock`] and [`Generator::next_id`] waits (spin, yield, then sleep),
 ///   at most `max_wait`.
-/// * **A forked child does not issue.** Every call checks the fork count kept by
-///   `pthread_atfork` (one load); a fork that skips it (a raw `syscall(SYS_fork)`, glibc's
-///   `_Fork`) is caught by a process-id check when a call moves to a new tick, borrows a tick,
-///   is refused or takes a batch. Not caught: a raw-forked child's single-ID calls within the
-///   tick the parent held at the fork (at most one tick, 1 ms on most layouts, after the
-///   fork). Either way the child gets [`Error::Forked`].
+/// * **A forked child does not issue.** Every call compares the process generation with the
+///   one the generator was built in (one load): on Linux it sits in a page the kernel wipes in
+///   any child (`MADV_WIPEONFORK`), so every fork — libc's `fork`, a raw `syscall(SYS_fork)`,
+///   glibc's `_Fork`, `clone` — is caught on the first call; elsewhere `pthread_atfork` counts
+///   forks and a process-id check off the common path catches the rest. The child gets
+///   [`Error::Forked`] and issues nothing under the parent's node.
 /// * **Fails loudly.** Past the end of the time field every call returns
 ///   [`Error::Exhausted`]; the field never wraps.
 ///
