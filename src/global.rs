@@ -1,13 +1,40 @@
 //! The one-line start: a process-wide default generator, built on first use.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, TryLockError};
 
+use crate::fork::ForkWatch;
 use crate::{Error, FileStore, Generator, Id, Layout, Leased, NodeRequest};
 
 type Builder = Box<dyn Fn() -> Result<Leased, Error> + Send>;
 
-static DEFAULT: OnceLock<Leased> = OnceLock::new();
-static CONFIG: Mutex<Option<Builder>> = Mutex::new(None);
+/// How many process generations (a process, its forked child, that child's child ...) get a
+/// default generator of their own.
+const GENERATIONS: usize = 64;
+
+/// The default generator of each process generation (see `crate::fork`): a forked child finds
+/// its parent's (which refuses with `Forked`) at its parent's index, and builds its own at the
+/// next. A child never waits on a slot its parent's threads may have been filling at the fork.
+static DEFAULTS: [OnceLock<Leased>; GENERATIONS] = [const { OnceLock::new() }; GENERATIONS];
+
+/// How each generation builds its default (`configure_default`); a child without one of its
+/// own uses the nearest ancestor's. Locked while that generation builds its default.
+static CONFIGS: [Mutex<Option<Builder>>; GENERATIONS] = [const { Mutex::new(None) }; GENERATIONS];
+
+/// This process generation's index into [`DEFAULTS`] and [`CONFIGS`].
+fn index() -> Result<usize, Error> {
+    let generation = ForkWatch::new()?.generation();
+    usize::try_from(generation)
+        .ok()
+        .filter(|&i| i < GENERATIONS)
+        .ok_or_else(|| Error::ForkDetection {
+            reason: format!(
+                "this process is {generation} forks deep; the process-wide default generator \
+                 is rebuilt in forked children only up to {} deep: build a generator in this \
+                 process yourself",
+                GENERATIONS - 1
+            ),
+        })
+}
 
 /// Issues an ID from the process-wide default generator, building it on the first call.
 ///
@@ -21,7 +48,14 @@ static CONFIG: Mutex<Option<Builder>> = Mutex::new(None);
 ///
 /// Later calls are the plain hot path. The generator lives as long as the process: the node is
 /// freed when the process exits (the lock dies with it) and its reservation stays at most one
-/// window ahead. To choose the layout, the store or the directory, call [`configure_default`]
+/// window ahead.
+///
+/// **Forked children build their own.** In a child made by `fork()` however it was made —
+/// gunicorn, celery and uWSGI workers, `multiprocessing` with fork, a raw
+/// `syscall(SYS_fork)` — the first call claims a new node for that child (as the first call
+/// did in the parent, with the same [`configure_default`] builder, which therefore runs again
+/// in each child: create the store inside it), and every ID the child issues is its own. The
+/// parent's node, claim and lock stay the parent's; the child never issues under them. To choose the layout, the store or the directory, call [`configure_default`]
 /// before the first call; to avoid the side effects altogether, build a [`Generator`] yourself.
 ///
 /// The default is the embedded one: the Twitter layout, a node ID claimed from the file store
@@ -57,19 +91,60 @@ pub fn next_id() -> Result<Id, Error> {
 /// # Ok::<(), monoflake::Error>(())
 /// ```
 pub fn default_generator() -> Result<&'static Leased, Error> {
-    if let Some(g) = DEFAULT.get() {
+    let index = index()?;
+    if let Some(g) = DEFAULTS[index].get() {
         return Ok(g);
     }
-    let config = CONFIG.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(g) = DEFAULT.get() {
+    build(index)
+}
+
+/// Builds generation `index`'s default generator, once, with the nearest configuration: its
+/// own, else an ancestor's, else the embedded default.
+#[cold]
+fn build(index: usize) -> Result<&'static Leased, Error> {
+    // Only this process's threads lock this generation's slot: a child's index is past every
+    // one its parent used.
+    let own = CONFIGS[index]
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(g) = DEFAULTS[index].get() {
         return Ok(g); // built by another thread while this one waited
     }
-    let leased = match config.as_ref() {
+    let leased = match own.as_ref() {
         Some(build) => build()?,
-        None => Generator::builder(Layout::twitter())
-            .build_leased(Arc::new(FileStore::open_default()?), NodeRequest::Any)?,
+        None => match inherited(index)? {
+            Some(leased) => leased,
+            None => Generator::builder(Layout::twitter())
+                .build_leased(Arc::new(FileStore::open_default()?), NodeRequest::Any)?,
+        },
     };
-    Ok(DEFAULT.get_or_init(|| leased))
+    // Nobody else fills this slot: this thread holds its generation's lock.
+    Ok(DEFAULTS[index].get_or_init(|| leased))
+}
+
+/// A default built with the nearest ancestor's configuration, if any ancestor configured one.
+fn inherited(index: usize) -> Result<Option<Leased>, Error> {
+    for ancestor in (0..index).rev() {
+        // An ancestor's lock can be held only by a thread of that ancestor that was
+        // configuring or building when this process was forked: it will never be released
+        // here, so it is not waited for.
+        let config = match CONFIGS[ancestor].try_lock() {
+            Ok(config) => config,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::ForkDetection {
+                    reason: "this process was forked while another thread of its parent was \
+                             configuring or building the default generator; build a generator \
+                             in this process yourself"
+                        .into(),
+                });
+            }
+        };
+        if let Some(build) = config.as_ref() {
+            return build().map(Some);
+        }
+    }
+    Ok(None)
 }
 
 /// Sets how the default generator is built; call it before the first [`next_id`].
@@ -99,8 +174,11 @@ pub fn default_generator() -> Result<&'static Leased, Error> {
 pub fn configure_default(
     build: impl Fn() -> Result<Leased, Error> + Send + 'static,
 ) -> Result<(), Error> {
-    let mut config = CONFIG.lock().unwrap_or_else(PoisonError::into_inner);
-    if DEFAULT.get().is_some() {
+    let index = index()?;
+    let mut config = CONFIGS[index]
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if DEFAULTS[index].get().is_some() {
         return Err(Error::DefaultAlreadyBuilt);
     }
     *config = Some(Box::new(build));
