@@ -214,6 +214,11 @@ pub enum Error {
         /// How many of them were free but passed over because their reservation is too far
         /// ahead of this clock (see [`Error::ReservationAhead`]).
         ahead: u64,
+        /// How many could not be used at all: their records are damaged, cannot be trusted,
+        /// or are not what they should be (a directory where a lock file belongs).
+        unusable: u64,
+        /// Why, for the first few of those.
+        unusable_reasons: Vec<String>,
     },
     /// The node's time reservation is further ahead of this clock than the tolerance
     /// ([`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)):
@@ -253,6 +258,18 @@ pub enum Error {
         /// The file (or key) holding the reservation.
         path: PathBuf,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// The state directory, a directory or link on its path, or a record in it can be changed
+    /// by someone the directory does not trust (a directory every user can write, a file
+    /// owned by another user, a symbolic link where a record belongs). Whoever can write the
+    /// node store can forge the reservations that keep IDs unique, so such a store is refused,
+    /// never believed.
+    #[non_exhaustive]
+    UntrustedState {
+        /// The directory, link or file.
+        path: PathBuf,
+        /// What is wrong with it, and how to fix it.
         reason: String,
     },
     /// The node store cannot be reached or refused a request.
@@ -402,20 +419,42 @@ impl fmt::Display for Error {
                 f,
                 "the default generator is already built; configure it before the first next_id()"
             ),
-            Error::AllNodesHeld { count, ahead: 0 } => {
-                write!(
-                    f,
-                    "all {count} node IDs of the layout are held by live claimants"
-                )
-            }
-            Error::AllNodesHeld { count, ahead } => {
+            Error::AllNodesHeld {
+                count,
+                ahead,
+                unusable,
+                unusable_reasons,
+            } => {
+                if *ahead == 0 && *unusable == 0 {
+                    return write!(
+                        f,
+                        "all {count} node IDs of the layout are held by live claimants"
+                    );
+                }
                 write!(
                     f,
                     "no node ID of the layout can be claimed: of {count}, {} are held by live \
-                     claimants and {ahead} are free but reserved too far ahead of this clock \
-                     (a clock that is behind, or holders that ran with their clock ahead)",
-                    count.saturating_sub(*ahead)
-                )
+                     claimants",
+                    count.saturating_sub(*ahead).saturating_sub(*unusable)
+                )?;
+                if *ahead > 0 {
+                    write!(
+                        f,
+                        ", {ahead} are free but reserved too far ahead of this clock (a clock \
+                         that is behind, or holders that ran with their clock ahead)"
+                    )?;
+                }
+                if *unusable > 0 {
+                    write!(f, ", {unusable} cannot be used")?;
+                    if !unusable_reasons.is_empty() {
+                        write!(f, " ({}", unusable_reasons.join("; "))?;
+                        if *unusable > unusable_reasons.len() as u64 {
+                            write!(f, "; ...")?;
+                        }
+                        write!(f, ")")?;
+                    }
+                }
+                Ok(())
             }
             Error::ReservationAhead {
                 node,
@@ -452,6 +491,11 @@ impl fmt::Display for Error {
                 "the reservation {} is damaged: {reason}. It is not read as a smaller time. If \
                  the clock has passed every ID this node issued (a window after its last use), \
                  delete the file; otherwise restore it, or claim another node",
+                path.display()
+            ),
+            Error::UntrustedState { path, reason } => write!(
+                f,
+                "state directory: {} cannot be trusted: {reason}",
                 path.display()
             ),
             Error::Store { store, reason, .. } => write!(f, "node store {store}: {reason}"),

@@ -53,6 +53,10 @@ pub struct Stats {
     /// further ahead of the clock than the tolerance (see
     /// [`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)).
     pub nodes_skipped_ahead: u64,
+    /// Nodes passed over when claiming any node because their records could not be used: a
+    /// damaged or untrusted reservation, a lock file that is a directory or a link (the final
+    /// error names them when no node is left).
+    pub nodes_skipped_unusable: u64,
     /// How long the claim waited for a reservation slightly ahead of the clock (a holder that
     /// crashed moments ago), in milliseconds.
     pub claim_wait_ms: u64,
@@ -72,7 +76,8 @@ impl fmt::Display for Stats {
         write!(
             f,
             "issued {}, borrowed ticks {} (max lead {}), would-block {}, waits {}, forward steps \
-             {} (skew {} µs, max {} µs, slewing {} µs), nodes skipped ahead {}, claim wait {} ms, \
+             {} (skew {} µs, max {} µs, slewing {} µs), nodes skipped ahead {} (unusable {}), claim \
+             wait {} ms, \
              reservation writes {} (failed {}), lease renewals {} (lost {})",
             self.issued,
             self.borrowed_ticks,
@@ -84,6 +89,7 @@ impl fmt::Display for Stats {
             self.max_skew_ns / 1000,
             self.slew_left_ns / 1000,
             self.nodes_skipped_ahead,
+            self.nodes_skipped_unusable,
             self.claim_wait_ms,
             self.reservation_writes,
             self.reservation_failures,

@@ -325,11 +325,10 @@ fn state_directory_errors_are_typed() {
     let file = dir.path().join("not-a-dir");
     std::fs::write(&file, "x").unwrap();
     match FileStore::open(&file) {
-        Err(Error::StateDir {
-            path,
-            action: "create",
-            ..
-        }) => assert_eq!(path, file),
+        Err(e @ Error::StateDir { action: "open", .. }) => {
+            assert!(e.to_string().contains("Not a directory"), "{e}");
+            assert!(matches!(e, Error::StateDir { path, .. } if path == file));
+        }
         other => panic!("{other:?}"),
     }
     // A corrupt reservation is refused, not guessed.
@@ -483,8 +482,22 @@ fn damaged_reservations_are_refused_not_read_as_smaller_times() {
             other => panic!("{what}: {other:?}"),
         }
     }
-    // A well-formed v1 file written now is still read (an upgrade keeps its nodes).
+    // A well-formed v1 file (no checksum: a damaged value cannot be told from a good one) is
+    // refused until an operator migrates it; then it is read as it was.
     std::fs::write(&path, format!("monoflake-reservation v1\n{value}\n")).unwrap();
+    match store.claim(&layout, NodeRequest::Exact(1)) {
+        Err(e @ Error::UntrustedState { .. }) => {
+            assert!(e.to_string().contains("version-1 reservation"), "{e}");
+            assert!(e.to_string().contains("migrate"), "{e}");
+        }
+        other => panic!("v1: {other:?}"),
+    }
+    assert_eq!(store.migrate_v1().unwrap(), vec![path.clone()]);
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .starts_with("monoflake-reservation v2")
+    );
     let claim = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
     let until: u64 = value.strip_prefix("until_ms=").unwrap().parse().unwrap();
     assert_eq!(claim.reserved_until_ms(), Some(until));

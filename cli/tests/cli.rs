@@ -2,9 +2,15 @@
 
 use std::process::{Command, Output};
 
+/// Runs `monoflake` with the default settings, but for a state directory of this test
+/// binary's own (the host-wide default belongs to the host, not to a test run).
 fn monoflake(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_monoflake"))
         .args(args)
+        .env(
+            "MONOFLAKE_STATE_DIR",
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-state"),
+        )
         .output()
         .expect("run monoflake")
 }

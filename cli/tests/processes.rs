@@ -356,7 +356,9 @@ fn an_unwritable_state_dir_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("state directory: cannot create") && err.contains("file"),
+        err.contains("state directory: cannot open")
+            && err.contains("file")
+            && err.contains("Not a directory"),
         "{err}"
     );
 }
@@ -409,21 +411,31 @@ fn as_nobody(state: &Path) -> Option<Command> {
     Some(c)
 }
 
+/// A state directory shared with a group (mode 2770, setgid): root and `nobody` (whose primary
+/// group is 65534) both in it.
+fn group_shared(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(path).unwrap();
+    std::os::unix::fs::chown(path, Some(0), Some(65534)).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o2770)).unwrap();
+}
+
 #[test]
-fn two_users_on_one_host_share_the_default_node_space() {
+fn two_users_on_one_host_share_a_group_state_directory() {
     let base = common::TempDir::new("users");
     let shared = base.path().join("shared");
     let Some(mut nobody) = as_nobody(&shared) else {
         return;
     };
-    // root holds node 0 of the host-wide directory (as the default, it is created shared).
-    let store = std::sync::Arc::new(FileStore::open_shared(&shared).unwrap());
+    group_shared(&shared);
+    // root holds node 0 of the group's directory.
+    let store = std::sync::Arc::new(FileStore::open(&shared).unwrap());
     let root_holder = monoflake::Generator::builder(Layout::twitter())
         .build_leased(store.clone(), NodeRequest::Any)
         .unwrap();
     assert_eq!(root_holder.node(), 0);
     let root_ids: Vec<Id> = (0..1000).map(|_| root_holder.next_id().unwrap()).collect();
-    // Another user's `gen` with the default settings takes another node, never root's.
+    // Another user of the group, with the default settings, takes another node, never root's.
     let out = nobody.args(["gen", "-n", "1000"]).output().unwrap();
     let theirs = ids(&out);
     let layout = Layout::twitter();
@@ -432,7 +444,8 @@ fn two_users_on_one_host_share_the_default_node_space() {
     let mut all: HashSet<u64> = root_ids.iter().map(|id| id.as_u64()).collect();
     all.extend(&theirs);
     assert_eq!(all.len(), 2000);
-    // The other user's node can be taken over by root afterwards, reservation included.
+    // Files the group's users make are the group's (setgid), so each trusts the other's: root
+    // takes the other user's node over afterwards, reservation included.
     let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
     let until = claim.reserved_until_ms().unwrap();
     assert!(
@@ -448,25 +461,45 @@ fn two_users_on_one_host_share_the_default_node_space() {
 }
 
 #[test]
-fn a_host_wide_directory_another_user_cannot_write_is_an_error_not_a_private_fallback() {
+fn a_host_wide_directory_another_user_cannot_write_is_an_error_that_names_the_fix() {
     let base = common::TempDir::new("users-denied");
-    let locked = base.path().join("root-only");
-    std::fs::create_dir(&locked).unwrap();
-    let Some(mut nobody) = as_nobody(&locked) else {
-        return;
-    };
-    let out = nobody.args(["gen", "-n", "1"]).output().unwrap();
+    for (name, mode) in [("root-only", 0o700), ("root-readable", 0o755)] {
+        let locked = base.path().join(name);
+        std::fs::create_dir(&locked).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(mode)).unwrap();
+        let Some(mut nobody) = as_nobody(&locked) else {
+            return;
+        };
+        let out = nobody.args(["gen", "-n", "1"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("Permission denied"), "{name}: {err}");
+        assert!(
+            err.contains(&format!(
+                "sudo install -d -m 2770 -g monoflake {}",
+                locked.display()
+            )),
+            "{name}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_world_writable_state_directory_is_refused_with_the_fix() {
+    let base = common::TempDir::new("world-writable");
+    let open = base.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = monoflake(&open).args(["gen", "-n", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("must be writable by every user that runs monoflake"),
-        "{err}"
-    );
-    assert!(
-        err.contains(&format!("sudo install -d -m 0777 {}", locked.display())),
-        "{err}"
-    );
+    assert!(err.contains("cannot be trusted"), "{err}");
+    assert!(err.contains("lets every user write it"), "{err}");
+    assert!(err.contains("install -d -m 2770 -g monoflake"), "{err}");
 }
 
 #[test]

@@ -164,6 +164,9 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         status
             .skipped_ahead
             .store(chosen.skipped_ahead, Ordering::Relaxed);
+        status
+            .skipped_unusable
+            .store(chosen.skipped_unusable, Ordering::Relaxed);
         // A reservation ahead of the clock: trusted (the clock moves to it), or waited out
         // until it is at most `max_lead` ahead, so the first IDs carry honest time.
         let ahead = ahead_ms(&claim, self.clock_ref().precise_now_ms());

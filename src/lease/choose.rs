@@ -21,11 +21,12 @@ const RACE_RETRIES: u32 = 8;
 /// The longest single wait between two searches.
 const RACE_WAIT_CAP: Duration = Duration::from_millis(250);
 
-/// The node chosen, and how many were passed over as too far ahead.
+/// The node chosen, and how many were passed over as too far ahead or unusable.
 #[derive(Debug)]
 pub(crate) struct Chosen {
     pub(crate) claim: Claim,
     pub(crate) skipped_ahead: u64,
+    pub(crate) skipped_unusable: u64,
 }
 
 /// How far the claim's reservation is ahead of `now_ms`, in ms (0 for none, or one passed).
@@ -63,6 +64,7 @@ pub(crate) fn choose(
         return Ok(Chosen {
             claim,
             skipped_ahead: 0,
+            skipped_unusable: 0,
         });
     }
     // Any node. A search that ends with every node held may have met another claimant holding
@@ -108,14 +110,32 @@ fn search_any(
 ) -> Result<Chosen, Error> {
     let too_far = |claim: &Claim| !trust && ahead_ms(claim, now_ms) > tolerance_ms;
     let mut passed: Vec<Claim> = Vec::new();
+    // The store's count of nodes it could not use (each search counts them again), and why.
+    let mut unusable = 0;
+    let mut reasons = Vec::new();
     let outcome = loop {
         if passed.len() >= MAX_PASSED_OVER {
             break Ok(None);
         }
         match store.claim(layout, NodeRequest::Any) {
-            Ok(claim) if ahead_ms(&claim, now_ms) == 0 => break Ok(Some(claim)),
-            Ok(claim) => passed.push(claim),
-            Err(Error::AllNodesHeld { .. }) => break Ok(None),
+            Ok(claim) => {
+                unusable = unusable.max(claim.unusable());
+                if ahead_ms(&claim, now_ms) == 0 {
+                    break Ok(Some(claim));
+                }
+                passed.push(claim);
+            }
+            Err(Error::AllNodesHeld {
+                unusable: n,
+                unusable_reasons,
+                ..
+            }) => {
+                if n >= unusable {
+                    unusable = n;
+                    reasons = unusable_reasons;
+                }
+                break Ok(None);
+            }
             Err(e) => break Err(e),
         }
     };
@@ -135,6 +155,8 @@ fn search_any(
                 None => Err(Error::AllNodesHeld {
                     count: layout.max_node().saturating_add(1),
                     ahead: skipped_ahead,
+                    unusable,
+                    unusable_reasons: reasons,
                 }),
             }
         }
@@ -146,6 +168,7 @@ fn search_any(
     chosen.map(|claim| Chosen {
         claim,
         skipped_ahead,
+        skipped_unusable: unusable,
     })
 }
 

@@ -65,6 +65,16 @@ impl fmt::Debug for EtcdStore {
     }
 }
 
+/// How one node fared in a claim.
+enum Found {
+    Claimed(Claim),
+    Held,
+    Unusable(Error),
+}
+
+/// How many unusable nodes an [`Error::AllNodesHeld`] describes.
+const UNUSABLE_NAMED: usize = 3;
+
 /// The etcd store's claim token.
 struct EtcdClaim {
     lease: i64,
@@ -174,7 +184,9 @@ impl EtcdStore {
         )
     }
 
-    fn try_node(&self, layout: &Layout, node: u64, lease: i64) -> Result<Option<Claim>, Error> {
+    /// Tries to claim `node` under `lease`: claimed, held by another, or unusable (its
+    /// reservation key holds no reservation: the node key just made is deleted again).
+    fn try_node(&self, layout: &Layout, node: u64, lease: i64) -> Result<Found, Error> {
         let (node_key, reservation_key) = self.keys(layout, node);
         let holder = format!("pid {} lease {lease:x}", std::process::id());
         let txn = Txn::new()
@@ -190,7 +202,7 @@ impl EtcdStore {
         let mut client = self.client.clone();
         let response = self.run("claim", client.txn(txn))?;
         if !response.succeeded() {
-            return Ok(None);
+            return Ok(Found::Held);
         }
         // The transaction's revision is the node key's create revision.
         let create_revision = response.header().map_or(0, |h| h.revision());
@@ -200,14 +212,26 @@ impl EtcdStore {
                 && let Some(kv) = get.kvs().first()
             {
                 let text = kv.value_str().unwrap_or("");
-                reserved = Some(text.trim().parse::<u64>().map_err(|_| {
-                    self.fail(format!(
-                        "{reservation_key} holds {text:?}, not a reservation"
-                    ))
-                })?);
+                match text.trim().parse::<u64>() {
+                    Ok(until) => reserved = Some(until),
+                    Err(_) => {
+                        let undo = Txn::new()
+                            .when([Compare::create_revision(
+                                node_key.as_str(),
+                                CompareOp::Equal,
+                                create_revision,
+                            )])
+                            .and_then([TxnOp::delete(node_key.as_str(), None)]);
+                        self.run("give the node back", client.txn(undo))?;
+                        return Ok(Found::Unusable(Error::DamagedReservation {
+                            path: reservation_key.into(),
+                            reason: format!("it holds {text:?}, not a reservation (Unix ms)"),
+                        }));
+                    }
+                }
             }
         }
-        Ok(Some(Claim::new(
+        Ok(Found::Claimed(Claim::new(
             node,
             reserved,
             EtcdClaim {
@@ -281,8 +305,11 @@ impl NodeStore for EtcdStore {
             .id();
         let result = match request {
             NodeRequest::Exact(node) => layout.check_node(node).and_then(|node| {
-                self.try_node(layout, node, lease)?
-                    .ok_or(Error::NodeHeld { node })
+                match self.try_node(layout, node, lease)? {
+                    Found::Claimed(claim) => Ok(claim),
+                    Found::Held => Err(Error::NodeHeld { node }),
+                    Found::Unusable(e) => Err(e),
+                }
             }),
             NodeRequest::Any => {
                 // One read of the held node keys, then a guarded create for each free one.
@@ -300,24 +327,35 @@ impl NodeStore for EtcdStore {
                     .iter()
                     .filter_map(|kv| kv.key_str().ok()?.strip_prefix(dir.as_str())?.parse().ok())
                     .collect();
-                let mut found = Err(Error::AllNodesHeld {
-                    count: layout.max_node().saturating_add(1),
-                    ahead: 0,
-                });
+                let mut unusable = 0;
+                let mut reasons = Vec::new();
+                let mut found = None;
                 for node in (0..=layout.max_node()).filter(|n| !held.contains(n)) {
                     match self.try_node(layout, node, lease) {
-                        Ok(Some(claim)) => {
-                            found = Ok(claim);
+                        Ok(Found::Claimed(claim)) => {
+                            found = Some(Ok(claim.with_unusable(unusable)));
                             break;
                         }
-                        Ok(None) => {}
+                        Ok(Found::Held) => {}
+                        // One bad record must not stop every claim: skipped, counted, named.
+                        Ok(Found::Unusable(e)) => {
+                            unusable += 1;
+                            if reasons.len() < UNUSABLE_NAMED {
+                                reasons.push(format!("node {node}: {e}"));
+                            }
+                        }
                         Err(e) => {
-                            found = Err(e);
+                            found = Some(Err(e));
                             break;
                         }
                     }
                 }
-                found
+                found.unwrap_or(Err(Error::AllNodesHeld {
+                    count: layout.max_node().saturating_add(1),
+                    ahead: 0,
+                    unusable,
+                    unusable_reasons: reasons,
+                }))
             }
         };
         if result.is_err() {

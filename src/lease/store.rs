@@ -15,7 +15,9 @@ use crate::{Error, Layout};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeRequest {
-    /// The lowest node ID nobody holds.
+    /// The lowest node ID nobody holds (preferring one whose reservation has passed; see
+    /// [`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)),
+    /// skipping nodes whose records cannot be used.
     Any,
     /// Exactly this node ID (operators who assign IDs by hand, StatefulSet ordinals); an error
     /// if another live claimant holds it.
@@ -38,6 +40,7 @@ pub enum NodeRequest {
 pub struct Claim {
     node: u64,
     reserved_until_ms: Option<u64>,
+    unusable: u64,
     token: Box<dyn Any + Send + Sync>,
 }
 
@@ -46,6 +49,7 @@ impl fmt::Debug for Claim {
         f.debug_struct("Claim")
             .field("node", &self.node)
             .field("reserved_until_ms", &self.reserved_until_ms)
+            .field("unusable", &self.unusable)
             .finish_non_exhaustive()
     }
 }
@@ -62,8 +66,32 @@ impl Claim {
         Claim {
             node,
             reserved_until_ms,
+            unusable: 0,
             token: Box::new(token),
         }
+    }
+
+    /// The claim, noting that a claim of any node skipped `unusable` nodes whose records
+    /// could not be used (a damaged or untrusted reservation, a lock file that is not one).
+    ///
+    /// ```
+    /// let claim = monoflake::Claim::new(3, None, ()).with_unusable(2);
+    /// assert_eq!(claim.unusable(), 2);
+    /// ```
+    #[must_use]
+    pub fn with_unusable(mut self, unusable: u64) -> Self {
+        self.unusable = unusable;
+        self
+    }
+
+    /// How many nodes a claim of any node skipped because their records could not be used
+    /// (see [`Claim::with_unusable`]).
+    ///
+    /// ```
+    /// assert_eq!(monoflake::Claim::new(3, None, ()).unusable(), 0);
+    /// ```
+    pub const fn unusable(&self) -> u64 {
+        self.unusable
     }
 
     /// The node ID held.
@@ -155,8 +183,11 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     /// # Errors
     ///
     /// [`Error::NodeHeld`] for an exact request held by another claimant,
-    /// [`Error::AllNodesHeld`] when every node ID is held, [`Error::OutOfRange`] for a node the
-    /// layout does not have, [`Error::StateDir`] or [`Error::Store`] when the store fails.
+    /// [`Error::AllNodesHeld`] when every node ID is held (or, for any node, cannot be used:
+    /// count those with [`Claim::with_unusable`] and in the error, and skip them rather than
+    /// fail), [`Error::OutOfRange`] for a node the layout does not have,
+    /// [`Error::DamagedReservation`] or [`Error::UntrustedState`] for an exact node whose
+    /// record cannot be used, [`Error::StateDir`] or [`Error::Store`] when the store fails.
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error>;
 
     /// Durably records that ticks starting before `until_ms` (Unix ms) may be used by this

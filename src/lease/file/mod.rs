@@ -1,0 +1,571 @@
+//! The embedded default node store: lock files and reservation files in a state directory.
+//!
+//! * `mod.rs`: [`FileStore`] — claims, renewals, reservations, releases.
+//! * `trust.rs`: who may write the state directory; opening it by descriptor.
+//! * `record.rs`: a reservation file's text, read and written by descriptor.
+
+mod record;
+mod trust;
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
+
+use self::record::{Parsed, ReadError};
+use self::trust::{Meta, TrustedDir, fstat, lstat_at, open_state_dir, open_subdir, stat_path};
+use super::store::{Claim, NodeRequest, NodeStore};
+use crate::{Error, Layout};
+
+/// A node store in a directory on one host; no server.
+///
+/// * **Claim**: one lock file per node ID, `<dir>/<layout>/node-<N>.lock`, locked with
+///   `flock`. The lock dies with the process — a crash or `kill -9` frees the node — and
+///   cannot be shared: when every node ID is held the next claimant gets
+///   [`Error::AllNodesHeld`].
+/// * **Reservation**: `<dir>/<layout>/node-<N>.reservation`, with a checksum against damage,
+///   written to a temporary file, fsynced, renamed over the old one, and the directory
+///   fsynced: a crash leaves the old or the new reservation, never a torn one.
+/// * **Renewal**: nothing to renew while the process lives; [`NodeStore::renew`] checks that the
+///   state directory, the layout's directory and the lock file are still the ones opened (a
+///   directory deleted or replaced under a holder would let a second process lock a new file
+///   of the same name) and reports [`Error::LeaseLost`] otherwise.
+/// * **A trust boundary.** The directory is opened once, component by component from `/`, and
+///   everything in it by descriptor with `O_NOFOLLOW`: no symbolic link planted in it is ever
+///   followed, temporary files are created `O_EXCL` under unpredictable names, and modes are
+///   set on descriptors. A directory that anyone but its owner (or, with mode 2770, its group)
+///   can write is refused ([`Error::UntrustedState`], with the command that fixes it), and so
+///   is a record owned by, or writable by, anyone else: whoever cannot write the directory
+///   cannot forge a reservation, stop a holder or redirect a write. See the "Security"
+///   section of `docs/operations.md`.
+/// * **Any node skips what it cannot use** — a lock file that is a directory or a link, a
+///   damaged or untrusted reservation — and counts it
+///   ([`Stats::nodes_skipped_unusable`](crate::Stats::nodes_skipped_unusable)); if no node is
+///   left, [`Error::AllNodesHeld`] names them.
+/// * Lock files are never deleted (deleting them would race with claimants).
+///
+/// # Example
+///
+/// ```
+/// use monoflake::{Error, FileStore, Layout, NodeRequest, NodeStore};
+///
+/// let dir = std::env::temp_dir().join(format!("monoflake-doc-file-{}", std::process::id()));
+/// let store = FileStore::open(&dir)?;
+/// let layout = Layout::builder().node_field("n", 1).build()?; // two node IDs
+/// let a = store.claim(&layout, NodeRequest::Any)?;
+/// let b = store.claim(&layout, NodeRequest::Any)?;
+/// assert_eq!((a.node(), b.node()), (0, 1));
+/// assert!(matches!(store.claim(&layout, NodeRequest::Any), Err(Error::AllNodesHeld { count: 2, .. })));
+/// # drop((a, b)); std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct FileStore {
+    /// The path given, for messages and for noticing the directory replaced.
+    path: PathBuf,
+    /// Whether it is the host-wide default (for the fix an error suggests).
+    default: bool,
+    /// The directory as opened and checked: used while it is still the one at `path`.
+    dir: Arc<TrustedDir>,
+}
+
+/// The host-wide default state directory.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/monoflake";
+
+/// The file store's claim token: the locked file (the lock lives as long as it is open) and
+/// the directories it was found in.
+#[derive(Debug)]
+struct FileClaim {
+    /// Held, not read: the lock lives as long as this descriptor is open.
+    _lock: OwnedFd,
+    lock_meta: Meta,
+    lock_name: OsString,
+    /// The state directory the claim was made in.
+    state: Arc<TrustedDir>,
+    /// The layout's directory, where the lock and reservation files are.
+    layout_dir: OwnedFd,
+    layout_meta: Meta,
+    layout_name: OsString,
+    /// The layout's directory as a path, for messages.
+    layout_path: PathBuf,
+    /// The state directory's path, for noticing it removed or replaced.
+    state_path: PathBuf,
+}
+
+/// How one node fared in a claim.
+enum Attempt {
+    Claimed(Claim),
+    Held,
+}
+
+impl FileStore {
+    /// Opens (creating it, private to this user, when missing) a state directory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UntrustedState`] when the directory, or a directory or link on its path, can
+    /// be changed by users it does not trust (see the type's docs); [`Error::StateDir`] when
+    /// it cannot be created or opened.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-open-{}", std::process::id()));
+    /// let store = monoflake::FileStore::open(&dir)?;
+    /// assert_eq!(store.dir(), dir);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    ///
+    /// A directory every user can write is refused:
+    ///
+    /// ```
+    /// use std::os::unix::fs::PermissionsExt;
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-open-ww-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))?;
+    /// let refused = monoflake::FileStore::open(&dir).unwrap_err();
+    /// assert!(matches!(refused, monoflake::Error::UntrustedState { .. }));
+    /// assert!(refused.to_string().contains("lets every user write it"));
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
+        let path = dir.into();
+        let dir = Arc::new(open_state_dir(&path, &|reason| private_fix(reason, &path))?);
+        Ok(FileStore {
+            path,
+            default: false,
+            dir,
+        })
+    }
+
+    /// Opens the default state directory: `$MONOFLAKE_STATE_DIR` when set, else
+    /// [`DEFAULT_STATE_DIR`] (`/var/lib/monoflake`), creating it private to this user (mode
+    /// 0700) when missing.
+    ///
+    /// The default is host-wide on purpose: two services on one host with the default settings
+    /// either share one node space (the directory is shared with a group they are both in,
+    /// mode 2770), or the second fails loudly — never does each take node 0 in a space of its
+    /// own. To share it:
+    ///
+    /// ```text
+    /// sudo groupadd monoflake
+    /// sudo usermod -aG monoflake USER          # for every user that runs monoflake
+    /// sudo install -d -m 2770 -g monoflake /var/lib/monoflake
+    /// ```
+    ///
+    /// (or systemd's `StateDirectory=monoflake` with `StateDirectoryMode=2770` and a shared
+    /// `Group=`).
+    ///
+    /// # Errors
+    ///
+    /// As [`FileStore::open`]; a directory this user cannot use is an error that says how to
+    /// share it, never a silent fallback to a private directory.
+    ///
+    /// ```
+    /// use std::path::PathBuf;
+    /// use monoflake::FileStore;
+    /// assert_eq!(FileStore::default_dir_from(None), PathBuf::from("/var/lib/monoflake"));
+    /// assert_eq!(FileStore::default_dir_from(Some("/srv/ids".into())), PathBuf::from("/srv/ids"));
+    /// ```
+    pub fn open_default() -> Result<Self, Error> {
+        let path = Self::default_dir_from(std::env::var_os("MONOFLAKE_STATE_DIR"));
+        let dir = Arc::new(open_state_dir(&path, &|reason| default_fix(reason, &path))?);
+        Ok(FileStore {
+            path,
+            default: true,
+            dir,
+        })
+    }
+
+    /// The state directory as it is now at its path: the one opened, or — when it was
+    /// removed or replaced since (an operator's `rm -rf`, a tmp cleaner) — the new one, opened
+    /// and checked afresh. Claims made in the old one have lost their lease by then.
+    fn current(&self) -> Result<Arc<TrustedDir>, Error> {
+        match stat_path(&self.path) {
+            Ok(m) if m.same_file(&self.dir.meta) => Ok(Arc::clone(&self.dir)),
+            _ => {
+                let fix = |reason: &str| {
+                    if self.default {
+                        default_fix(reason, &self.path)
+                    } else {
+                        private_fix(reason, &self.path)
+                    }
+                };
+                Ok(Arc::new(open_state_dir(&self.path, &fix)?))
+            }
+        }
+    }
+
+    /// The default directory given the value of `MONOFLAKE_STATE_DIR`: that value, else
+    /// [`DEFAULT_STATE_DIR`].
+    ///
+    /// ```
+    /// assert_eq!(
+    ///     monoflake::FileStore::default_dir_from(None),
+    ///     std::path::Path::new(monoflake::DEFAULT_STATE_DIR)
+    /// );
+    /// ```
+    pub fn default_dir_from(monoflake_state_dir: Option<std::ffi::OsString>) -> PathBuf {
+        monoflake_state_dir
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| PathBuf::from(DEFAULT_STATE_DIR), PathBuf::from)
+    }
+
+    /// The state directory.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-dir-{}", std::process::id()));
+    /// assert_eq!(monoflake::FileStore::open(&dir)?.dir(), dir);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn dir(&self) -> &Path {
+        &self.path
+    }
+
+    /// Rewrites every version-1 reservation (monoflake 0.1, no checksum) of free nodes as
+    /// version 2, and returns the files rewritten. Version-1 files are refused at a claim,
+    /// since a damaged value cannot be told from a good one: run this once, as an operator
+    /// who has checked the directory, after upgrading. Nodes held by a live process are left
+    /// alone; files that cannot be trusted (a link, another owner) are an error.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UntrustedState`], [`Error::DamagedReservation`] or [`Error::StateDir`] for the
+    /// first file that cannot be migrated (those before it are migrated).
+    ///
+    /// ```
+    /// use monoflake::{FileStore, Layout, NodeRequest, NodeStore};
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-migrate-{}", std::process::id()));
+    /// let store = FileStore::open(&dir)?;
+    /// let layout_dir = dir.join(Layout::twitter().state_name().as_ref());
+    /// std::fs::create_dir_all(&layout_dir)?;
+    /// std::fs::write(layout_dir.join("node-4.reservation"), "monoflake-reservation v1\nuntil_ms=5000\n")?;
+    /// // Refused until migrated.
+    /// assert!(store.claim(&Layout::twitter(), NodeRequest::Exact(4)).is_err());
+    /// assert_eq!(store.migrate_v1()?, vec![layout_dir.join("node-4.reservation")]);
+    /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(4))?;
+    /// assert_eq!(claim.reserved_until_ms(), Some(5000));
+    /// # drop(claim); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn migrate_v1(&self) -> Result<Vec<PathBuf>, Error> {
+        let mut migrated = Vec::new();
+        let io = |path: &Path, action: &'static str, e: Errno| Error::StateDir {
+            path: path.to_owned(),
+            action,
+            source: e.into(),
+        };
+        let state = self.current()?;
+        let layouts =
+            rustix::fs::Dir::read_from(&state.fd).map_err(|e| io(&self.path, "list", e))?;
+        let mut names: Vec<OsString> = layouts
+            .flatten()
+            .filter(|e| e.file_type() == FileType::Directory)
+            .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_owned())
+            .filter(|n| n != "." && n != "..")
+            .collect();
+        names.sort();
+        for layout_name in names {
+            let (layout_dir, _) = open_subdir(&state, &self.path, &layout_name)?;
+            let layout_path = self.path.join(&layout_name);
+            let entries =
+                rustix::fs::Dir::read_from(&layout_dir).map_err(|e| io(&layout_path, "list", e))?;
+            let mut nodes: Vec<u64> = entries
+                .flatten()
+                .filter_map(|e| {
+                    let name = std::str::from_utf8(e.file_name().to_bytes())
+                        .ok()?
+                        .to_owned();
+                    name.strip_prefix("node-")?
+                        .strip_suffix(".reservation")?
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            nodes.sort_unstable();
+            for node in nodes {
+                let name = record::name(node);
+                let path = layout_path.join(&name);
+                // Held by a live process: it wrote (or will write) its own reservation.
+                let Ok(Attempt::Claimed(claim)) =
+                    self.lock_node(&state, &layout_dir, &layout_name, &layout_path, node, true)
+                else {
+                    continue;
+                };
+                let token = file_claim(&claim)?;
+                match record::read(&token.layout_dir, &name, &state.trust) {
+                    Ok(Some(Parsed::V1(until))) => {
+                        record::write(&token.layout_dir, &layout_path, node, until, &state.trust)?;
+                        migrated.push(path);
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(e.into_error(&path)),
+                }
+            }
+        }
+        Ok(migrated)
+    }
+
+    /// Locks node `node`'s lock file in the layout's directory and reads its reservation.
+    /// `legacy` accepts a version-1 reservation (for [`FileStore::migrate_v1`]).
+    fn lock_node(
+        &self,
+        state: &Arc<TrustedDir>,
+        layout_dir: &OwnedFd,
+        layout_name: &OsStr,
+        layout_path: &Path,
+        node: u64,
+        legacy: bool,
+    ) -> Result<Attempt, Error> {
+        let trust = &state.trust;
+        let lock_name = OsString::from(format!("node-{node}.lock"));
+        let lock_path = layout_path.join(&lock_name);
+        let untrusted = |reason: String| Error::UntrustedState {
+            path: lock_path.clone(),
+            reason,
+        };
+        let io = |action: &'static str, e: Errno| Error::StateDir {
+            path: lock_path.clone(),
+            action,
+            source: e.into(),
+        };
+        let base = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let lock = match rustix::fs::openat(
+            layout_dir,
+            &lock_name,
+            base | OFlags::RDWR | OFlags::CREATE | OFlags::EXCL,
+            trust.file_mode(),
+        ) {
+            Ok(fd) => {
+                // Exactly the mode meant, whatever the umask.
+                rustix::fs::fchmod(&fd, trust.file_mode()).map_err(|e| io("set the mode of", e))?;
+                fd
+            }
+            Err(Errno::EXIST) => {
+                match rustix::fs::openat(layout_dir, &lock_name, base | OFlags::RDWR, Mode::empty())
+                {
+                    Ok(fd) => fd,
+                    // A lock file another user of the group made read-only: a read-only
+                    // descriptor locks it just as well.
+                    Err(Errno::ACCESS) => rustix::fs::openat(
+                        layout_dir,
+                        &lock_name,
+                        base | OFlags::RDONLY,
+                        Mode::empty(),
+                    )
+                    .map_err(|e| io("open", e))?,
+                    Err(Errno::LOOP) => {
+                        return Err(untrusted(
+                            "it is a symbolic link, which is never followed".into(),
+                        ));
+                    }
+                    Err(Errno::ISDIR) => return Err(untrusted("it is a directory".into())),
+                    Err(e) => return Err(io("open", e)),
+                }
+            }
+            Err(e) => return Err(io("create", e)),
+        };
+        let lock_meta = fstat(&lock).map_err(|e| io("stat", e))?;
+        if lock_meta.kind != FileType::RegularFile {
+            return Err(untrusted(format!(
+                "it is not a regular file ({:?})",
+                lock_meta.kind
+            )));
+        }
+        if lock_meta.nlink != 1 {
+            return Err(untrusted(format!(
+                "it has {} names (a hard link to another file)",
+                lock_meta.nlink
+            )));
+        }
+        trust.check_entry(&lock_meta).map_err(untrusted)?;
+        match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(Errno::WOULDBLOCK) => return Ok(Attempt::Held),
+            Err(e) => return Err(io("lock", e)),
+        }
+        let reservation = record::name(node);
+        let reserved = match record::read(layout_dir, &reservation, trust) {
+            Ok(None) => None,
+            Ok(Some(Parsed::Good(until))) => Some(until),
+            Ok(Some(Parsed::V1(until))) if legacy => Some(until),
+            Ok(Some(Parsed::V1(_))) => {
+                return Err(ReadError::Untrusted(
+                    "it is a version-1 reservation (monoflake 0.1, no checksum): a damaged \
+                     value cannot be told from a good one. Check the directory, then migrate \
+                     it (FileStore::migrate_v1, or `monoflake state migrate`)"
+                        .into(),
+                )
+                .into_error(&layout_path.join(&reservation)));
+            }
+            Err(e) => return Err(e.into_error(&layout_path.join(&reservation))),
+        };
+        record::remove_leftovers(layout_dir, node);
+        let layout_dir = rustix::io::dup(layout_dir).map_err(|e| io("duplicate", e))?;
+        let layout_meta = fstat(&layout_dir).map_err(|e| io("stat", e))?;
+        Ok(Attempt::Claimed(Claim::new(
+            node,
+            reserved,
+            FileClaim {
+                _lock: lock,
+                lock_meta,
+                lock_name,
+                state: Arc::clone(state),
+                layout_dir,
+                layout_meta,
+                layout_name: layout_name.to_owned(),
+                layout_path: layout_path.to_owned(),
+                state_path: self.path.clone(),
+            },
+        )))
+    }
+}
+
+impl FileClaim {
+    /// Whether the claim still stands: the state directory at its path, the layout's directory
+    /// in it and the lock file in that are the very ones opened and locked.
+    fn check_held(&self, node: u64) -> Result<(), Error> {
+        let lost = |what: &Path, how: &str| Error::LeaseLost {
+            node,
+            reason: format!("{} was {how}", what.display()),
+        };
+        match stat_path(&self.state_path) {
+            Ok(m) if m.same_file(&self.state.meta) => {}
+            Ok(_) => return Err(lost(&self.state_path, "replaced")),
+            Err(_) => return Err(lost(&self.state_path, "removed")),
+        }
+        match lstat_at(&self.state.fd, &self.layout_name) {
+            Ok(m) if m.same_file(&self.layout_meta) => {}
+            Ok(_) => return Err(lost(&self.layout_path, "replaced")),
+            Err(_) => return Err(lost(&self.layout_path, "removed")),
+        }
+        let lock_path = self.layout_path.join(&self.lock_name);
+        match lstat_at(&self.layout_dir, &self.lock_name) {
+            Ok(m) if m.same_file(&self.lock_meta) => Ok(()),
+            Ok(_) => Err(lost(&lock_path, "replaced")),
+            Err(_) => Err(lost(&lock_path, "removed")),
+        }
+    }
+}
+
+/// What an error about a directory given to [`FileStore::open`] suggests.
+fn private_fix(reason: &str, path: &Path) -> String {
+    format!(
+        "{reason}. Use a directory that only you can write (for example `install -d -m 0700 \
+         {0}`), or share one with a group: `install -d -m 2770 -g GROUP {0}`",
+        path.display()
+    )
+}
+
+/// What an error about the host-wide default directory suggests.
+fn default_fix(reason: &str, path: &Path) -> String {
+    format!(
+        "{reason}. The host-wide state directory is shared only with the users of its group: \
+         `sudo groupadd monoflake`, `sudo usermod -aG monoflake USER` for every user that runs \
+         monoflake, then `sudo install -d -m 2770 -g monoflake {0}` (or systemd's \
+         StateDirectory= with StateDirectoryMode=2770 and a shared Group=); or give this \
+         service a directory of its own (MONOFLAKE_STATE_DIR, FileStore::open), whose node IDs \
+         are then not coordinated with other users' processes",
+        path.display()
+    )
+}
+
+fn file_claim(claim: &Claim) -> Result<&FileClaim, Error> {
+    claim.token::<FileClaim>().ok_or_else(|| Error::LeaseLost {
+        node: claim.node(),
+        reason: "the claim was not made by a file store".into(),
+    })
+}
+
+/// How many unusable nodes an [`Error::AllNodesHeld`] describes.
+const UNUSABLE_NAMED: usize = 3;
+
+impl NodeStore for FileStore {
+    fn describe(&self) -> String {
+        format!("file {}", self.path.display())
+    }
+
+    fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
+        let state = self.current()?;
+        let layout_name = OsString::from(&*layout.state_name());
+        let (layout_dir, _) = open_subdir(&state, &self.path, &layout_name)?;
+        let layout_path = self.path.join(&layout_name);
+        match request {
+            NodeRequest::Exact(node) => {
+                layout.check_node(node)?;
+                match self.lock_node(
+                    &state,
+                    &layout_dir,
+                    &layout_name,
+                    &layout_path,
+                    node,
+                    false,
+                )? {
+                    Attempt::Claimed(claim) => Ok(claim),
+                    Attempt::Held => Err(Error::NodeHeld { node }),
+                }
+            }
+            NodeRequest::Any => {
+                // A node whose files cannot be used (a directory or a link where a lock file
+                // should be, a damaged or untrusted reservation) is skipped, not fatal: one
+                // bad entry must not stop every claim on the host.
+                let mut unusable = 0;
+                let mut reasons = Vec::new();
+                for node in 0..=layout.max_node() {
+                    match self.lock_node(
+                        &state,
+                        &layout_dir,
+                        &layout_name,
+                        &layout_path,
+                        node,
+                        false,
+                    ) {
+                        Ok(Attempt::Claimed(claim)) => return Ok(claim.with_unusable(unusable)),
+                        Ok(Attempt::Held) => {}
+                        Err(e) => {
+                            unusable += 1;
+                            if reasons.len() < UNUSABLE_NAMED {
+                                reasons.push(format!("node {node}: {e}"));
+                            }
+                        }
+                    }
+                }
+                Err(Error::AllNodesHeld {
+                    count: layout.max_node().saturating_add(1),
+                    ahead: 0,
+                    unusable,
+                    unusable_reasons: reasons,
+                })
+            }
+        }
+    }
+
+    fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        let token = file_claim(claim)?;
+        token.check_held(claim.node())?;
+        record::write(
+            &token.layout_dir,
+            &token.layout_path,
+            claim.node(),
+            until_ms,
+            &token.state.trust,
+        )
+    }
+
+    fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
+        file_claim(claim)?.check_held(claim.node())?;
+        Ok(None)
+    }
+
+    fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
+        let result = self.extend(&claim, until_ms);
+        drop(claim); // closes the file: the lock goes with it
+        result
+    }
+}

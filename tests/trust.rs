@@ -1,0 +1,409 @@
+//! The state directory is a trust boundary: another local user (`nobody`, by `setpriv`) can
+//! neither forge a reservation, nor stop a holder, nor make a holder write or follow a path of
+//! theirs; records they could have written are refused, never believed; and one bad entry
+//! never stops a claim of any node.
+//!
+//! The tests that switch users need root and `setpriv` (CI has both); elsewhere they say they
+//! were skipped.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore};
+
+const NOBODY: u32 = 65534;
+
+/// Whether this process may run commands as `nobody`.
+fn can_switch_users() -> bool {
+    let root = rustix_free_euid() == 0;
+    let setpriv = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !(root && setpriv) {
+        eprintln!("skipped: needs root and setpriv to act as a second user");
+    }
+    root && setpriv
+}
+
+fn rustix_free_euid() -> u32 {
+    let out = Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// Runs each shell command as `nobody`; returns the ones that succeeded.
+fn as_nobody(commands: &[String]) -> Vec<String> {
+    commands
+        .iter()
+        .filter(|c| {
+            Command::new("setpriv")
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "sh",
+                    "-c",
+                    c,
+                ])
+                .output()
+                .unwrap()
+                .status
+                .success()
+        })
+        .cloned()
+        .collect()
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn untrusted(result: Result<impl std::fmt::Debug, Error>, path: &Path, says: &str) {
+    match result {
+        Err(e @ Error::UntrustedState { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains(&path.display().to_string()), "{text}");
+            assert!(text.contains(says), "expected {says:?} in: {text}");
+        }
+        other => panic!("expected UntrustedState for {}: {other:?}", path.display()),
+    }
+}
+
+/// The review's attacks on a root holder, by a user who is not trusted: rename the lock file
+/// away and forge a reservation (754,702 duplicates before), plant links and directories,
+/// replace the layout's directory. Every one is refused by the kernel; the holder goes on;
+/// nobody else can take its node.
+#[test]
+fn another_user_can_neither_forge_nor_rename_nor_plant_in_the_state_directory() {
+    if !can_switch_users() {
+        return;
+    }
+    let base = common::TempDir::new("trust-attacks");
+    // Readable by everyone (0755) and private (0700): neither can be written by `nobody`.
+    for mode in [0o755, 0o700] {
+        let state = base.path().join(format!("state-{mode:o}"));
+        std::fs::create_dir(&state).unwrap();
+        set_mode(&state, mode);
+        let store = Arc::new(FileStore::open(&state).unwrap());
+        let holder = Generator::builder(Layout::twitter())
+            .build_leased(store.clone(), NodeRequest::Exact(0))
+            .unwrap();
+        let mut ids: Vec<u64> = (0..50_000)
+            .map(|_| holder.next_id().unwrap().as_u64())
+            .collect();
+        let layout_dir = state.join("twitter");
+        let d = layout_dir.display();
+        let s = state.display();
+        let forged = "monoflake-reservation v2\\nuntil_ms=1\\nsum=0000000000000000\\n";
+        let attacks = [
+            format!("mv {d}/node-0.lock {d}/stolen"),
+            format!("rm -f {d}/node-0.lock"),
+            format!("printf '{forged}' > {d}/node-0.reservation"),
+            format!("printf '{forged}' > {d}/node-1.reservation"),
+            format!("ln -s /etc/passwd {d}/node-1.lock"),
+            format!("ln -s /etc/passwd {d}/.node-0.reservation.0000000000000000"),
+            format!("mkdir {d}/node-2.lock"),
+            format!("mv {d} {s}/moved"),
+            format!("mkdir {s}/twitter2"),
+            format!("chmod 0777 {d}"),
+            format!("flock -n {d}/node-3.lock true"),
+        ];
+        let succeeded = as_nobody(&attacks);
+        assert!(
+            succeeded.is_empty(),
+            "{mode:o}: succeeded as nobody: {succeeded:?}"
+        );
+        // The holder goes on, its claim confirmed, and nobody else can take its node.
+        ids.extend((0..50_000).map(|_| holder.next_id().unwrap().as_u64()));
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        holder.check().unwrap();
+        assert!(matches!(
+            store.claim(&Layout::twitter(), NodeRequest::Exact(0)),
+            Err(Error::NodeHeld { node: 0, .. })
+        ));
+        assert_eq!(holder.stats().lease_losses, 0);
+        // Files the store made are the owner's alone: nobody else can even read them.
+        for entry in std::fs::read_dir(&layout_dir).unwrap() {
+            let m = entry.unwrap().metadata().unwrap();
+            assert_eq!(m.mode() & 0o077, 0, "{m:?}");
+        }
+        holder.release().unwrap();
+    }
+}
+
+/// A state directory, or a directory or link on its path, that someone else can change is
+/// refused, with the fix; a directory only trusted principals can write is not.
+#[test]
+fn a_directory_others_can_write_or_own_is_refused_with_the_fix() {
+    let base = common::TempDir::new("trust-modes");
+    let dir = |name: &str, mode: u32| {
+        let path = base.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        set_mode(&path, mode);
+        path
+    };
+    let world = dir("world", 0o777);
+    untrusted(FileStore::open(&world), &world, "lets every user write it");
+    let sticky = dir("sticky", 0o1777);
+    untrusted(
+        FileStore::open(&sticky),
+        &sticky,
+        "lets every user write it",
+    );
+    let group = dir("group", 0o770);
+    untrusted(FileStore::open(&group), &group, "is not setgid");
+    let shared = dir("shared", 0o2770);
+    FileStore::open(&shared).unwrap();
+    // The fix is named.
+    let e = FileStore::open(&world).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("install -d -m 0700 {}", world.display())),
+        "{e}"
+    );
+    // A directory on the path that others could rename the state directory out of.
+    let open_parent = dir("open-parent", 0o777);
+    let inner = open_parent.join("state");
+    std::fs::create_dir(&inner).unwrap();
+    untrusted(
+        FileStore::open(&inner),
+        &open_parent,
+        "other users could rename",
+    );
+    // Sticky (as /tmp is): only the owner may rename an entry, so it is fine.
+    set_mode(&open_parent, 0o1777);
+    FileStore::open(&inner).unwrap();
+    // A link on the path, owned by root (or this user), is followed; the store works in the
+    // directory it points to.
+    let real = dir("real", 0o700);
+    let link = base.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let store = FileStore::open(&link).unwrap();
+    drop(
+        store
+            .claim(&Layout::twitter(), NodeRequest::Exact(1))
+            .unwrap(),
+    );
+    assert!(real.join("twitter/node-1.lock").exists());
+    if !can_switch_users() {
+        return;
+    }
+    // Owned by another user: refused, whoever could write it.
+    let theirs = dir("theirs", 0o700);
+    std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+    untrusted(FileStore::open(&theirs), &theirs, "owned by uid 65534");
+    std::os::unix::fs::lchown(&link, Some(NOBODY), Some(NOBODY)).unwrap();
+    untrusted(
+        FileStore::open(&link),
+        &link,
+        "symbolic link owned by uid 65534",
+    );
+    let their_parent = dir("their-parent", 0o755);
+    std::fs::create_dir(their_parent.join("state")).unwrap();
+    std::os::unix::fs::chown(&their_parent, Some(NOBODY), Some(NOBODY)).unwrap();
+    untrusted(
+        FileStore::open(their_parent.join("state")),
+        &their_parent,
+        "owned by uid 65534",
+    );
+}
+
+/// Records a state directory held while it was open to everyone (the 0.2 default) may hold:
+/// another user's reservation, a world-writable one, a directory, links and a hard link where
+/// lock files belong. Each is refused for its node, naming the file; any node skips them all
+/// (counted), and the files they point at are never touched.
+#[test]
+fn untrusted_records_are_refused_and_any_node_skips_them() {
+    let base = common::TempDir::new("trust-records");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    // 3 node bits: nodes 0..=7.
+    let layout = Layout::builder()
+        .node_field("n", 3)
+        .epoch_ms(1_288_834_974_657)
+        .build()
+        .unwrap();
+    let dir = state.join(&*layout.state_name());
+    drop(store.claim(&layout, NodeRequest::Exact(7)).unwrap()); // makes the layout's directory
+    let victim = base.path().join("victim");
+    std::fs::write(&victim, "secret").unwrap();
+    set_mode(&victim, 0o600);
+    let good = |node: u64| {
+        // A reservation as the store writes it, copied from one it wrote.
+        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+        store.release(claim, 1_700_000_000_000).unwrap();
+    };
+    let switch = can_switch_users();
+    // 0: another user's reservation (when this test may chown).
+    good(0);
+    if switch {
+        std::os::unix::fs::chown(dir.join("node-0.reservation"), Some(NOBODY), Some(NOBODY))
+            .unwrap();
+    } else {
+        set_mode(&dir.join("node-0.reservation"), 0o622);
+    }
+    // 1: a reservation every user can write.
+    good(1);
+    set_mode(&dir.join("node-1.reservation"), 0o666);
+    // 2: a directory where the lock file belongs.
+    std::fs::create_dir(dir.join("node-2.lock")).unwrap();
+    // 3: a link to the victim where the lock file belongs.
+    std::os::unix::fs::symlink(&victim, dir.join("node-3.lock")).unwrap();
+    // 4: a link to the victim where the reservation belongs.
+    std::os::unix::fs::symlink(&victim, dir.join("node-4.reservation")).unwrap();
+    // 5: a hard link to the victim where the lock file belongs.
+    std::fs::hard_link(&victim, dir.join("node-5.lock")).unwrap();
+    let cases = [
+        (
+            0,
+            "node-0.reservation",
+            if switch {
+                "owned by uid 65534"
+            } else {
+                "lets every user write it"
+            },
+        ),
+        (1, "node-1.reservation", "lets every user write it"),
+        (2, "node-2.lock", "is a directory"),
+        (3, "node-3.lock", "symbolic link"),
+        (4, "node-4.reservation", "symbolic link"),
+        (5, "node-5.lock", "hard link"),
+    ];
+    for (node, file, says) in cases {
+        untrusted(
+            store.claim(&layout, NodeRequest::Exact(node)),
+            &dir.join(file),
+            says,
+        );
+    }
+    // Any node skips the six, takes node 6, and says how many it skipped.
+    let leased = Generator::builder(layout.clone())
+        .build_leased(Arc::new(store.clone()), NodeRequest::Any)
+        .unwrap();
+    assert_eq!(leased.node(), 6);
+    assert_eq!(leased.stats().nodes_skipped_unusable, 6);
+    // With 6 and 7 held too, nothing is left: the error names what it skipped.
+    let seven = store.claim(&layout, NodeRequest::Exact(7)).unwrap();
+    match store.claim(&layout, NodeRequest::Any) {
+        Err(
+            e @ Error::AllNodesHeld {
+                count: 8,
+                unusable: 6,
+                ..
+            },
+        ) => {
+            let text = e.to_string();
+            assert!(text.contains("6 cannot be used"), "{text}");
+            assert!(
+                text.contains("node 0:") && text.contains("node-0.reservation"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    drop((seven, leased));
+    // The victim is as it was: never opened for writing, never chmod-ed.
+    let m = std::fs::metadata(&victim).unwrap();
+    assert_eq!(m.mode() & 0o7777, 0o600);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret");
+}
+
+/// A reservation is replaced through a temporary file with an unpredictable name, created
+/// `O_EXCL`, never through a path someone planted: a leftover from a crash (even a link) is
+/// removed at the next claim of its node, and the directory holds only the node's two files.
+#[test]
+fn reservations_go_through_unpredictable_temporary_files_and_leftovers_are_removed() {
+    let base = common::TempDir::new("trust-temp");
+    let state = base.path().join("state");
+    let store = Arc::new(FileStore::open(&state).unwrap());
+    let dir = state.join("twitter");
+    let victim = base.path().join("victim");
+    std::fs::write(&victim, "secret").unwrap();
+    set_mode(&victim, 0o600);
+    drop(
+        store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap(),
+    );
+    // Leftovers of a writer of node 0 that crashed: a file, and a link to the victim.
+    std::fs::write(dir.join(".node-0.reservation.0123456789abcdef"), "x").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join(".node-0.reservation.fedcba9876543210")).unwrap();
+    let leased = Generator::builder(Layout::twitter())
+        .reservation_window(std::time::Duration::from_millis(40))
+        .build_leased(store, NodeRequest::Exact(0))
+        .unwrap();
+    // Many extensions (a 40 ms window is extended every ~20 ms).
+    let start = std::time::Instant::now();
+    while leased.stats().reservation_writes < 10 {
+        leased.next_id().unwrap();
+        assert!(start.elapsed() < std::time::Duration::from_secs(60));
+    }
+    leased.release().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["node-0.lock", "node-0.reservation"]);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret");
+    assert_eq!(std::fs::metadata(&victim).unwrap().mode() & 0o7777, 0o600);
+}
+
+/// The state directory renamed away and replaced under a holder (by someone trusted: an
+/// operator, a cleaner): the holder notices at its next check and stops for good; it never
+/// writes into the new directory; a newcomer there starts above everything it issued.
+#[test]
+fn a_state_directory_replaced_under_a_holder_is_detected_not_followed() {
+    let base = common::TempDir::new("trust-replaced");
+    let state = base.path().join("state");
+    let old = Generator::builder(Layout::twitter())
+        .build_leased(
+            Arc::new(FileStore::open(&state).unwrap()),
+            NodeRequest::Exact(0),
+        )
+        .unwrap();
+    let mut old_ids = Vec::new();
+    old_ids.push(old.next_id().unwrap());
+    std::fs::rename(&state, base.path().join("moved")).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    set_mode(&state, 0o700);
+    // Issue until the holder stops (a liveness bound only).
+    let start = std::time::Instant::now();
+    let lost = loop {
+        match old.try_next_id() {
+            Ok(id) => old_ids.push(id),
+            Err(Error::WouldBlock { .. }) => {}
+            Err(e) => break e,
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "never stopped"
+        );
+    };
+    match lost {
+        Error::LeaseLost {
+            node: 0, reason, ..
+        } => {
+            assert!(reason.contains("was replaced"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nothing was written into the new directory.
+    assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0);
+    let new = Generator::builder(Layout::twitter())
+        .build_leased(
+            Arc::new(FileStore::open(&state).unwrap()),
+            NodeRequest::Exact(0),
+        )
+        .unwrap();
+    let first = new.next_id().unwrap();
+    assert!(
+        old_ids.iter().all(|&id| id < first),
+        "the newcomer went below the old holder"
+    );
+    drop(old);
+    new.release().unwrap();
+}
