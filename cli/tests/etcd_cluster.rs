@@ -5,11 +5,10 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
+use common::{Reader, stderr_of};
+
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use monoflake::{Id, Layout};
@@ -33,57 +32,8 @@ fn generate(etcd: &str, state: &std::path::Path, extra: &[&str]) -> Command {
     c
 }
 
-/// Collects a child's stdout IDs on a thread, so a paused or slow reader never stalls it.
-struct Reader {
-    ids: Arc<Mutex<Vec<u64>>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Reader {
-    fn spawn(child: &mut Child) -> Reader {
-        let ids = Arc::new(Mutex::new(Vec::new()));
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let sink = Arc::clone(&ids);
-        let thread = std::thread::spawn(move || {
-            for line in out.lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line.parse().unwrap());
-            }
-        });
-        Reader {
-            ids,
-            thread: Some(thread),
-        }
-    }
-
-    fn count(&self) -> usize {
-        self.ids.lock().unwrap().len()
-    }
-
-    fn wait_for(&self, n: usize) {
-        let start = Instant::now();
-        while self.count() < n {
-            assert!(start.elapsed() < Duration::from_secs(30), "no output");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn finish(mut self) -> Vec<u64> {
-        self.thread.take().unwrap().join().unwrap();
-        std::mem::take(&mut *self.ids.lock().unwrap())
-    }
-}
-
 fn node_of(id: u64) -> u64 {
     Id::from_u64(id).parts(&Layout::sonyflake()).unwrap().node()
-}
-
-fn stderr_of(child: Child) -> (Option<i32>, String) {
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn now_ms() -> u64 {
@@ -141,8 +91,12 @@ fn two_processes_with_separate_state_dirs_get_distinct_nodes() {
     );
 }
 
+/// A holder that cannot confirm its claim stops issuing two check intervals (here 2 × 500 ms)
+/// after the last check that did, long before its TTL: from where it stands, an etcd it cannot
+/// reach and an etcd whose keys someone deleted look the same, and in the second case a
+/// successor may already be issuing on its node.
 #[test]
-fn stopping_etcd_stops_a_running_generator_within_the_ttl() {
+fn stopping_etcd_stops_a_running_generator_within_its_confirm_bound() {
     let mut etcd = common::Etcd::start();
     let state = common::TempDir::new("etcd-stop");
     let ttl_s = 2;
@@ -162,12 +116,13 @@ fn stopping_etcd_stops_a_running_generator_within_the_ttl() {
     let ids = reader.finish();
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("the lease was lost") && err.contains("within its validity"),
+        err.contains("could not be extended") && err.contains("has not been confirmed for 1000 ms"),
         "{err}"
     );
-    // Every ID was issued before the lease deadline, which is at most one TTL after the last
-    // successful renewal (itself before etcd stopped); an ID's time runs at most `max_lead`
+    // Every ID was issued before the confirm bound: two check intervals (1 s) after the last
+    // successful check, itself before etcd stopped; an ID's time runs at most `max_lead`
     // (100 ms by default) ahead of its issue.
+    let bound_ms = 1000;
     let lead_ms = monoflake::DEFAULT_MAX_LEAD.as_millis() as u64;
     let last_ms = ids
         .iter()
@@ -180,7 +135,7 @@ fn stopping_etcd_stops_a_running_generator_within_the_ttl() {
         .max()
         .unwrap();
     assert!(
-        last_ms < stopped_at + ttl_s * 1000 + lead_ms,
+        last_ms < stopped_at + bound_ms + lead_ms,
         "issued at {last_ms}, etcd stopped at {stopped_at}"
     );
     eprintln!(
@@ -247,5 +202,49 @@ fn a_holder_paused_past_its_ttl_never_collides_with_the_next_holder() {
     assert!(
         b_ids.iter().min() > a_ids.iter().max(),
         "B must start after everything A could issue"
+    );
+}
+
+/// The review's 21,002 duplicates: a holder paused (SIGSTOP) while its records are deleted
+/// (`etcdctl del --prefix`) and a successor takes its node, then resumed (SIGCONT) while the
+/// successor issues. The successor, finding no record, waits `2.5 x` the check interval and
+/// starts past it; the holder issues nothing later than `2 x` the check interval after its last
+/// check that found the claim standing, which came before the deletion. So every ID the holder
+/// printed lies below the successor's first, and it stops.
+#[test]
+fn a_holder_paused_while_its_records_are_deleted_never_collides_with_the_successor() {
+    let etcd = common::Etcd::start();
+    let (d1, d2) = (
+        common::TempDir::new("deleted-a"),
+        common::TempDir::new("deleted-b"),
+    );
+    let args = ["-n", "100000000000", "--node", "3", "--lease-ttl", "3"];
+    let mut a = generate(&etcd.endpoint, d1.path(), &args).spawn().unwrap();
+    let ra = Reader::spawn(&mut a);
+    ra.wait_for(10_000);
+    common::signal(a.id(), "STOP");
+    let (deleted, out) = etcd.ctl(None, &["del", "--prefix", "/monoflake"]);
+    assert!(deleted, "{out}");
+    let mut b = generate(&etcd.endpoint, d2.path(), &args).spawn().unwrap();
+    let rb = Reader::spawn(&mut b);
+    rb.wait_for(10_000);
+    common::signal(a.id(), "CONT");
+    let (code, err) = stderr_of(a);
+    // The successor goes on after the old holder stopped: both ran at once in between.
+    rb.wait_for(rb.count() + 10_000);
+    common::signal(b.id(), "TERM");
+    let _ = stderr_of(b);
+    let (a_ids, b_ids) = (ra.finish(), rb.finish());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("lease was lost") || err.contains("has not been confirmed"),
+        "{err}"
+    );
+    let a_set: HashSet<u64> = a_ids.iter().copied().collect();
+    let shared = b_ids.iter().filter(|id| a_set.contains(id)).count();
+    assert_eq!(shared, 0, "{shared} IDs issued by both");
+    assert!(
+        b_ids.iter().min() > a_ids.iter().max(),
+        "the old holder issued at or above the successor's first ID"
     );
 }

@@ -294,8 +294,10 @@ fn kill_9_then_restart() {
         .unwrap();
     let after = ids(&out);
     assert_eq!(Id::from_u64(after[0]).parts(&layout).unwrap().node(), 1);
+    // Node 1 has no record: it waits 2.5 check intervals, in case a holder whose record was
+    // deleted is still issuing (and says so).
     let stats = String::from_utf8_lossy(&out.stderr);
-    assert!(stats.contains("claim wait 0 ms"), "{stats}");
+    assert!(stats.contains("claim wait 250 ms"), "{stats}");
     // Honest: not stamped with the killed holder's reservation, at most the lead ahead.
     assert!(unix_ms_of(after[0], &layout) <= now_ms() + 150);
     assert!(unix_ms_of(after[0], &layout) + 20 >= started);
@@ -500,6 +502,49 @@ fn a_world_writable_state_directory_is_refused_with_the_fix() {
     assert!(err.contains("cannot be trusted"), "{err}");
     assert!(err.contains("lets every user write it"), "{err}");
     assert!(err.contains("install -d -m 2770 -g monoflake"), "{err}");
+}
+
+/// A holder paused (SIGSTOP) while its state directory is deleted and a successor takes its
+/// node in a new one, then resumed (SIGCONT) while the successor issues: it issues nothing
+/// later than two check intervals after its last check, which came before the deletion, and
+/// the successor (no record: it waits two and a half) starts past that. Every ID the old
+/// holder printed lies below the successor's first, and the old holder stops.
+#[test]
+fn a_holder_paused_while_its_directory_is_deleted_never_collides_with_the_successor() {
+    let state = common::TempDir::new("paused");
+    let spawn = || {
+        monoflake(state.path())
+            .args(["gen", "-n", "100000000000", "--node", "0", "--threads", "2"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut a = spawn();
+    let ra = common::Reader::spawn(&mut a);
+    ra.wait_for(10_000);
+    common::signal(a.id(), "STOP");
+    std::fs::remove_dir_all(state.path()).unwrap();
+    let mut b = spawn();
+    let rb = common::Reader::spawn(&mut b);
+    // Long enough for the successor's IDs to run past where the old holder's would resume.
+    rb.wait_for(1_000_000);
+    common::signal(a.id(), "CONT");
+    let (code, err) = common::stderr_of(a);
+    // The successor goes on after the old holder stopped: both ran at once in between.
+    rb.wait_for(rb.count() + 10_000);
+    common::signal(b.id(), "TERM");
+    let _ = common::stderr_of(b);
+    let (a_ids, b_ids) = (ra.finish(), rb.finish());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("lease was lost"), "{err}");
+    let a_set: HashSet<u64> = a_ids.iter().copied().collect();
+    let shared = b_ids.iter().filter(|id| a_set.contains(id)).count();
+    assert_eq!(shared, 0, "{shared} IDs issued by both");
+    assert!(
+        b_ids.iter().min() > a_ids.iter().max(),
+        "the old holder issued at or above the successor's first ID"
+    );
 }
 
 #[test]

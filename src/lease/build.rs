@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use super::choose::{ahead_ms, choose};
 use super::keeper::Keeper;
-use super::status::{LeaseStatus, deadline_tick, duration_ms, first_tick_from, last_tick_before};
+use super::status::{
+    LeaseStatus, deadline_tick, duration_ms, first_tick_from, last_tick_before, unrecorded_wait,
+};
 use super::store::{NodeRequest, NodeStore};
 use super::{DEFAULT_RESERVATION_WINDOW, Leased};
 
@@ -150,7 +152,8 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         let tolerance_ms = settings
             .future_tolerance
             .map_or(window_ms.saturating_add(max_lead_ms), duration_ms);
-        let status = Arc::new(LeaseStatus::new(store.describe()));
+        let check = store.check_interval();
+        let status = Arc::new(LeaseStatus::new(store.describe(), check));
         let chosen = choose(
             &*store,
             &layout,
@@ -204,18 +207,17 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                     return Err(e);
                 }
             }
-            status.claim_wait_ms.store(wait, Ordering::Relaxed);
+            status.claim_wait_ms.fetch_add(wait, Ordering::Relaxed);
         }
         let now_ms = self.clock_ref().precise_now_ms();
-        let now_mono = status.mono_us();
-        let check = store.check_interval();
         // A node with no record at all may have had one that was deleted under a live holder
-        // (the state directory removed, the store's keys cleared). That holder stops within one
-        // check interval, and never issued a time beyond the real time plus its lead: start
-        // past both (with a margin of one more interval), and wait that out first (below), so
-        // no ID can be shared and the first IDs are at most `max_lead` ahead of the clock.
-        // Twice the interval: a margin for a keeper that runs late on a loaded host.
-        let unrecorded_wait = check.saturating_mul(2);
+        // (the state directory removed, the store's keys cleared). That holder stops issuing
+        // within `confirm_bound` of its last successful check, which came before the deletion,
+        // and never issued a time beyond its clock plus its lead: wait that out, with a margin
+        // for the two clocks to disagree, and start past it (`unrecorded_wait`; the inequality
+        // is in docs/design.md), so no ID can be shared and the first IDs are at most
+        // `max_lead` ahead of the clock.
+        let unrecorded_wait = unrecorded_wait(check);
         let unrecorded_floor_ms = now_ms
             .saturating_add(duration_ms(unrecorded_wait))
             .saturating_add(duration_ms(self.max_lead_ref()));
@@ -243,20 +245,26 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         let write_us = first_round.elapsed().as_micros();
         if claim.reserved_until_ms().is_none() {
             std::thread::sleep(unrecorded_wait);
+            status
+                .claim_wait_ms
+                .fetch_add(duration_ms(unrecorded_wait), Ordering::Relaxed);
         }
         LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
         let round_us = u64::try_from(write_us).unwrap_or(u64::MAX);
         status.round_us.store(round_us, Ordering::Relaxed);
-        // The first renewal tells how long the claim lasts, before anything is issued.
+        // The first renewal tells how long the claim lasts, before anything is issued, and
+        // confirms it: issuing may go on until `confirm_bound` after this check began.
         let mut interval = (window / 4).min(check);
-        let mut deadline = u64::MAX;
+        let renew_mono = status.mono_us();
+        let renew_ms = self.clock_ref().precise_now_ms();
         match store.renew(&claim) {
-            Ok(None) => LeaseStatus::count(&status.renewals),
-            Ok(Some(valid)) => {
+            Ok(valid) => {
                 LeaseStatus::count(&status.renewals);
-                status.renewed(now_mono, Some(valid));
-                deadline = deadline_tick(&layout, status.fence_deadline_ms(now_ms, now_mono));
-                interval = interval.min(valid / 3);
+                status.renewed(renew_mono, valid);
+                status.confirmed(renew_mono);
+                if let Some(valid) = valid {
+                    interval = interval.min(valid / 3);
+                }
             }
             Err(e) => {
                 let previous = claim.reserved_until_ms().unwrap_or(0).max(until);
@@ -264,6 +272,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                 return Err(e);
             }
         }
+        let deadline = deadline_tick(&layout, status.fence_deadline_ms(renew_ms, renew_mono));
         let mut builder = self.node(node);
         if let Some(after) = floor_tick.checked_sub(1) {
             builder = builder.resume_after(after);

@@ -48,6 +48,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
                 LeaseStatus::count(&self.status.renewals);
                 if !was_lost {
                     self.status.renewed(start_mono, valid);
+                    self.status.confirmed(start_mono);
                 }
                 if let Some(valid) = valid {
                     // The reservation runs at least two validity periods ahead, so a store that

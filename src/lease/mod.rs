@@ -50,7 +50,13 @@ pub const DEFAULT_RESERVATION_WINDOW: Duration = Duration::from_secs(5);
 ///   on the state's own cache line).
 /// * **Stops on its own**: when the reservation cannot be extended in time, issuing stops with
 ///   [`Error::ReservationUnavailable`]; when the claim is not renewed before its deadline
-///   (measured on the generator's clock, which is monotonic), with [`Error::LeaseLost`].
+///   (measured on the monotonic clock, [`std::time::Instant`]), with [`Error::LeaseLost`].
+/// * **Never past what a successor assumes**: nothing is issued later than two check
+///   intervals ([`NodeStore::check_interval`]) after the start of the last check that found
+///   the claim standing — a paused process, a frozen VM or a store that cannot be reached
+///   stops issuing there ([`Error::WouldBlock`], or [`Error::ReservationUnavailable`] while
+///   checks fail) and resumes once a check succeeds. A claimant that finds no record of a node
+///   (deleted under its holder) relies on it (docs/design.md, "Holder and successor").
 /// * **Released on drop**: dropping (or [`Leased::release`]) stops the keeper, seals the
 ///   generator (a call racing the release then reports [`Error::LeaseLost`]), writes the final
 ///   reservation — the end of the last tick issued — and gives the node ID up.

@@ -94,6 +94,14 @@ pub(crate) struct LeaseStatus {
     /// lease, and its slewing cannot stretch the lease.
     // Ordering: Relaxed; status words read only to word an error, or by the keeper itself.
     deadline_us: AtomicU64,
+    /// How long after the start of a check that found the claim standing the holder may go on
+    /// issuing without another ([`confirm_bound`]), in µs.
+    bound_us: u64,
+    /// The start of the last check that found the claim standing, plus `bound_us`, on the
+    /// same monotonic clock: past it the fence refuses until a check succeeds again, whatever
+    /// the lease's own deadline says (a pause, a frozen VM, a store that cannot be reached).
+    // Ordering: Relaxed, as `deadline_us`.
+    confirmed_until_us: AtomicU64,
     pub(crate) released: AtomicBool,
     pub(crate) last_error: Mutex<Option<String>>,
     pub(crate) reservation_writes: AtomicU64,
@@ -109,13 +117,16 @@ pub(crate) struct LeaseStatus {
 }
 
 impl LeaseStatus {
-    pub(crate) fn new(store: String) -> Self {
+    /// The status of a claim on `store`, whose holder checks the claim every `check`.
+    pub(crate) fn new(store: String, check: Duration) -> Self {
         LeaseStatus {
             store,
             signal: KeeperSignal::default(),
             round_us: AtomicU64::new(0),
             origin: Instant::now(),
             deadline_us: AtomicU64::new(u64::MAX),
+            bound_us: u64::try_from(confirm_bound(check).as_micros()).unwrap_or(u64::MAX),
+            confirmed_until_us: AtomicU64::new(0),
             released: AtomicBool::new(false),
             last_error: Mutex::new(None),
             reservation_writes: AtomicU64::new(0),
@@ -147,6 +158,13 @@ impl LeaseStatus {
         self.deadline_us.store(deadline, Ordering::Relaxed);
     }
 
+    /// Records a check, started at `mono_us`, that found the claim standing: issuing may go
+    /// on until `mono_us + confirm_bound`.
+    pub(crate) fn confirmed(&self, mono_us: u64) {
+        self.confirmed_until_us
+            .fetch_max(mono_us.saturating_add(self.bound_us), Ordering::Relaxed);
+    }
+
     /// The lease is lost for good (the store said so).
     pub(crate) fn lose(&self) {
         self.deadline_us.store(0, Ordering::Relaxed);
@@ -157,7 +175,11 @@ impl LeaseStatus {
     /// covers a coarse clock's lag and the generator's clock running slower than real time
     /// while it slews (0.1 %) or drifts.
     pub(crate) fn fence_deadline_ms(&self, clock_ms: u64, mono_us: u64) -> u64 {
-        match self.deadline_us.load(Ordering::Relaxed) {
+        let lease = self.deadline_us.load(Ordering::Relaxed);
+        if lease == 0 {
+            return 0;
+        }
+        match lease.min(self.confirmed_until_us.load(Ordering::Relaxed)) {
             u64::MAX => u64::MAX,
             0 => 0,
             deadline => {
@@ -218,8 +240,21 @@ impl Refusal for LeaseStatus {
         }
         if deadline_passed {
             if !self.lost_at(self.mono_us()) {
-                // The generator's clock stepped forward past the fence's deadline, but the
-                // lease itself is still valid: the keeper recomputes the fence.
+                // The lease is still valid, but the fence's deadline came: either the claim
+                // has not been confirmed within `confirm_bound` (the store failing, or the
+                // keeper held up), or the generator's clock stepped forward past it. The keeper
+                // checks the claim and recomputes the fence.
+                if let Some(reason) = last {
+                    self.signal.wake();
+                    return Error::ReservationUnavailable {
+                        node,
+                        reason: format!(
+                            "the claim with {} has not been confirmed for {} ms: {reason}",
+                            self.store,
+                            self.bound_us / 1000
+                        ),
+                    };
+                }
                 return self.wait_for_keeper();
             }
             let why = last.unwrap_or_else(|| "no renewal succeeded".into());
@@ -238,7 +273,29 @@ impl Refusal for LeaseStatus {
     }
 }
 
-/// The first tick that starts at or after `unix_ms`.
+/// How long a holder may go on issuing after the start of a check that found its claim
+/// standing: twice the store's check interval (the keeper checks once per interval, so a
+/// keeper late by up to one interval does not stop issuing).
+///
+/// The successor of a node that has **no record** (deleted under its holder) relies on it:
+/// see [`unrecorded_wait`] and the inequality in docs/design.md.
+pub(crate) fn confirm_bound(check: Duration) -> Duration {
+    check.saturating_mul(2)
+}
+
+/// How long a claimant that finds no record of its node waits before it issues, and how far
+/// past its clock it starts (plus `max_lead`): the holder's [`confirm_bound`], plus half a
+/// check interval for the two hosts' clocks to disagree by.
+///
+/// The holder whose record was deleted at real time `D` last confirmed its claim at `c < D`,
+/// so it issues at no clock reading at or past `c + bound`, and no ID time past
+/// `c + bound + max_lead` (its own clock). The claimant, claiming at `T >= D` and starting at
+/// `T + wait + max_lead` (its clock) after waiting `wait`, is above every one of them while
+/// the clocks differ by less than `wait - bound`.
+pub(crate) fn unrecorded_wait(check: Duration) -> Duration {
+    confirm_bound(check).saturating_add(check / 2)
+}
+
 /// A duration in whole milliseconds, saturating at `u64::MAX`.
 pub(crate) fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -250,13 +307,16 @@ pub(crate) fn first_tick_from(layout: &Layout, unix_ms: u64) -> u64 {
     since.div_ceil(layout.tick_ms())
 }
 
-/// The first clock tick at which a lease with this deadline may no longer issue: the tick
-/// holding the deadline (so every ID is issued before it). `u64::MAX` for no deadline.
+/// The first clock tick at which a lease with this deadline may no longer issue: the one
+/// after the tick holding the deadline. An ID carries its tick's start, so every ID issued
+/// carries a time at or before the deadline, which is what a successor's floor is above (an
+/// hour-long tick that began before the deadline is not refused for the rest of the hour).
+/// `u64::MAX` for no deadline, 0 once lost.
 pub(crate) fn deadline_tick(layout: &Layout, deadline_ms: u64) -> u64 {
-    if deadline_ms == u64::MAX {
-        u64::MAX
-    } else {
-        layout.tick_at(deadline_ms)
+    match deadline_ms {
+        u64::MAX => u64::MAX,
+        0 => 0,
+        ms => layout.tick_at(ms).saturating_add(1),
     }
 }
 

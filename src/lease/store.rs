@@ -161,9 +161,11 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     fn describe(&self) -> String;
 
     /// How often a holder asks [`NodeStore::renew`] whether its claim still stands (default
-    /// [`DEFAULT_CHECK_INTERVAL`]). It bounds how long a holder whose records were deleted
-    /// under it (a removed state directory, cleared keys) keeps issuing, so it is also how long
-    /// a claimant that finds no record of a node waits before it issues.
+    /// [`DEFAULT_CHECK_INTERVAL`]). A holder issues nothing later than twice this after the
+    /// start of its last check that found the claim standing — a holder whose records were
+    /// deleted under it (a removed state directory, cleared keys), or that was paused, stops
+    /// within that — so a claimant that finds no record of a node waits two and a half times
+    /// this before it issues.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-check-{}", std::process::id()));

@@ -1,10 +1,15 @@
 //! Helpers shared by the integration tests: temporary directories and a private etcd.
 #![allow(dead_code, unused_imports)]
 
+use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::process::Child;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A directory removed on drop.
 pub struct TempDir(pub PathBuf);
@@ -267,4 +272,54 @@ impl monoflake::NodeStore for Flaky {
     fn release(&self, claim: monoflake::Claim, until_ms: u64) -> Result<(), monoflake::Error> {
         self.inner.release(claim, until_ms)
     }
+}
+
+/// Collects a child's stdout IDs on a thread, so a paused or slow reader never stalls it.
+pub struct Reader {
+    ids: Arc<Mutex<Vec<u64>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Reader {
+    pub fn spawn(child: &mut Child) -> Reader {
+        let ids = Arc::new(Mutex::new(Vec::new()));
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let sink = Arc::clone(&ids);
+        let thread = std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line.parse().unwrap());
+            }
+        });
+        Reader {
+            ids,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.ids.lock().unwrap().len()
+    }
+
+    pub fn wait_for(&self, n: usize) {
+        let start = Instant::now();
+        while self.count() < n {
+            assert!(start.elapsed() < Duration::from_secs(30), "no output");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<u64> {
+        self.thread.take().unwrap().join().unwrap();
+        std::mem::take(&mut *self.ids.lock().unwrap())
+    }
+}
+
+/// Waits for a child and returns its exit code and standard error.
+pub fn stderr_of(child: std::process::Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
