@@ -275,3 +275,26 @@ proptest! {
         prop_assert_eq!(&s[20..23], format!("{:03}", ms % 1000));
     }
 }
+
+/// A layout is read exactly as written: a stray space (`--layout "twitter "` from a shell
+/// variable) is refused with the byte it is at, not trimmed away.
+#[test]
+fn layouts_with_spaces_are_refused_not_trimmed() {
+    for text in [
+        "twitter ",
+        " twitter",
+        "time=41, worker=10,sequence=12,epoch=2024-01-01",
+        "time=41,worker=10,sequence=12,epoch=2024-01-01\n",
+        "time=41,worker =10,sequence=12,epoch=2024-01-01",
+        "tw\titter",
+    ] {
+        match text.parse::<Layout>() {
+            Err(e @ Error::InvalidLayoutSpec { .. }) => {
+                let at = text.find(char::is_whitespace).unwrap();
+                assert!(e.to_string().contains(&format!("at byte {at}")), "{text:?}: {e}");
+            }
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+    assert_eq!("twitter".parse::<Layout>().unwrap(), Layout::twitter());
+}

@@ -91,6 +91,8 @@ impl fmt::Display for Layout {
 /// assert_eq!(layout.to_string().parse::<Layout>()?, layout);
 /// assert_eq!(Layout::discord().to_string().parse::<Layout>()?, Layout::discord());
 /// assert_eq!("sonyflake".parse::<Layout>()?, Layout::sonyflake());
+/// // Exactly as written: no stray spaces.
+/// assert!(matches!("twitter ".parse::<Layout>(), Err(Error::InvalidLayoutSpec { .. })));
 ///
 /// // A write-up's game-server layout needs 73 bits.
 /// let err = "time=37,server=20,sequence=16,epoch=2024-01-01".parse::<Layout>().unwrap_err();
@@ -106,7 +108,17 @@ impl FromStr for Layout {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Layout, Error> {
-        let text = text.trim();
+        // Written exactly, or refused: a stray space (`"twitter "` from a shell variable or a
+        // config file) is a sign the text is not what was meant.
+        if let Some(at) = text.find(char::is_whitespace) {
+            return Err(spec_error(
+                text,
+                format!(
+                    "a layout is a preset name or NAME=VALUE parts with no spaces; found one at \
+                     byte {at}"
+                ),
+            ));
+        }
         if !text.contains('=') {
             return Layout::preset(text);
         }
@@ -200,7 +212,6 @@ fn parse(text: &str) -> Result<Layout, Error> {
     let (mut epoch, mut tick, mut sign_bit) = (None::<u64>, None::<u64>, None::<bool>);
     let (mut above, mut below) = (0usize, 0usize);
     for part in text.split(',') {
-        let part = part.trim();
         let Some((key, value)) = part.split_once('=') else {
             let reason = if part.is_empty() {
                 format!("an empty part; {SPEC_HELP}")
@@ -209,7 +220,6 @@ fn parse(text: &str) -> Result<Layout, Error> {
             };
             return Err(spec_error(part, reason));
         };
-        let (key, value) = (key.trim(), value.trim());
         let twice = || spec_error(part, format!("{key} is given twice"));
         match key {
             "epoch" => {
