@@ -21,7 +21,7 @@ use monoflake::Id;
 use super::auth::Token;
 use super::issue::{Issuer, Refusal};
 use super::metrics::{Endpoint, Exposition};
-use crate::decode::json_object;
+use crate::parts::json_object;
 
 /// What every handler shares.
 #[derive(Debug)]

@@ -23,7 +23,8 @@ use std::time::Duration;
 use monoflake::{DEFAULT_MAX_LEAD, Layout, NodeRequest};
 
 use crate::args::{NodeArg, ServeArgs};
-use crate::commands::{Failure, open_store};
+use crate::failure::Failure;
+use crate::store::open_store;
 
 fn runtime_failure(message: String) -> Failure {
     Failure { code: 1, message }
