@@ -6,7 +6,7 @@
 //!
 //! The arrows run one way: `main` parses with `args` (every clap type) and hands each
 //! subcommand its arguments; a subcommand's module (`generate`, `decode`, `layouts`, `keys`,
-//! `shell`, `bench`, `serve/`) imports no other one, only `args`, the shared pieces below it
+//! `shell`, `bench/`, `serve/`) imports no other one, only `args`, the shared pieces below it
 //! (`store`, `key_file`, `parts`), `failure` and the library.
 
 mod args;
