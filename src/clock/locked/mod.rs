@@ -9,22 +9,25 @@
 //! * `publication.rs`: the piece published to readers: a double-buffered sequence lock, and
 //!   the straight part behind a sequence lock of its own;
 //! * `writer.rs`: the writer lock, which a forked child takes over;
-//! * this file: [`LockedClock`], which ties them together: the hot read, the comparison with
-//!   the wall clock (under the writer lock), the straightening past a slew, forward moves and
-//!   the report.
+//! * `policy.rs`: what a comparison with the wall clock makes of the line, pure;
+//! * this file: [`LockedClock`], which ties them together: the hot read, the comparison (wall
+//!   clock and counter read under the writer lock, the policy asked, the piece published), the
+//!   straightening past a slew, forward moves and the report.
 //!
 //! This file alone reads the wall clock and keeps the statistics. The arrows run one way: it
-//! uses all four; `publication` uses `segment` and `counter`; `segment` uses
+//! uses all five; `policy` and `publication` use `segment` and `counter`; `segment` uses
 //! `counter`; `writer` and `counter` use none of them. The unit tests that drive the clock as
 //! a whole are in `tests.rs`; the pure parts' own are beside them.
 
 mod counter;
+mod policy;
 mod publication;
 mod segment;
 #[cfg(test)]
 mod tests;
 mod writer;
 
+pub use self::policy::{DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE};
 pub use self::segment::SLEW_PPM;
 
 use std::fmt;
@@ -32,16 +35,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use self::counter::Counter;
+use self::policy::Policy;
 use self::publication::Line;
-use self::segment::{SLEW_DIVISOR, SLEW_GRACE_NS, Segment, Straight};
+use self::segment::{Segment, Straight};
 use self::writer::WriterLock;
 use super::{ClockReport, TimeSource, wall_clock_ns};
 use crate::sync::{AtomicU64, Ordering};
 
-/// How often a [`LockedClock`] compares itself with the wall clock, by default.
-pub const DEFAULT_REANCHOR_INTERVAL: Duration = Duration::from_secs(1);
-/// By how much the wall clock must be ahead before a [`LockedClock`] steps forward, by default.
-pub const DEFAULT_REANCHOR_TOLERANCE: Duration = Duration::from_millis(1);
 type WallFn = dyn Fn() -> u64 + Send + Sync;
 
 /// The default time source: the wall clock read once, then advanced by quanta's monotonic
@@ -84,9 +84,8 @@ pub struct LockedClock {
 struct LockedInner {
     counter: Counter,
     base_ns: u64,
-    /// The comparison interval in counter units.
-    interval: u64,
-    tolerance_ns: u64,
+    /// When to compare with the wall clock, and what to make of it.
+    policy: Policy,
     wall: Box<WallFn>,
     line: Line,
     /// Serialises writers of `line`; a reader that finds it taken leaves the work to the
@@ -188,8 +187,10 @@ impl LockedClock {
             inner: Arc::new(LockedInner {
                 counter,
                 base_ns,
-                interval,
-                tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
+                policy: Policy {
+                    interval,
+                    tolerance_ns: u64::try_from(tolerance.as_nanos()).unwrap_or(u64::MAX),
+                },
                 wall: Box::new(wall),
                 line,
                 writer: WriterLock::new(),
@@ -234,7 +235,7 @@ impl LockedClock {
         if raw >= segment.check_at {
             // A reader a whole interval late takes the lock over if a parent's thread held it
             // when this process was forked; one less late finds it taken and goes on.
-            let take_over = raw - segment.check_at >= self.inner.interval;
+            let take_over = raw - segment.check_at >= self.inner.policy.interval;
             return self.compare(raw, now, false, take_over).unwrap_or(now);
         }
         // (Not where the new piece could have no straight part either: near the end of u64.)
@@ -333,7 +334,7 @@ impl LockedClock {
                 at: unix_ns,
                 slew_for: 0,
                 slew_from: 0,
-                check_at: raw.saturating_add(i.interval),
+                check_at: raw.saturating_add(i.policy.interval),
             },
             &i.counter,
         );
@@ -377,15 +378,14 @@ impl LockedClock {
         let wall = (i.wall)();
         let raw = i.counter.raw().max(raw);
         let now = now.max(self.read_at(&current, raw));
-        let skew = i128::from(wall) - i128::from(now);
-        let skew = i64::try_from(skew).unwrap_or(if skew < 0 { i64::MIN } else { i64::MAX });
+        let decision = i.policy.decide(current, raw, now, wall, &i.counter);
+        let skew = decision.skew;
         // Ordering: Relaxed; statistics.
         i.last_skew_ns.store(skew as u64, Ordering::Relaxed);
         i.max_skew_ns
             .fetch_max(skew.unsigned_abs(), Ordering::Relaxed);
-        let check_at = raw.saturating_add(i.interval);
-        let next = if skew > 0 && skew.unsigned_abs() > i.tolerance_ns {
-            // The wall clock is ahead: step forward.
+        if decision.forward {
+            // The wall clock is ahead: the clock steps forward.
             i.forward_ns
                 .fetch_add(skew.unsigned_abs(), Ordering::Relaxed);
             i.reanchors.fetch_add(1, Ordering::Relaxed);
@@ -394,73 +394,9 @@ impl LockedClock {
                 skew_ns = skew,
                 "monoflake: clock stepped forward to the wall clock"
             );
-            Segment {
-                start: raw,
-                at: wall,
-                slew_for: 0,
-                slew_from: 0,
-                check_at,
-            }
-        } else {
-            // Ahead of the wall clock (slew the whole difference back) or within the
-            // tolerance behind it (stop slewing). The new piece must never read below the old
-            // one within `SLEW_GRACE` of counter time from here, for readers that use the old
-            // piece while a writer held up after its counter reading publishes the new one:
-            // it may run slow there only where the old one does.
-            let ahead = if skew < 0 { skew.unsigned_abs() } else { 0 };
-            let slew_for = ahead.saturating_mul(SLEW_DIVISOR);
-            let d = i.counter.ns(raw.saturating_sub(current.start));
-            let grace_end = d.saturating_add(SLEW_GRACE_NS);
-            // The old piece's line is the clock's reading here (no caller read more): a new
-            // plan that leaves the line as it is up to here keeps the piece's start, so that
-            // nothing is rounded and comparisons as frequent as reads add nothing to the
-            // reading.
-            let on_line = raw >= current.start && now == self.read_at(&current, raw);
-            // The old piece's slow part, begun or still to begin, lasts at least the grace
-            // from here: a new slow part may begin where it began.
-            let slow_holds = current.slew_for > 0
-                && current.slew_from.saturating_add(current.slew_for) >= grace_end;
-            if on_line && ahead == 0 {
-                // Straight from here (what has been slowed stays slowed).
-                Segment {
-                    slew_for: current.slowed(d),
-                    check_at,
-                    ..current
-                }
-            } else if on_line && slow_holds {
-                // Slow from where the old slow part begins until `ahead` more is given back.
-                Segment {
-                    slew_for: current.slowed(d).saturating_add(slew_for),
-                    check_at,
-                    ..current
-                }
-            } else if on_line && current.slew_for == 0 {
-                // A slew on a straight piece: its slow part begins a grace later.
-                Segment {
-                    slew_for,
-                    slew_from: grace_end,
-                    check_at,
-                    ..current
-                }
-            } else {
-                // A new piece, which starts where the old one is (one above where the
-                // conversion rounds: see `Counter::slack`): its slow part begins at once if
-                // the old one's runs through the grace, otherwise a grace later.
-                Segment {
-                    start: raw,
-                    at: now.saturating_add(i.counter.slack()),
-                    slew_for,
-                    slew_from: if current.slewing(d) && slow_holds {
-                        0
-                    } else {
-                        SLEW_GRACE_NS
-                    },
-                    check_at,
-                }
-            }
-        };
-        i.line.publish(next, &i.counter);
-        Some(self.read_at(&next, raw))
+        }
+        i.line.publish(decision.next, &i.counter);
+        Some(self.read_at(&decision.next, raw))
     }
 
     /// The skew found by the last comparison with the wall clock: wall minus this clock, in
