@@ -1,6 +1,7 @@
 //! The command line, parsed; no work happens here.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use monoflake::Layout;
@@ -34,7 +35,7 @@ pub enum Command {
     #[cfg(feature = "server")]
     Serve(ServeArgs),
     /// Measure how fast this machine issues IDs for a layout and clock (about ten seconds).
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
 }
 
 /// What `--layout` takes, in `--help`.
@@ -308,6 +309,69 @@ pub struct ServeArgs {
     pub drain_timeout: f64,
 }
 
+/// Measures how fast this machine issues IDs: per ID and per second for 1..N threads (one
+/// shared generator, and per-core), per-call latency percentiles, and the layout's cap.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The layout to measure: a preset name or a spec.
+    #[arg(long, default_value = "twitter", value_name = LAYOUT_VALUE, value_parser = parse_layout, long_help = LAYOUT_HELP)]
+    pub layout: Layout,
+    /// The clock: `locked` reads the CPU counter on every call (the default); `coarse` reads a
+    /// time a background thread refreshes every 200 µs.
+    #[arg(long, value_enum, default_value_t = ClockArg::Locked)]
+    pub clock: ClockArg,
+    /// Measure 1 up to this many threads [default: the number of CPUs].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub threads: Option<u32>,
+    /// The whole run's length, shared out between the measurements: e.g. `10s`, `2.5s`,
+    /// `500ms`, `1m`.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClockArg {
+    /// The CPU's counter, read on every call (no background thread).
+    Locked,
+    /// A time refreshed by a background thread every 200 µs (cheapest per call).
+    Coarse,
+}
+
+/// The shortest whole run and the longest (`bench` also sizes its histograms by the longest).
+const MIN_DURATION: Duration = Duration::from_millis(100);
+pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+
+/// Reads `10s`, `2.5s`, `500ms`, `1m` (a number and a unit).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("expected a number and a unit (10s, 500ms, 1m), got {s:?}"))?;
+    let out_of_range =
+        || format!("{s:?} is out of range: between {MIN_DURATION:?} and {MAX_DURATION:?}");
+    let seconds = match unit {
+        "ms" => value / 1e3,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {s:?}: use ms, s or m (10s, 500ms, 1m)"
+            ));
+        }
+    };
+    let d = Duration::try_from_secs_f64(seconds).map_err(|_| out_of_range())?;
+    if d < MIN_DURATION || d > MAX_DURATION {
+        return Err(out_of_range());
+    }
+    Ok(d)
+}
+
 /// Seconds, fractions allowed: from 0.001 to a day.
 #[cfg(feature = "server")]
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -315,5 +379,24 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
         Ok(v) if (0.001..=86_400.0).contains(&v) => Ok(v),
         Ok(v) => Err(format!("{v} is outside 0.001..=86400 seconds")),
         Err(_) => Err(format!("expected seconds, e.g. 2.5, got {s:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_duration_names_the_bounds_for_any_number_out_of_range() {
+        for s in ["100000000000000000000000000000s", "3601s", "99ms", "0s"] {
+            let e = parse_duration(s).unwrap_err();
+            assert!(
+                e.ends_with("is out of range: between 100ms and 3600s"),
+                "{s}: {e}"
+            );
+        }
+        assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5.s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("60m"), Ok(MAX_DURATION));
     }
 }

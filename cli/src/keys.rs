@@ -1,37 +1,16 @@
-//! Key files for opaque IDs: reading one (`--key-file`) and writing a new one (`keygen`).
+//! `monoflake keygen`: a new key file for opaque IDs (`key_file.rs` reads one).
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::path::Path;
 
 use monoflake::OpaqueKey;
 
 use crate::args::KeygenArgs;
-use crate::commands::Failure;
-
-/// Reads a key file: 16 raw bytes or 32 hex digits (the library says what is wrong otherwise).
-pub fn read_key(path: &Path) -> Result<OpaqueKey, Failure> {
-    // At most a little more than the longest valid key (32 hex digits and a CRLF): a huge
-    // file (or /dev/zero) is refused for its size, not read into memory.
-    let cannot = |e: std::io::Error| Failure {
-        code: 2,
-        message: format!("cannot read the key file {}: {e}", path.display()),
-    };
-    let mut contents = Vec::with_capacity(64);
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(std::fs::File::open(path).map_err(cannot)?, 64),
-        &mut contents,
-    )
-    .map_err(cannot)?;
-    OpaqueKey::from_file_contents(&contents).map_err(|e| Failure {
-        code: 2,
-        message: format!("key file {}: {e}", path.display()),
-    })
-}
+use crate::failure::Failure;
 
 /// `monoflake keygen`: 16 bytes from the operating system's random source, written as 32 hex
 /// digits and a newline, to standard output or to a new file of mode 0600.
-pub fn keygen(args: &KeygenArgs) -> Result<(), Failure> {
+pub fn run(args: &KeygenArgs) -> Result<(), Failure> {
     let mut key = [0u8; 16];
     getrandom::fill(&mut key).map_err(|e| Failure {
         code: 1,

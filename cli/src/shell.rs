@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use clap::CommandFactory;
 
 use crate::args::{Cli, CompletionsArgs, ManpageArgs};
-use crate::commands::Failure;
+use crate::failure::Failure;
 
 pub fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
     let mut out = io::BufWriter::new(io::stdout().lock());

@@ -1,7 +1,7 @@
 //! Where generators get the time: the locked clock, its coarse variant, and a manual clock.
 //!
 //! * `mod.rs`: the [`TimeSource`] contract and the wall clock.
-//! * `locked.rs`: [`LockedClock`], wall time read once and advanced by a monotonic counter.
+//! * `locked/`: [`LockedClock`], wall time read once and advanced by a monotonic counter.
 //! * `coarse.rs`: [`CoarseClock`] and its [`Ticker`] thread handle.
 //! * `manual.rs`: [`ManualClock`], moved by hand in tests and models.
 

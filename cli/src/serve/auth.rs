@@ -4,7 +4,7 @@ use std::path::Path;
 
 use subtle::ConstantTimeEq;
 
-use crate::commands::Failure;
+use crate::failure::Failure;
 
 /// The shortest token accepted: 16 bytes (128 bits if random).
 const MIN_TOKEN: usize = 16;

@@ -56,7 +56,7 @@ fn authorize(app: &App, request: Request<()>) -> Result<Request<()>, Status> {
     if token.admits(header) {
         Ok(request)
     } else {
-        app.issuer.metrics.unauthorized();
+        app.metrics.unauthorized();
         Err(Status::unauthenticated(
             "a bearer token is required: metadata authorization: Bearer <token>",
         ))
@@ -104,7 +104,6 @@ impl Service {
     ) -> Result<Response<T>, Status> {
         let code = result.as_ref().map_or_else(Status::code, |_| Code::Ok);
         self.app
-            .issuer
             .metrics
             .observe(endpoint, http_code(code), start.elapsed());
         result.map(Response::new)
@@ -121,7 +120,7 @@ impl Ids for Service {
             Err(r) => Err(status_of(r)),
             Ok(n) => match issuer.ids(n).await {
                 Ok(run) => {
-                    issuer.metrics.served(n);
+                    self.app.metrics.served(n);
                     Ok(NextResponse {
                         ids: run.map(u64::from).collect(),
                     })

@@ -20,13 +20,15 @@ use monoflake::Id;
 
 use super::auth::Token;
 use super::issue::{Issuer, Refusal};
-use super::metrics::{Endpoint, Exposition};
-use crate::decode::json_object;
+use super::metrics::{Endpoint, Exposition, Metrics};
+use crate::parts::json_object;
 
 /// What every handler shares.
 #[derive(Debug)]
 pub struct App {
     pub issuer: Arc<Issuer>,
+    /// The service's counters (the issuer reports its own events to them as an `Observer`).
+    pub metrics: Arc<Metrics>,
     pub exposition: Exposition,
     pub token: Option<Token>,
     /// Set when a stop began: `/readyz` answers 503 so load balancers move away.
@@ -99,8 +101,7 @@ fn refused(refusal: Refusal) -> Response {
 
 /// Records the answer in the metrics.
 fn finish(app: &App, endpoint: Endpoint, start: Instant, response: Response) -> Response {
-    app.issuer
-        .metrics
+    app.metrics
         .observe(endpoint, response.status().as_u16(), start.elapsed());
     response
 }
@@ -113,7 +114,7 @@ fn unauthorized(app: &App, headers: &HeaderMap) -> Option<Response> {
             None
         }
         Some(_) => {
-            app.issuer.metrics.unauthorized();
+            app.metrics.unauthorized();
             let mut response = error(
                 StatusCode::UNAUTHORIZED,
                 "a bearer token is required: Authorization: Bearer <token>",
@@ -142,7 +143,7 @@ async fn id(State(app): Shared, request: Request) -> Response {
         Some(r) => r,
         None => match app.issuer.id().await {
             Ok(id) => {
-                app.issuer.metrics.served(1);
+                app.metrics.served(1);
                 if wants_text(headers) {
                     body(StatusCode::OK, TEXT, format!("{id}\n"))
                 } else {
@@ -172,7 +173,7 @@ async fn ids(State(app): Shared, request: Request) -> Response {
             Ok(n) => match app.issuer.ids(n).await {
                 Err(r) => refused(r),
                 Ok(run) => {
-                    app.issuer.metrics.served(n);
+                    app.metrics.served(n);
                     let mut out = String::with_capacity(usize::try_from(n).unwrap_or(0) * 22 + 16);
                     // Writing to a String cannot fail.
                     if wants_text(headers) {

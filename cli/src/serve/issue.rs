@@ -14,10 +14,19 @@ use arc_swap::ArcSwap;
 use monoflake::{Error, Generator, Id, Ids, Layout, Leased, NodeRequest, NodeStore, Stats};
 use tokio::time::Instant;
 
-use super::metrics::Metrics;
-
 /// The shortest asynchronous nap at the lead limit (tokio's timer has millisecond grain).
 const MIN_NAP: Duration = Duration::from_millis(1);
+
+/// What the issuer reports as it goes, to whoever counts (the service's metrics implement
+/// it): the issuer names no counter itself.
+pub trait Observer: Send + Sync {
+    /// A request napped at the lead limit before it was tried again.
+    fn waited(&self);
+    /// A request got no IDs: the generator could not issue within `max_wait`.
+    fn refused(&self);
+    /// A node was claimed again after a lost lease.
+    fn reclaimed(&self);
+}
 
 /// Where leases come from: the store, the layout and the node asked for.
 pub struct Source {
@@ -47,7 +56,7 @@ pub struct Issuer {
     source: Source,
     max_count: u64,
     max_wait: Duration,
-    pub metrics: Metrics,
+    observer: Arc<dyn Observer>,
 }
 
 impl std::fmt::Debug for Issuer {
@@ -94,7 +103,7 @@ impl Issuer {
         source: Source,
         max_count: u64,
         max_wait: Duration,
-        metrics: Metrics,
+        observer: Arc<dyn Observer>,
     ) -> Result<Self, Error> {
         let leased = source.claim()?;
         Ok(Issuer {
@@ -103,7 +112,7 @@ impl Issuer {
             source,
             max_count,
             max_wait,
-            metrics,
+            observer,
         })
     }
 
@@ -134,7 +143,7 @@ impl Issuer {
             *retired = add(*retired, old.stats());
         }
         drop(old); // released here, or by the last request holding it
-        self.metrics.reclaimed();
+        self.observer.reclaimed();
         Ok(node)
     }
 
@@ -200,15 +209,15 @@ impl Issuer {
         let deadline = Instant::now() + self.max_wait;
         loop {
             let Some(after) = e.retry_after() else {
-                self.metrics.refused();
+                self.observer.refused();
                 return Err(Refusal::from_generator(&e));
             };
             let nap = after.max(MIN_NAP);
             if Instant::now() + nap > deadline {
-                self.metrics.refused();
+                self.observer.refused();
                 return Err(Refusal::from_generator(&e));
             }
-            self.metrics.waited();
+            self.observer.waited();
             tokio::time::sleep(nap).await;
             match attempt() {
                 Ok(v) => return Ok(v),

@@ -75,7 +75,7 @@ pub async fn run(
             e.router,
             tls.clone(),
             limits.clone(),
-            Arc::clone(&app.issuer),
+            Arc::clone(&app.metrics),
             stop_rx.clone(),
         ));
     }

@@ -28,7 +28,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::time::{Instant, Sleep};
 use tokio_rustls::TlsAcceptor;
 
-use super::issue::Issuer;
+use super::metrics::Metrics;
 
 /// How one listener treats its connections.
 #[derive(Clone, Debug)]
@@ -44,7 +44,7 @@ pub async fn serve(
     router: Router,
     tls: Option<TlsAcceptor>,
     limits: Limits,
-    issuer: Arc<Issuer>,
+    metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut builder = Builder::new(TokioExecutor::new());
@@ -88,10 +88,9 @@ pub async fn serve(
         let builder = Arc::clone(&builder);
         let service = TowerToHyperService::new(router.clone());
         let tls = tls.clone();
-        let issuer = Arc::clone(&issuer);
+        let metrics = Arc::clone(&metrics);
         let idle = limits.idle;
         tokio::spawn(async move {
-            let metrics = &issuer.metrics;
             metrics.connection_opened();
             let io = Idle::new(stream, idle);
             let timed_out = match tls {

@@ -17,7 +17,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use super::issue::Issuer;
+use super::issue::{Issuer, Observer};
 
 /// The endpoints whose latency is measured, in the order of [`ENDPOINTS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,14 +118,6 @@ impl Metrics {
         self.ids_served.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub fn refused(&self) {
-        self.refused.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn waited(&self) {
-        self.waited.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub fn unauthorized(&self) {
         self.unauthorized.fetch_add(1, Ordering::Relaxed);
     }
@@ -139,12 +131,23 @@ impl Metrics {
         self.connections_open.fetch_sub(1, Ordering::Relaxed);
     }
 
-    pub fn reclaimed(&self) {
-        self.reclaims.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub fn connection_timed_out(&self) {
         self.connections_timed_out.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The issuer's own events, counted.
+impl Observer for Metrics {
+    fn waited(&self) {
+        self.waited.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn reclaimed(&self) {
+        self.reclaims.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -152,6 +155,7 @@ impl Metrics {
 #[derive(Debug)]
 struct Scrape {
     issuer: Arc<Issuer>,
+    metrics: Arc<Metrics>,
 }
 
 fn counter(
@@ -182,7 +186,7 @@ impl Collector for Scrape {
         let issuer = &self.issuer;
         let e = &mut encoder;
         let stats = issuer.stats();
-        let m = &issuer.metrics;
+        let m = &self.metrics;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         counter(
             e,
@@ -352,9 +356,9 @@ pub struct Exposition {
 }
 
 impl Exposition {
-    pub fn new(issuer: Arc<Issuer>) -> Self {
+    pub fn new(issuer: Arc<Issuer>, metrics: Arc<Metrics>) -> Self {
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(Scrape { issuer }));
+        registry.register_collector(Box::new(Scrape { issuer, metrics }));
         Exposition { registry }
     }
 

@@ -1,7 +1,9 @@
 //! `monoflake serve`: one leased generator behind HTTP (and gRPC), a thin layer over the
 //! library's public API.
 //!
-//! * `issue.rs`: the generator behind an async retry; refusals and what they mean.
+//! * `issue.rs`: the generator behind an async retry; refusals and what they mean. It reports
+//!   its own events through its `Observer` trait, which `metrics.rs` implements: the issuer
+//!   does not import the metrics.
 //! * `http.rs`: the HTTP routes and bodies; `grpc.rs`: the `monoflake.v1.Ids` service.
 //! * `metrics.rs`: `/metrics`; `auth.rs`: the bearer token; `tls.rs`: rustls.
 //! * `listener.rs`: accept loop, connection limit, idle timeout, graceful stop.
@@ -23,7 +25,8 @@ use std::time::Duration;
 use monoflake::{DEFAULT_MAX_LEAD, Layout, NodeRequest};
 
 use crate::args::{NodeArg, ServeArgs};
-use crate::commands::{Failure, open_store};
+use crate::failure::Failure;
+use crate::store::open_store;
 
 fn runtime_failure(message: String) -> Failure {
     Failure { code: 1, message }
@@ -126,15 +129,17 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         request,
         trust_reservation: args.node_args.trust_reservation,
     };
+    let metrics = Arc::new(metrics::Metrics::default());
     let issuer = Arc::new(issue::Issuer::new(
         source,
         args.max_count,
         max_wait,
-        metrics::Metrics::default(),
+        Arc::clone(&metrics) as Arc<dyn issue::Observer>,
     )?);
     let app = Arc::new(http::App {
         issuer: Arc::clone(&issuer),
-        exposition: metrics::Exposition::new(Arc::clone(&issuer)),
+        exposition: metrics::Exposition::new(Arc::clone(&issuer), Arc::clone(&metrics)),
+        metrics,
         token,
         draining: AtomicBool::new(false),
         health: tonic_health::server::HealthReporter::new(),

@@ -9,7 +9,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::crypto::ring;
 
-use crate::commands::Failure;
+use crate::failure::Failure;
 
 fn bad(message: String) -> Failure {
     Failure { code: 2, message }

@@ -1,71 +1,18 @@
-//! The work behind each subcommand, done through the library's public API.
+//! `monoflake gen`: new IDs from a leased node, written to standard output by one or more
+//! threads sharing one generator.
 
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use monoflake::{
-    Encoding, Error, FileStore, Generator, IdGenerator, Ids, Layout, NodeRequest, NodeStore,
-    Opaque, PRESETS, rfc3339,
-};
+use monoflake::{Encoding, Error, Generator, IdGenerator, Ids, NodeRequest, Opaque};
 
-use crate::args::{Backend, Command, Format, GenArgs, LayoutsArgs, NodeArg, NodeArgs};
-use crate::keys::read_key;
-
-/// A failed command: what to print and the exit code.
-#[derive(Debug)]
-pub struct Failure {
-    pub code: u8,
-    pub message: String,
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        let code = if e.is_bad_input() { 2 } else { 1 };
-        Failure {
-            code,
-            message: e.to_string(),
-        }
-    }
-}
-
-impl From<io::Error> for Failure {
-    /// A closed pipe (`monoflake gen | head`) is not a failure: code 0 ends the command
-    /// quietly.
-    fn from(e: io::Error) -> Self {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            return Failure {
-                code: 0,
-                message: String::new(),
-            };
-        }
-        Failure {
-            code: 1,
-            message: format!("cannot write output: {e}"),
-        }
-    }
-}
-
-pub fn run(command: Command) -> Result<(), Failure> {
-    let result = match command {
-        Command::Gen(args) => generate(&args),
-        Command::Decode(args) => crate::decode::decode(&args),
-        Command::Layouts(args) => layouts(&args),
-        Command::Keygen(args) => crate::keys::keygen(&args),
-        Command::Completions(args) => crate::shell::completions(&args),
-        Command::Manpage(args) => crate::shell::manpage(&args),
-        #[cfg(feature = "server")]
-        Command::Serve(args) => crate::serve::run(&args),
-        Command::Bench(args) => crate::bench::run(&args),
-    };
-    match result {
-        Err(Failure { code: 0, .. }) => Ok(()),
-        other => other,
-    }
-}
+use crate::args::{Format, GenArgs, NodeArg};
+use crate::failure::Failure;
+use crate::key_file::read_key;
+use crate::store::open_store;
 
 /// Output buffered per thread and written to stdout in large chunks.
 const CHUNK: usize = 64 * 1024;
@@ -83,72 +30,6 @@ const FLUSH_BEFORE_WAIT: Duration = Duration::from_millis(10);
 /// Set by Ctrl-C or SIGTERM: writers stop (also in the middle of a wait at the lead limit),
 /// every ID issued is written, the claim is released, the command fails (exit code 1).
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn open_store(args: &NodeArgs) -> Result<Arc<dyn NodeStore>, Failure> {
-    let etcd_security =
-        args.etcd_ca.is_some() || args.etcd_cert.is_some() || args.etcd_user.is_some();
-    if etcd_security && args.backend != Backend::Etcd {
-        return Err(usage(
-            "--etcd-ca, --etcd-cert, --etcd-key and --etcd-user need --backend etcd",
-        ));
-    }
-    match args.backend {
-        Backend::File => Ok(Arc::new(match &args.state_dir {
-            Some(dir) => FileStore::open(dir)?,
-            None => FileStore::open_default()?,
-        })),
-        #[cfg(feature = "etcd")]
-        Backend::Etcd => {
-            let endpoints: Vec<&str> = args.etcd_endpoints.iter().map(String::as_str).collect();
-            let ttl = std::time::Duration::from_secs(args.lease_ttl);
-            Ok(Arc::new(monoflake::EtcdStore::connect_with(
-                &endpoints,
-                &args.etcd_prefix,
-                ttl,
-                &etcd_options(args)?,
-            )?))
-        }
-        #[cfg(not(feature = "etcd"))]
-        Backend::Etcd => Err(Failure {
-            code: 2,
-            message: "this monoflake was built without the `etcd` feature \
-                      (cargo build --features etcd)"
-                .into(),
-        }),
-    }
-}
-
-/// TLS and credentials for etcd from the `--etcd-*` flags (files read here).
-#[cfg(feature = "etcd")]
-fn etcd_options(args: &NodeArgs) -> Result<monoflake::EtcdOptions, Failure> {
-    let read = |path: &Path, what: &str| {
-        std::fs::read(path).map_err(|e| Failure {
-            code: 2,
-            message: format!("cannot read the etcd {what} {}: {e}", path.display()),
-        })
-    };
-    let mut options = monoflake::EtcdOptions::new();
-    if let Some(ca) = &args.etcd_ca {
-        options = options.ca_pem(read(ca, "CA file")?);
-    }
-    if let (Some(cert), Some(key)) = (&args.etcd_cert, &args.etcd_key) {
-        options = options.client_identity_pem(read(cert, "certificate")?, read(key, "key")?);
-    }
-    if let Some(user) = &args.etcd_user {
-        let password = match &args.etcd_password_file {
-            Some(path) => {
-                let text = String::from_utf8(read(path, "password file")?)
-                    .map_err(|_| usage("the etcd password file is not UTF-8 text"))?;
-                text.lines().next().unwrap_or("").to_owned()
-            }
-            None => std::env::var("MONOFLAKE_ETCD_PASSWORD").map_err(|_| {
-                usage("--etcd-user needs --etcd-password-file F or $MONOFLAKE_ETCD_PASSWORD")
-            })?,
-        };
-        options = options.user(user.clone(), password);
-    }
-    Ok(options)
-}
 
 /// Fails when standard output was closed when the command started (`monoflake gen >&-`):
 /// the IDs would be issued and lost without a word. Rust's runtime reopens a closed standard
@@ -179,7 +60,7 @@ fn check_stdout_open() -> Result<(), Failure> {
     }
 }
 
-fn generate(args: &GenArgs) -> Result<(), Failure> {
+pub fn run(args: &GenArgs) -> Result<(), Failure> {
     check_stdout_open()?;
     let layout = args.node_args.layout.clone();
     let request = match args.node_args.node {
@@ -188,7 +69,7 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
     };
     let opaque = match (args.format, &args.key_file) {
         (Format::Opaque, Some(path)) => Some(Opaque::new(&layout, read_key(path)?)),
-        (Format::Opaque, None) => return Err(usage("--format opaque needs --key-file F")),
+        (Format::Opaque, None) => return Err(Failure::usage("--format opaque needs --key-file F")),
         _ => None,
     };
     let store = open_store(&args.node_args)?;
@@ -229,13 +110,6 @@ fn generate(args: &GenArgs) -> Result<(), Failure> {
         });
     }
     released.map_err(Failure::from)
-}
-
-fn usage(message: &str) -> Failure {
-    Failure {
-        code: 2,
-        message: message.to_owned(),
-    }
 }
 
 /// A progress bar on stderr for long runs, only when stderr is a terminal.
@@ -306,7 +180,9 @@ fn fill(
                 (Format::Base32, _) => writeln!(buf, "{}", id.encode(Encoding::Base32))?,
                 (Format::Base62, _) => writeln!(buf, "{}", id.encode(Encoding::Base62))?,
                 (Format::Opaque, Some(o)) => writeln!(buf, "{}", o.encrypt(id)?)?,
-                (Format::Opaque, None) => return Err(usage("--format opaque needs --key-file F")),
+                (Format::Opaque, None) => {
+                    return Err(Failure::usage("--format opaque needs --key-file F"));
+                }
             }
         }
         if let Some(bar) = progress {
@@ -365,63 +241,4 @@ fn issue(
         }
         std::thread::sleep(retry_after.min(WAIT_SLICE).min(max_wait - waited));
     }
-}
-
-fn layouts(args: &LayoutsArgs) -> Result<(), Failure> {
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    if let Some(layout) = &args.spec {
-        writeln!(out, "{layout}")?;
-        return Ok(out.flush()?);
-    }
-    writeln!(
-        out,
-        "{:<12} {:>4} {:<22} {:>3} {:<6} {:>6}  {:<24}  {:<10} {:>9} {:>10} {:>7}",
-        "layout",
-        "time",
-        "node fields",
-        "seq",
-        "node",
-        "tick",
-        "epoch",
-        "runs out",
-        "nodes",
-        "IDs/s/node",
-        "JS-safe"
-    )?;
-    let listed = match args.layouts.as_slice() {
-        [] => PRESETS
-            .iter()
-            .map(|name| Layout::preset(name))
-            .collect::<Result<Vec<_>, _>>()?,
-        given => given.to_vec(),
-    };
-    for l in &listed {
-        let fields: Vec<String> = l
-            .node_fields()
-            .iter()
-            .map(|f| format!("{}:{}", f.name(), f.bits()))
-            .collect();
-        let per_second = (u128::from(l.max_sequence()) + 1) * 1000 / u128::from(l.tick_ms());
-        writeln!(
-            out,
-            "{:<12} {:>4} {:<22} {:>3} {:<6} {:>4}ms  {:<24}  {:<10} {:>9} {:>10} {:>7}",
-            l.name(),
-            l.time_bits(),
-            fields.join(","),
-            l.sequence_bits(),
-            if l.node_below_sequence() {
-                "low"
-            } else {
-                "middle"
-            },
-            l.tick_ms(),
-            rfc3339(l.epoch_ms()),
-            &rfc3339(l.expires_at_ms())[..10],
-            l.max_node() + 1,
-            per_second,
-            if l.total_bits() <= 53 { "yes" } else { "no" }
-        )?;
-    }
-    out.flush()?;
-    Ok(())
 }

@@ -1,0 +1,271 @@
+//! Making a custom layout, and the checks every layout passes: [`LayoutBuilder`]
+//! (`Layout::builder`) and its validation — a name a store can use, field names a spec can
+//! carry, widths that fit in 63 or 64 bits, a tick, an epoch not in the future.
+//!
+//! Imports the layout type (`bits.rs`) and Twitter's preset (`presets.rs`), where a builder
+//! starts.
+
+use std::borrow::Cow;
+
+use super::bits::{Layout, NodeField};
+use super::presets::TWITTER;
+use crate::Error;
+
+impl Layout {
+    /// Starts a custom layout. The builder starts from Twitter's widths, epoch and tick with no
+    /// node fields; set what differs.
+    ///
+    /// ```
+    /// let layout = monoflake::Layout::builder().node_field("worker", 10).build()?;
+    /// assert_eq!(layout.total_bits(), 63);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn builder() -> LayoutBuilder {
+        LayoutBuilder::new()
+    }
+}
+
+/// Names a node field may not take: the keys of a decoded ID, and the settings of a layout
+/// spec (`epoch`, `tick`, `sign_bit`), so that every layout can be written as a spec.
+const RESERVED_NAMES: &[&str] = &[
+    "id", "unix_ms", "time", "node", "sequence", "epoch", "tick", "sign_bit",
+];
+
+/// Builds a custom [`Layout`]; see [`Layout::builder`].
+///
+/// # Example
+///
+/// ```
+/// use monoflake::{Error, Layout};
+///
+/// // The layout one game-server write-up proposes does not fit in 64 bits.
+/// let err = Layout::builder()
+///     .time_bits(37)
+///     .node_field("server", 20)
+///     .sequence_bits(16)
+///     .build()
+///     .unwrap_err();
+/// assert!(matches!(err, Error::LayoutTooWide { total: 73, .. }));
+/// ```
+#[derive(Clone, Debug)]
+pub struct LayoutBuilder {
+    layout: Layout,
+}
+
+impl LayoutBuilder {
+    fn new() -> Self {
+        let mut layout = TWITTER.layout();
+        layout.name = Cow::Borrowed("custom");
+        layout.fields.clear();
+        layout.node_bits = 0;
+        LayoutBuilder { layout }
+    }
+
+    /// Names the layout (shown by the CLI and in `Debug`).
+    ///
+    /// ```
+    /// let l = monoflake::Layout::builder().name("orders").build()?;
+    /// assert_eq!(l.name(), "orders");
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.layout.name = name.into();
+        self
+    }
+
+    /// Width of the time field (default 41).
+    ///
+    /// ```
+    /// let l = monoflake::Layout::builder().time_bits(40).build()?;
+    /// assert_eq!(l.time_bits(), 40);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn time_bits(mut self, bits: u32) -> Self {
+        self.layout.time_bits = bits;
+        self
+    }
+
+    /// Width of the sequence field (default 12).
+    ///
+    /// ```
+    /// let l = monoflake::Layout::builder().sequence_bits(22).build()?;
+    /// assert_eq!(l.max_sequence(), (1 << 22) - 1);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn sequence_bits(mut self, bits: u32) -> Self {
+        self.layout.sequence_bits = bits;
+        self
+    }
+
+    /// Appends a node field below those already added (default: none).
+    ///
+    /// ```
+    /// let l = monoflake::Layout::builder().node_field("dc", 3).node_field("host", 7).build()?;
+    /// assert_eq!(l.node_bits(), 10);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn node_field(mut self, name: impl Into<Cow<'static, str>>, bits: u32) -> Self {
+        self.layout.fields.push(NodeField {
+            name: name.into(),
+            bits,
+        });
+        self
+    }
+
+    /// Puts the node below the sequence, as Sonyflake does (default: above it).
+    ///
+    /// ```
+    /// let l = monoflake::Layout::builder().node_field("m", 8).node_below_sequence(true).build()?;
+    /// assert!(l.node_below_sequence());
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn node_below_sequence(mut self, yes: bool) -> Self {
+        self.layout.node_low = yes;
+        self
+    }
+
+    /// The instant time 0 stands for, in Unix milliseconds (default Twitter's,
+    /// 1288834974657). It must not lie in the future.
+    ///
+    /// ```
+    /// let l = monoflake::Layout::builder().epoch_ms(1_700_000_000_000).build()?;
+    /// assert_eq!(l.epoch_ms(), 1_700_000_000_000);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn epoch_ms(mut self, epoch_ms: u64) -> Self {
+        self.layout.epoch_ms = epoch_ms;
+        self
+    }
+
+    /// The length of one unit of the time field in milliseconds (default 1, at least 1).
+    ///
+    /// ```
+    /// let l = monoflake::Layout::builder().tick_ms(10).build()?;
+    /// assert_eq!(l.tick_ms(), 10);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn tick_ms(mut self, tick_ms: u64) -> Self {
+        self.layout.tick_ms = tick_ms;
+        self
+    }
+
+    /// Lets IDs use the top bit, for 64-bit layouts such as Discord's (default: off, so
+    /// every ID fits an `i64`).
+    ///
+    /// ```
+    /// let l = monoflake::Layout::builder().time_bits(42).node_field("n", 10).allow_sign_bit(true).build()?;
+    /// assert_eq!(l.total_bits(), 64);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn allow_sign_bit(mut self, yes: bool) -> Self {
+        self.layout.allow_sign_bit = yes;
+        self
+    }
+
+    /// Checks the layout and returns it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidLayoutName`], [`Error::ZeroTick`], [`Error::ZeroBits`] (time, sequence
+    /// or a node field), [`Error::InvalidFieldName`], [`Error::LayoutTooWide`],
+    /// [`Error::EpochInFuture`].
+    ///
+    /// ```
+    /// use monoflake::{Error, Layout};
+    /// assert!(matches!(Layout::builder().tick_ms(0).build(), Err(Error::ZeroTick)));
+    /// assert!(matches!(
+    ///     Layout::builder().sequence_bits(0).build(),
+    ///     Err(Error::ZeroBits { field, .. }) if field == "sequence"
+    /// ));
+    /// ```
+    pub fn build(self) -> Result<Layout, Error> {
+        let mut l = self.layout;
+        let name_ok = (1..=64).contains(&l.name.len())
+            && l.name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+            && l.name != "."
+            && l.name != "..";
+        if !name_ok {
+            return Err(Error::InvalidLayoutName {
+                name: l.name.to_string(),
+            });
+        }
+        if l.tick_ms == 0 {
+            return Err(Error::ZeroTick);
+        }
+        for (field, bits) in [("time", l.time_bits), ("sequence", l.sequence_bits)] {
+            if bits == 0 {
+                return Err(Error::ZeroBits {
+                    field: field.to_owned(),
+                });
+            }
+        }
+        for (i, f) in l.fields.iter().enumerate() {
+            check_field_name(&f.name, &l.fields[..i])?;
+            if f.bits == 0 {
+                return Err(Error::ZeroBits {
+                    field: f.name.to_string(),
+                });
+            }
+        }
+        let node_bits = l
+            .fields
+            .iter()
+            .fold(0u32, |acc, f| acc.saturating_add(f.bits));
+        let total = l
+            .time_bits
+            .saturating_add(node_bits)
+            .saturating_add(l.sequence_bits);
+        let max = if l.allow_sign_bit { 64 } else { 63 };
+        if total > max {
+            return Err(Error::LayoutTooWide {
+                time_bits: l.time_bits,
+                node_bits,
+                sequence_bits: l.sequence_bits,
+                total,
+                max,
+            });
+        }
+        l.node_bits = node_bits;
+        // Without node bits the node's place makes no difference to any ID: one form, so that
+        // equal layouts compare equal and read back from their spec.
+        l.node_low &= node_bits > 0;
+        let now_ms = crate::clock::wall_clock_ms();
+        if l.epoch_ms > now_ms {
+            return Err(Error::EpochInFuture {
+                epoch_ms: l.epoch_ms,
+                now_ms,
+            });
+        }
+        Ok(l)
+    }
+}
+
+fn check_field_name(name: &str, earlier: &[NodeField]) -> Result<(), Error> {
+    let refuse = |reason| {
+        Err(Error::InvalidFieldName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return refuse("the name is empty");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        || !name.as_bytes()[0].is_ascii_lowercase()
+    {
+        return refuse("a name is a lowercase letter followed by [a-z0-9_]");
+    }
+    if RESERVED_NAMES.contains(&name) {
+        return refuse(
+            "the name is reserved (id, unix_ms, time, node, sequence, epoch, tick, sign_bit)",
+        );
+    }
+    if earlier.iter().any(|f| f.name == name) {
+        return refuse("two node fields have this name");
+    }
+    Ok(())
+}
