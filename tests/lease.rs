@@ -502,9 +502,10 @@ fn damaged_reservations_are_refused_not_read_as_smaller_times() {
     // refused until an operator migrates it; then it is read as it was.
     std::fs::write(&path, format!("monoflake-reservation v1\n{value}\n")).unwrap();
     match store.claim(&layout, NodeRequest::Exact(1)) {
-        Err(e @ Error::UntrustedState { .. }) => {
-            assert!(e.to_string().contains("version-1 reservation"), "{e}");
-            assert!(e.to_string().contains("migrate"), "{e}");
+        Err(e @ Error::LegacyReservation { .. }) => {
+            assert!(e.to_string().contains("written by monoflake 0.1"), "{e}");
+            assert!(e.to_string().contains("FileStore::migrate_v1"), "{e}");
+            assert!(matches!(e, Error::LegacyReservation { path: p, .. } if p == path));
         }
         other => panic!("v1: {other:?}"),
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
-use self::record::{Parsed, ReadError};
+use self::record::Parsed;
 use self::trust::{Meta, TrustedDir, fstat, lstat_at, open_state_dir, open_subdir, stat_path};
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
@@ -229,7 +229,8 @@ impl FileStore {
     }
 
     /// Rewrites every version-1 reservation (monoflake 0.1, no checksum) of free nodes as
-    /// version 2, and returns the files rewritten. Version-1 files are refused at a claim,
+    /// version 2, and returns the files rewritten. Version-1 files are refused at a claim
+    /// ([`Error::LegacyReservation`]),
     /// since a damaged value cannot be told from a good one: run this once, as an operator
     /// who has checked the directory, after upgrading. Nodes held by a live process are left
     /// alone; files that cannot be trusted (a link, another owner) are an error.
@@ -396,13 +397,9 @@ impl FileStore {
             Ok(Some(Parsed::Good(until))) => Some(until),
             Ok(Some(Parsed::V1(until))) if legacy => Some(until),
             Ok(Some(Parsed::V1(_))) => {
-                return Err(ReadError::Untrusted(
-                    "it is a version-1 reservation (monoflake 0.1, no checksum): a damaged \
-                     value cannot be told from a good one. Check the directory, then migrate \
-                     it (FileStore::migrate_v1, or `monoflake state migrate`)"
-                        .into(),
-                )
-                .into_error(&layout_path.join(&reservation)));
+                return Err(Error::LegacyReservation {
+                    path: layout_path.join(&reservation),
+                });
             }
             Err(e) => return Err(e.into_error(&layout_path.join(&reservation))),
         };
