@@ -323,3 +323,15 @@ pub fn stderr_of(child: std::process::Child) -> (Option<i32>, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The hand-over check: no ID issued by both `old` and `new`, and every ID of the new holder
+/// above every ID of the old one.
+pub fn assert_successor_above(old: &[u64], new: &[u64]) {
+    let old_set: std::collections::HashSet<u64> = old.iter().copied().collect();
+    let shared = new.iter().filter(|id| old_set.contains(id)).count();
+    assert_eq!(shared, 0, "{shared} IDs issued by both");
+    assert!(
+        new.iter().min() > old.iter().max(),
+        "the old holder issued at or above the successor's first ID"
+    );
+}
