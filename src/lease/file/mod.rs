@@ -302,7 +302,14 @@ impl FileStore {
                 let token = file_claim(&claim)?;
                 match record::read(&token.layout_dir, &name, &state.trust) {
                     Ok(Some(Parsed::V1(until))) => {
-                        record::write(&token.layout_dir, &layout_path, node, until, &state.trust)?;
+                        record::write(
+                            &token.layout_dir,
+                            &layout_path,
+                            node,
+                            until,
+                            &state.trust,
+                            &|| token.check_held(node),
+                        )?;
                         migrated.push(path);
                     }
                     Ok(_) => {}
@@ -552,6 +559,7 @@ impl NodeStore for FileStore {
             claim.node(),
             until_ms,
             &token.state.trust,
+            &|| token.check_held(claim.node()),
         )
     }
 
@@ -564,5 +572,95 @@ impl NodeStore for FileStore {
         let result = self.extend(&claim, until_ms);
         drop(claim); // closes the file: the lock goes with it
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::record::failpoint::{self, Stage};
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("monoflake-unit-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// What node 0's reservation file says.
+    fn on_file(dir: &Path) -> u64 {
+        let state = FileStore::open(dir).unwrap().current().unwrap();
+        let (layout_fd, _) = open_subdir(&state, dir, OsStr::new("twitter")).unwrap();
+        match record::read(&layout_fd, &record::name(0), &state.trust) {
+            Ok(Some(Parsed::Good(until))) => until,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A holder's lock file is deleted (an operator's `rm`) after the holder checked its
+    /// claim for its next reservation write, and a successor claims the node, reading the
+    /// reservation as it was, before the holder's write begins. The write must fail with
+    /// `LeaseLost` and leave the record alone: had it succeeded, the holder's fence would let
+    /// it issue up to the new reservation while the successor starts from the old one —
+    /// duplicates (seen with a 10 ms reservation window: thousands of the holder's IDs above
+    /// its successor's floor).
+    #[test]
+    fn a_successor_that_claims_while_the_holder_writes_keeps_the_record_it_read() {
+        let dir = temp_dir("successor-mid-write");
+        let store = FileStore::open(&dir).unwrap();
+        let layout = Layout::twitter();
+        let holder = store.claim(&layout, NodeRequest::Exact(0)).unwrap();
+        store.extend(&holder, 1_000).unwrap();
+        let lock = dir.join("twitter/node-0.lock");
+        let read = Rc::new(Cell::new(None));
+        let (other, seen) = (store.clone(), Rc::clone(&read));
+        failpoint::set(move |stage| {
+            if stage == Stage::Start && seen.get().is_none() {
+                std::fs::remove_file(&lock).unwrap();
+                let successor = other
+                    .claim(&Layout::twitter(), NodeRequest::Exact(0))
+                    .unwrap();
+                seen.set(Some(successor.reserved_until_ms()));
+                std::mem::forget(successor); // keeps its lock until the test ends
+            }
+        });
+        let written = store.extend(&holder, 2_000);
+        failpoint::clear();
+        assert!(
+            matches!(written, Err(Error::LeaseLost { node: 0, .. })),
+            "{written:?}"
+        );
+        assert_eq!(read.get(), Some(Some(1_000)));
+        assert_eq!(on_file(&dir), 1_000);
+        drop(holder);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The lock file replaced just before the holder's rename: the write fails after the
+    /// rename (`LeaseLost`), so the holder never issues under the reservation it wrote.
+    #[test]
+    fn a_lock_file_replaced_just_before_the_rename_fails_the_write() {
+        let dir = temp_dir("replaced-before-rename");
+        let store = FileStore::open(&dir).unwrap();
+        let holder = store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap();
+        let lock = dir.join("twitter/node-0.lock");
+        failpoint::set(move |stage| {
+            if stage == Stage::BeforeRename {
+                std::fs::remove_file(&lock).unwrap();
+                std::fs::write(&lock, "").unwrap();
+            }
+        });
+        let written = store.extend(&holder, 2_000);
+        failpoint::clear();
+        assert!(
+            matches!(written, Err(Error::LeaseLost { node: 0, .. })),
+            "{written:?}"
+        );
+        drop(holder);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
