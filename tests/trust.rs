@@ -407,3 +407,38 @@ fn a_state_directory_replaced_under_a_holder_is_detected_not_followed() {
     drop(old);
     new.release().unwrap();
 }
+
+/// A store opened with a relative path keeps the directory that path named when it was
+/// opened, wherever the process moves afterwards (a daemon's `chdir("/")`): its holder keeps
+/// its node, and a later claim through it is made in the same directory. (Before, the holder
+/// lost its lease at its next check, "state was removed", and the next claim made a new
+/// directory under the new working directory and took node 0 again there.)
+#[test]
+fn a_relative_state_directory_stays_the_one_opened_after_a_chdir() {
+    let base = common::TempDir::new("trust-relative");
+    let elsewhere = base.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let before = std::env::current_dir().unwrap();
+    std::env::set_current_dir(base.path()).unwrap();
+    let store = Arc::new(FileStore::open("state").unwrap());
+    let holder = Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    std::env::set_current_dir(&elsewhere).unwrap();
+    // Several checks later (a liveness bound only), the holder still issues.
+    let renewed = holder.stats().lease_renewals;
+    let start = std::time::Instant::now();
+    while holder.stats().lease_renewals < renewed + 5 {
+        holder.next_id().unwrap();
+        assert!(start.elapsed() < std::time::Duration::from_secs(60));
+    }
+    assert_eq!(holder.stats().lease_losses, 0);
+    let second = Generator::builder(Layout::twitter())
+        .build_leased(store, NodeRequest::Any)
+        .unwrap();
+    std::env::set_current_dir(before).unwrap();
+    assert_eq!((holder.node(), second.node()), (0, 1));
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    holder.release().unwrap();
+    second.release().unwrap();
+}

@@ -18,7 +18,9 @@ use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
 use self::record::Parsed;
-use self::trust::{Meta, TrustedDir, fstat, lstat_at, open_state_dir, open_subdir, stat_path};
+use self::trust::{
+    Meta, TrustedDir, absolute, fstat, lstat_at, open_state_dir, open_subdir, stat_path,
+};
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -66,8 +68,12 @@ use crate::{Error, Layout};
 /// ```
 #[derive(Clone, Debug)]
 pub struct FileStore {
-    /// The path given, for messages and for noticing the directory replaced.
+    /// The path given.
     path: PathBuf,
+    /// The path given made absolute when the store was opened, for messages and for noticing
+    /// the directory replaced: the same directory whatever the process's working directory
+    /// is later.
+    absolute: PathBuf,
     /// Whether it is the host-wide default (for the fix an error suggests).
     default: bool,
     /// The directory as opened and checked: used while it is still the one at `path`.
@@ -135,9 +141,13 @@ impl FileStore {
     /// ```
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
         let path = dir.into();
-        let dir = Arc::new(open_state_dir(&path, &|reason| private_fix(reason, &path))?);
+        let absolute = absolute(&path)?;
+        let dir = Arc::new(open_state_dir(&absolute, &|reason| {
+            private_fix(reason, &absolute)
+        })?);
         Ok(FileStore {
             path,
+            absolute,
             default: false,
             dir,
         })
@@ -174,9 +184,13 @@ impl FileStore {
     /// ```
     pub fn open_default() -> Result<Self, Error> {
         let path = Self::default_dir_from(std::env::var_os("MONOFLAKE_STATE_DIR"));
-        let dir = Arc::new(open_state_dir(&path, &|reason| default_fix(reason, &path))?);
+        let absolute = absolute(&path)?;
+        let dir = Arc::new(open_state_dir(&absolute, &|reason| {
+            default_fix(reason, &absolute)
+        })?);
         Ok(FileStore {
             path,
+            absolute,
             default: true,
             dir,
         })
@@ -186,17 +200,17 @@ impl FileStore {
     /// removed or replaced since (an operator's `rm -rf`, a tmp cleaner) — the new one, opened
     /// and checked afresh. Claims made in the old one have lost their lease by then.
     fn current(&self) -> Result<Arc<TrustedDir>, Error> {
-        match stat_path(&self.path) {
+        match stat_path(&self.absolute) {
             Ok(m) if m.same_file(&self.dir.meta) => Ok(Arc::clone(&self.dir)),
             _ => {
                 let fix = |reason: &str| {
                     if self.default {
-                        default_fix(reason, &self.path)
+                        default_fix(reason, &self.absolute)
                     } else {
-                        private_fix(reason, &self.path)
+                        private_fix(reason, &self.absolute)
                     }
                 };
-                Ok(Arc::new(open_state_dir(&self.path, &fix)?))
+                Ok(Arc::new(open_state_dir(&self.absolute, &fix)?))
             }
         }
     }
@@ -264,7 +278,7 @@ impl FileStore {
         };
         let state = self.current()?;
         let layouts =
-            rustix::fs::Dir::read_from(&state.fd).map_err(|e| io(&self.path, "list", e))?;
+            rustix::fs::Dir::read_from(&state.fd).map_err(|e| io(&self.absolute, "list", e))?;
         let mut names: Vec<OsString> = layouts
             .flatten()
             .filter(|e| e.file_type() == FileType::Directory)
@@ -273,8 +287,8 @@ impl FileStore {
             .collect();
         names.sort();
         for layout_name in names {
-            let (layout_dir, _) = open_subdir(&state, &self.path, &layout_name)?;
-            let layout_path = self.path.join(&layout_name);
+            let (layout_dir, _) = open_subdir(&state, &self.absolute, &layout_name)?;
+            let layout_path = self.absolute.join(&layout_name);
             let entries =
                 rustix::fs::Dir::read_from(&layout_dir).map_err(|e| io(&layout_path, "list", e))?;
             let mut nodes: Vec<u64> = entries
@@ -425,7 +439,7 @@ impl FileStore {
                 layout_meta,
                 layout_name: layout_name.to_owned(),
                 layout_path: layout_path.to_owned(),
-                state_path: self.path.clone(),
+                state_path: self.absolute.clone(),
             },
         )))
     }
@@ -492,14 +506,14 @@ const UNUSABLE_NAMED: usize = 3;
 
 impl NodeStore for FileStore {
     fn describe(&self) -> String {
-        format!("file {}", self.path.display())
+        format!("file {}", self.absolute.display())
     }
 
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
         let state = self.current()?;
         let layout_name = OsString::from(&*layout.state_name());
-        let (layout_dir, _) = open_subdir(&state, &self.path, &layout_name)?;
-        let layout_path = self.path.join(&layout_name);
+        let (layout_dir, _) = open_subdir(&state, &self.absolute, &layout_name)?;
+        let layout_path = self.absolute.join(&layout_name);
         match request {
             NodeRequest::Exact(node) => {
                 layout.check_node(node)?;

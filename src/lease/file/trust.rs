@@ -179,17 +179,7 @@ pub(super) fn open_state_dir(
     fix: &dyn Fn(&str) -> String,
 ) -> Result<TrustedDir, Error> {
     let me = rustix::process::geteuid().as_raw();
-    let absolute = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        std::env::current_dir()
-            .map_err(|e| Error::StateDir {
-                path: path.to_owned(),
-                action: "resolve",
-                source: e,
-            })?
-            .join(path)
-    };
+    let absolute = absolute(path)?;
     let mut todo: Vec<OsString> = components(&absolute);
     todo.reverse(); // popped from the end: the next component is last
     let root = Path::new("/");
@@ -287,6 +277,15 @@ pub(super) fn open_state_dir(
     )
     .map_err(|e| denied(&path, "write in", e, fix))?;
     Ok(TrustedDir { fd, meta: m, trust })
+}
+
+/// `path`, relative to the working directory now when it is relative.
+pub(super) fn absolute(path: &Path) -> Result<PathBuf, Error> {
+    std::path::absolute(path).map_err(|e| Error::StateDir {
+        path: path.to_owned(),
+        action: "resolve",
+        source: e,
+    })
 }
 
 /// The path's components below the root, as names (`.` dropped, `..` kept).
