@@ -442,3 +442,30 @@ fn a_relative_state_directory_stays_the_one_opened_after_a_chdir() {
     holder.release().unwrap();
     second.release().unwrap();
 }
+
+/// A state directory opened while private and then opened to everyone (an operator's
+/// `chmod 0777` under running services) is refused at the next claim through the same store,
+/// as a fresh open refuses it: whoever may write it now could have forged its records.
+#[test]
+fn a_state_directory_opened_to_others_after_it_was_opened_is_refused_at_the_next_claim() {
+    let base = common::TempDir::new("trust-chmod");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    drop(
+        store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap(),
+    );
+    set_mode(&state, 0o777);
+    untrusted(
+        store.claim(&Layout::twitter(), NodeRequest::Exact(0)),
+        &state,
+        "lets every user write it",
+    );
+    set_mode(&state, 0o700);
+    drop(
+        store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap(),
+    );
+}

@@ -197,11 +197,12 @@ impl FileStore {
     }
 
     /// The state directory as it is now at its path: the one opened, or — when it was
-    /// removed or replaced since (an operator's `rm -rf`, a tmp cleaner) — the new one, opened
-    /// and checked afresh. Claims made in the old one have lost their lease by then.
+    /// removed or replaced since (an operator's `rm -rf`, a tmp cleaner), or its owner or mode
+    /// changed (a `chmod 0777`) — the one there now, opened and checked afresh. Claims made in
+    /// a directory replaced have lost their lease by then.
     fn current(&self) -> Result<Arc<TrustedDir>, Error> {
         match stat_path(&self.absolute) {
-            Ok(m) if m.same_file(&self.dir.meta) => Ok(Arc::clone(&self.dir)),
+            Ok(m) if m.same_standing(&self.dir.meta) => Ok(Arc::clone(&self.dir)),
             _ => {
                 let fix = |reason: &str| {
                     if self.default {

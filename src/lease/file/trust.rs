@@ -51,6 +51,12 @@ impl Meta {
     pub(super) fn same_file(&self, other: &Meta) -> bool {
         self.dev == other.dev && self.ino == other.ino
     }
+
+    /// The same file, with the same owner, group and mode: what its trust was judged on.
+    pub(super) fn same_standing(&self, other: &Meta) -> bool {
+        self.same_file(other)
+            && (self.uid, self.gid, self.mode) == (other.uid, other.gid, other.mode)
+    }
 }
 
 #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
