@@ -469,3 +469,45 @@ fn a_state_directory_opened_to_others_after_it_was_opened_is_refused_at_the_next
             .unwrap(),
     );
 }
+
+/// `migrate_v1` rewrites the version-1 reservations it can trust and stops with an error at
+/// the first it cannot — a link, a file others can write — naming it, rather than leaving
+/// it refused at every claim while it reports nothing to migrate.
+#[test]
+fn migrating_version_1_reservations_names_a_file_it_cannot_trust() {
+    let base = common::TempDir::new("trust-migrate");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    let dir = state.join("twitter");
+    std::fs::create_dir_all(&dir).unwrap();
+    set_mode(&dir, 0o700);
+    let v1 = "monoflake-reservation v1\nuntil_ms=5000\n";
+    std::fs::write(dir.join("node-3.reservation"), v1).unwrap();
+    let outside = base.path().join("outside");
+    std::fs::write(&outside, v1).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("node-4.reservation")).unwrap();
+    untrusted(
+        store.migrate_v1(),
+        &dir.join("node-4.reservation"),
+        "symbolic link",
+    );
+    // The one before it was migrated.
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(3))
+        .unwrap();
+    assert_eq!(claim.reserved_until_ms(), Some(5000));
+    drop(claim);
+    std::fs::remove_file(dir.join("node-4.reservation")).unwrap();
+    std::fs::write(dir.join("node-4.reservation"), v1).unwrap();
+    set_mode(&dir.join("node-4.reservation"), 0o666);
+    untrusted(
+        store.migrate_v1(),
+        &dir.join("node-4.reservation"),
+        "lets every user write it",
+    );
+    set_mode(&dir.join("node-4.reservation"), 0o600);
+    assert_eq!(
+        store.migrate_v1().unwrap(),
+        vec![dir.join("node-4.reservation")]
+    );
+}

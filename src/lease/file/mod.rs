@@ -308,11 +308,18 @@ impl FileStore {
             for node in nodes {
                 let name = record::name(node);
                 let path = layout_path.join(&name);
-                // Held by a live process: it wrote (or will write) its own reservation.
-                let Ok(Attempt::Claimed(claim)) =
-                    self.lock_node(&state, &layout_dir, &layout_name, &layout_path, node, true)
-                else {
-                    continue;
+                // Held by a live process: it wrote (or will write) its own reservation. A node
+                // whose files cannot be trusted is an error, not a file silently left refused.
+                let claim = match self.lock_node(
+                    &state,
+                    &layout_dir,
+                    &layout_name,
+                    &layout_path,
+                    node,
+                    true,
+                )? {
+                    Attempt::Claimed(claim) => claim,
+                    Attempt::Held => continue,
                 };
                 let token = file_claim(&claim)?;
                 match record::read(&token.layout_dir, &name, &state.trust) {
