@@ -168,8 +168,11 @@ impl FileStore {
     /// sudo install -d -m 2770 -g monoflake /var/lib/monoflake
     /// ```
     ///
-    /// (or systemd's `StateDirectory=monoflake` with `StateDirectoryMode=2770` and a shared
-    /// `Group=`).
+    /// Under systemd, have `systemd-tmpfiles` make it — a line `d /var/lib/monoflake 2770 root
+    /// monoflake -` in `/etc/tmpfiles.d/monoflake.conf` — and give each unit
+    /// `SupplementaryGroups=monoflake`. Not `StateDirectory=`: systemd hands that directory,
+    /// recursively, to the starting unit's own user, and a directory owned by another user
+    /// than root or this one is refused.
     ///
     /// # Errors
     ///
@@ -494,10 +497,11 @@ fn default_fix(reason: &str, path: &Path) -> String {
     format!(
         "{reason}. The host-wide state directory is shared only with the users of its group: \
          `sudo groupadd monoflake`, `sudo usermod -aG monoflake USER` for every user that runs \
-         monoflake, then `sudo install -d -m 2770 -g monoflake {0}` (or systemd's \
-         StateDirectory= with StateDirectoryMode=2770 and a shared Group=); or give this \
-         service a directory of its own (MONOFLAKE_STATE_DIR, FileStore::open), whose node IDs \
-         are then not coordinated with other users' processes",
+         monoflake, then `sudo install -d -m 2770 -g monoflake {0}` (under systemd: the \
+         tmpfiles.d line `d {0} 2770 root monoflake -` and SupplementaryGroups=monoflake in \
+         each unit); or give this service a directory of its own (MONOFLAKE_STATE_DIR, \
+         FileStore::open), whose node IDs are then not coordinated with other users' \
+         processes",
         path.display()
     )
 }
@@ -619,6 +623,21 @@ mod tests {
             Ok(Some(Parsed::Good(until))) => until,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The fix an error about the default directory suggests works for several users under
+    /// systemd: a root-owned directory from tmpfiles.d, not `StateDirectory=` (which systemd
+    /// chowns, recursively, to the starting unit's user at every start — a directory the
+    /// other units then refuse as another user's).
+    #[test]
+    fn the_default_directory_fix_names_a_directory_several_units_can_share() {
+        let fix = default_fix("it is missing", Path::new("/var/lib/monoflake"));
+        assert!(
+            fix.contains("`d /var/lib/monoflake 2770 root monoflake -`")
+                && fix.contains("SupplementaryGroups=monoflake"),
+            "{fix}"
+        );
+        assert!(!fix.contains("StateDirectory="), "{fix}");
     }
 
     /// A holder's lock file is deleted (an operator's `rm`) after the holder checked its
