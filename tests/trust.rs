@@ -511,3 +511,29 @@ fn migrating_version_1_reservations_names_a_file_it_cannot_trust() {
         vec![dir.join("node-4.reservation")]
     );
 }
+
+/// A reservation that is a hard link — another node's reservation, or a file elsewhere — is
+/// refused like a hard-linked lock file: its value is not this node's (node 1 would have
+/// started at node 0's lower reservation).
+#[test]
+fn a_hard_linked_reservation_is_refused() {
+    let base = common::TempDir::new("trust-hard-link");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    let layout = Layout::twitter();
+    let zero = store.claim(&layout, NodeRequest::Exact(0)).unwrap();
+    store.release(zero, 1_000).unwrap();
+    let dir = state.join("twitter");
+    std::fs::hard_link(
+        dir.join("node-0.reservation"),
+        dir.join("node-1.reservation"),
+    )
+    .unwrap();
+    for node in [0, 1] {
+        untrusted(
+            store.claim(&layout, NodeRequest::Exact(node)),
+            &dir.join(format!("node-{node}.reservation")),
+            "hard link",
+        );
+    }
+}

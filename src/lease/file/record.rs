@@ -110,8 +110,8 @@ pub(super) fn parse(text: &str) -> Result<Parsed, String> {
 /// Why a reservation could not be read.
 #[derive(Debug)]
 pub(super) enum ReadError {
-    /// Not to be believed: a link, not a regular file, owned or writable by someone untrusted,
-    /// a version-1 file.
+    /// Not to be believed: a link (symbolic or hard), not a regular file, owned or writable
+    /// by someone untrusted.
     Untrusted(String),
     /// Damaged: no valid reservation text.
     Damaged(String),
@@ -168,6 +168,14 @@ pub(super) fn read(
         return Err(ReadError::Untrusted(format!(
             "it is not a regular file ({:?})",
             m.kind
+        )));
+    }
+    // Another name for the same file (another node's reservation, a file elsewhere): its
+    // value is not this node's.
+    if m.nlink != 1 {
+        return Err(ReadError::Untrusted(format!(
+            "it has {} names (a hard link to another file)",
+            m.nlink
         )));
     }
     trust.check_entry(&m).map_err(ReadError::Untrusted)?;
