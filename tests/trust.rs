@@ -537,3 +537,77 @@ fn a_hard_linked_reservation_is_refused() {
         );
     }
 }
+
+/// Sets a POSIX access control list giving uid `uid` read, write and search on `path` (with
+/// a mask that lets it): what `setfacl -m u:UID:rwx PATH` does. False where the file system
+/// keeps no such lists.
+fn grant_acl_write(path: &Path, uid: u32) -> bool {
+    const UNDEFINED: u32 = u32::MAX;
+    // Entries in the order the kernel wants: owner, named user, owning group, mask, others.
+    let entries: [(u16, u16, u32); 5] = [
+        (0x01, 7, UNDEFINED),
+        (0x02, 7, uid),
+        (0x04, 7, UNDEFINED),
+        (0x10, 7, UNDEFINED),
+        (0x20, 0, UNDEFINED),
+    ];
+    let mut value = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in entries {
+        value.extend_from_slice(&tag.to_le_bytes());
+        value.extend_from_slice(&perm.to_le_bytes());
+        value.extend_from_slice(&id.to_le_bytes());
+    }
+    let path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: both strings are NUL-terminated and `value` lives across the call.
+    #[allow(unsafe_code)]
+    let set = unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if set != 0 {
+        eprintln!(
+            "skipped: no access control lists here ({})",
+            std::io::Error::last_os_error()
+        );
+    }
+    set == 0
+}
+
+/// A shared directory (`2770`) whose access control list lets a user outside the group write
+/// it — `setfacl -m u:backup:rwx`, or a default list inherited from its parent — is refused,
+/// and so is a record with such a list: the mode alone shows only the list's mask as the
+/// group's bits. (Before, `nobody`, given such a list and no group, planted a layout directory
+/// of its own in the state directory — setgid, so its files carried the group — with a forged
+/// reservation that a root holder read.)
+#[test]
+fn an_access_control_list_letting_another_user_write_is_refused() {
+    let base = common::TempDir::new("trust-acl");
+    let state = base.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    set_mode(&state, 0o2770);
+    let store = FileStore::open(&state).unwrap();
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(0))
+        .unwrap();
+    store.release(claim, 1_000).unwrap();
+    let reservation = state.join("twitter/node-0.reservation");
+    if !grant_acl_write(&reservation, NOBODY) {
+        return;
+    }
+    untrusted(
+        store.claim(&Layout::twitter(), NodeRequest::Exact(0)),
+        &reservation,
+        "access control list lets uid 65534 write it",
+    );
+    assert!(grant_acl_write(&state, NOBODY));
+    untrusted(
+        FileStore::open(&state),
+        &state,
+        "access control list lets uid 65534 write it",
+    );
+}

@@ -417,7 +417,7 @@ impl FileStore {
                 lock_meta.nlink
             )));
         }
-        trust.check_entry(&lock_meta).map_err(untrusted)?;
+        trust.check_entry(&lock, &lock_meta).map_err(untrusted)?;
         match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(Errno::WOULDBLOCK) => return Ok(Attempt::Held),

@@ -178,7 +178,7 @@ pub(super) fn read(
             m.nlink
         )));
     }
-    trust.check_entry(&m).map_err(ReadError::Untrusted)?;
+    trust.check_entry(&fd, &m).map_err(ReadError::Untrusted)?;
     if m.size > MAX_LEN {
         return Err(ReadError::Damaged(format!("it is {} bytes long", m.size)));
     }
