@@ -6,7 +6,8 @@
 //! child was made — libc's `fork`, a raw `syscall(SYS_fork)`, glibc's `_Fork`, `clone` without
 //! `CLONE_VM` — with no handler to run (BoringSSL keeps its random generator fork-safe this
 //! way). The page holds one word, this process's **generation**: `1` in a process that was
-//! never forked, its parent's plus one in a child, written by the first caller there.
+//! never forked, in a child one more than the largest its ancestors armed, written by the
+//! first caller there.
 //!
 //! A [`ForkWatch`] remembers the generation it was made in; [`ForkWatch::forked`] compares it
 //! with the word: a child reads `0`, or its own larger generation once something armed it,
