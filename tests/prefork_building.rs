@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use monoflake::{FileStore, Generator, Id, Layout, NodeRequest};
 
+use common::workers::{read_ids, wait, work};
+
 /// IDs each process takes.
 const IDS: usize = 50_000;
 
@@ -22,51 +24,8 @@ const IDS: usize = 50_000;
 fn spawn(child: impl FnOnce() -> i32) -> libc::pid_t {
     // SAFETY: libc's `fork` leaves the allocator usable in the child whatever the parent's
     // other threads were doing; the child takes no lock those threads hold (the building
-    // thread holds only its own generation's, which the child never takes), builds and uses
-    // its default, writes a file and leaves with `_exit`, running no destructor of the
-    // parent's.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let code = child();
-        // SAFETY: leaves the child at once.
-        unsafe { libc::_exit(code) };
-    }
-    pid
-}
-
-fn wait(pid: libc::pid_t) -> i32 {
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(libc::WIFEXITED(status), "worker {pid} was killed");
-    libc::WEXITSTATUS(status)
-}
-
-/// Takes `IDS` IDs from the process-wide default; 0, or 3 when it cannot be built.
-fn work(file: &Path) -> i32 {
-    let mut bytes = Vec::with_capacity(IDS * 8);
-    for _ in 0..IDS {
-        match monoflake::next_id() {
-            Ok(id) => bytes.extend_from_slice(&id.as_u64().to_le_bytes()),
-            Err(e) => {
-                eprintln!("worker: {e}");
-                return 3;
-            }
-        }
-    }
-    if std::fs::write(file, bytes).is_err() {
-        return 5;
-    }
-    0
-}
-
-fn read_ids(file: &Path) -> Vec<u64> {
-    std::fs::read(file)
-        .unwrap()
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    // thread holds only its own generation's, which the child never takes).
+    unsafe { common::workers::spawn("fork", child) }
 }
 
 /// Waits (a liveness bound only) until `path` exists.
@@ -92,9 +51,9 @@ fn a_worker_forked_while_the_parent_builds_its_default_builds_its_own() {
         // SAFETY: this child has one thread.
         unsafe { std::env::set_var("MONOFLAKE_STATE_DIR", &e) };
         // The building thread: a fresh node waits a quarter of a second after its claim.
-        let builder = std::thread::spawn(move || work(&p));
+        let builder = std::thread::spawn(move || work(IDS, &p));
         wait_for(&e.join("twitter/node-0.lock"));
-        let pid = spawn(|| work(&w));
+        let pid = spawn(|| work(IDS, &w));
         let code = builder.join().unwrap();
         if code != 0 { code } else { wait(pid) }
     });
@@ -114,11 +73,11 @@ fn a_worker_forked_while_the_parent_builds_its_default_builds_its_own() {
     .unwrap();
     let configured_file = out.path().join("configured-parent");
     let parent_out = configured_file.clone();
-    let builder = std::thread::spawn(move || work(&parent_out));
+    let builder = std::thread::spawn(move || work(IDS, &parent_out));
     wait_for(&built);
     let worker_out = out.path().join("configured-worker");
     let wo = worker_out.clone();
-    let pid = spawn(move || work(&wo));
+    let pid = spawn(move || work(IDS, &wo));
     assert_eq!(builder.join().unwrap(), 0);
     assert_eq!(wait(pid), 0, "the configured default's worker failed");
 
