@@ -157,12 +157,15 @@ pub enum Error {
         /// When the time field ran out, in Unix milliseconds.
         expired_at_ms: u64,
     },
-    /// The node's time reservation could not be extended in time, so issuing stopped.
+    /// The node store has not acknowledged what issuing needs — the time reservation could
+    /// not be extended, or the claim has not been confirmed for two check intervals (see
+    /// [`Leased`](crate::Leased)) — so issuing is paused. It resumes, with the same node, once
+    /// the store answers; the error is retryable.
     #[non_exhaustive]
     ReservationUnavailable {
-        /// The node ID whose reservation could not be written.
+        /// The node ID held.
         node: u64,
-        /// What the store said.
+        /// What is missing, and what the store said.
         reason: String,
     },
     /// The claim on the node ID was lost (not renewed before its deadline, taken over, or
@@ -181,8 +184,9 @@ pub enum Error {
         /// The node ID the parent holds.
         node: u64,
     },
-    /// Fork detection (`pthread_atfork`) could not be set up, so a generator cannot be built
-    /// safely.
+    /// Fork detection could not be set up (Linux before 4.14 has no `MADV_WIPEONFORK`;
+    /// `pthread_atfork` failed elsewhere), so a generator cannot be built safely; or the
+    /// process-wide default cannot be rebuilt in this forked child.
     #[non_exhaustive]
     ForkDetection {
         /// What the system said.
@@ -401,8 +405,8 @@ impl fmt::Display for Error {
             ),
             Error::ReservationUnavailable { node, reason } => write!(
                 f,
-                "node {node}: the time reservation could not be extended ({reason}); issuing \
-                 stopped"
+                "node {node}: issuing is paused until the node store confirms the claim and the \
+                 time it needs ({reason})"
             ),
             Error::LeaseLost { node, reason } => {
                 write!(
@@ -416,7 +420,7 @@ impl fmt::Display for Error {
                  must not issue under the parent's node (build a new generator in the child)"
             ),
             Error::ForkDetection { reason } => {
-                write!(f, "cannot set up fork detection: {reason}")
+                write!(f, "fork detection: {reason}")
             }
             Error::InvalidConfig {
                 setting,
@@ -498,7 +502,8 @@ impl fmt::Display for Error {
                 f,
                 "the reservation {} is damaged: {reason}. It is not read as a smaller time. If \
                  the clock has passed every ID this node issued (a window after its last use), \
-                 delete the file; otherwise restore it, or claim another node",
+                 delete the file; otherwise claim another node until then (never restore it from \
+                 a backup: a backup holds an earlier time)",
                 path.display()
             ),
             Error::UntrustedState { path, reason } => write!(

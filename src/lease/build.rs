@@ -209,21 +209,41 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             }
             status.claim_wait_ms.fetch_add(wait, Ordering::Relaxed);
         }
-        let now_ms = self.clock_ref().precise_now_ms();
         // A node with no record at all may have had one that was deleted under a live holder
         // (the state directory removed, the store's keys cleared). That holder stops issuing
         // within `confirm_bound` of its last successful check, which came before the deletion,
         // and never issued a time beyond its clock plus its lead: wait that out, with a margin
-        // for the two clocks to disagree, and start past it (`unrecorded_wait`; the inequality
-        // is in docs/design.md), so no ID can be shared and the first IDs are at most
-        // `max_lead` ahead of the clock.
+        // for the two clocks to disagree (`unrecorded_wait`; the inequality is in
+        // docs/design.md), and start past it, so the first IDs are at most `max_lead` ahead of
+        // the clock. Meanwhile that holder, finding its records gone, writes back the time it
+        // used (`NodeStore::restore`): read the node's record again before issuing, so a
+        // holder whose clock ran ahead of this one (a wall clock stepped back under it) is not
+        // overlapped either.
+        let claimed_ms = self.clock_ref().precise_now_ms();
         let unrecorded_wait = unrecorded_wait(check);
-        let unrecorded_floor_ms = now_ms
-            .saturating_add(duration_ms(unrecorded_wait))
-            .saturating_add(duration_ms(self.max_lead_ref()));
-        let floor_tick = match claim.reserved_until_ms() {
+        let mut reserved = claim.reserved_until_ms();
+        if reserved.is_none() {
+            std::thread::sleep(unrecorded_wait);
+            status
+                .claim_wait_ms
+                .fetch_add(duration_ms(unrecorded_wait), Ordering::Relaxed);
+            match store.reservation(&claim) {
+                Ok(again) => reserved = again,
+                Err(e) => {
+                    let _ = store.release(claim, 0);
+                    return Err(e);
+                }
+            }
+        }
+        let now_ms = self.clock_ref().precise_now_ms();
+        let floor_tick = match reserved {
             Some(u) => first_tick_from(&layout, u),
-            None => first_tick_from(&layout, unrecorded_floor_ms),
+            None => first_tick_from(
+                &layout,
+                claimed_ms
+                    .saturating_add(duration_ms(unrecorded_wait))
+                    .saturating_add(duration_ms(self.max_lead_ref())),
+            ),
         };
         let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
         // A clock past the layout's end (or a trusted reservation there): nothing can be
@@ -243,12 +263,6 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             return Err(e);
         }
         let write_us = first_round.elapsed().as_micros();
-        if claim.reserved_until_ms().is_none() {
-            std::thread::sleep(unrecorded_wait);
-            status
-                .claim_wait_ms
-                .fetch_add(duration_ms(unrecorded_wait), Ordering::Relaxed);
-        }
         LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
         let round_us = u64::try_from(write_us).unwrap_or(u64::MAX);
         status.round_us.store(round_us, Ordering::Relaxed);
@@ -285,6 +299,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             deadline,
         )?);
         let keeper = Keeper {
+            sealed: None,
             generator: Arc::clone(&generator),
             store,
             status: Arc::clone(&status),

@@ -210,6 +210,36 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     /// reached (the claim may still be valid until its deadline).
     fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error>;
 
+    /// Reads the node's reservation again, for a claim held: the larger of its reservation and
+    /// any record [`NodeStore::restore`] wrote for it. A claimant that found no record reads
+    /// it again after its wait, before it issues. Default: what the claim read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] when the claim is gone; [`Error::DamagedReservation`],
+    /// [`Error::UntrustedState`], [`Error::StateDir`] or [`Error::Store`] when the record
+    /// cannot be read.
+    fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
+        Ok(claim.reserved_until_ms())
+    }
+
+    /// Called by a holder that found its claim lost — typically its records deleted under it
+    /// (a removed state directory, a cleared key prefix): records, beside the node's records
+    /// as they are now, that times before `until_ms` (the end of the last tick it issued)
+    /// were used on the node, needing no claim and never lowering or replacing what is there.
+    /// A claimant of the node reads it at its claim or, if it found no record, after its wait
+    /// ([`NodeStore::reservation`]), and starts above it: a holder whose clock runs ahead of
+    /// the claimant's (a wall clock stepped back under it) cannot be overlapped. Default:
+    /// does nothing.
+    ///
+    /// # Errors
+    ///
+    /// The store's, when the record cannot be written (the caller only logs it).
+    fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        let _ = (claim, until_ms);
+        Ok(())
+    }
+
     /// Writes the final reservation (the end of the last tick issued) and gives the node ID
     /// up.
     ///

@@ -423,20 +423,12 @@ impl FileStore {
             Err(Errno::WOULDBLOCK) => return Ok(Attempt::Held),
             Err(e) => return Err(io("lock", e)),
         }
-        let reservation = record::name(node);
-        let reserved = match record::read(layout_dir, &reservation, trust) {
-            Ok(None) => None,
-            Ok(Some(Parsed::Good(until))) => Some(until),
-            Ok(Some(Parsed::V1(until))) if legacy => Some(until),
-            Ok(Some(Parsed::V1(_))) => {
-                return Err(Error::LegacyReservation {
-                    path: layout_path.join(&reservation),
-                });
-            }
-            Err(e) => return Err(e.into_error(&layout_path.join(&reservation))),
-        };
+        let reserved = read_node(layout_dir, layout_path, node, trust, legacy)?;
         record::remove_leftovers(layout_dir, node);
-        let layout_dir = rustix::io::dup(layout_dir).map_err(|e| io("duplicate", e))?;
+        // Close-on-exec, as every descriptor the store opens: a child a thread of this
+        // process spawns must not keep the directory open.
+        let layout_dir =
+            rustix::io::fcntl_dupfd_cloexec(layout_dir, 0).map_err(|e| io("duplicate", e))?;
         let layout_meta = fstat(&layout_dir).map_err(|e| io("stat", e))?;
         Ok(Attempt::Claimed(Claim::new(
             node,
@@ -481,6 +473,33 @@ impl FileClaim {
             Err(_) => Err(lost(&lock_path, "removed")),
         }
     }
+}
+
+/// Node `node`'s reservation in its layout's directory: the larger of its reservation file
+/// and any restored record (written by a holder whose records were deleted under it).
+/// `legacy` accepts a version-1 reservation (for [`FileStore::migrate_v1`]).
+fn read_node(
+    layout_dir: &OwnedFd,
+    layout_path: &Path,
+    node: u64,
+    trust: &trust::Trust,
+    legacy: bool,
+) -> Result<Option<u64>, Error> {
+    let reservation = record::name(node);
+    let reserved = match record::read(layout_dir, &reservation, trust) {
+        Ok(None) => None,
+        Ok(Some(Parsed::Good(until))) => Some(until),
+        Ok(Some(Parsed::V1(until))) if legacy => Some(until),
+        Ok(Some(Parsed::V1(_))) => {
+            return Err(Error::LegacyReservation {
+                path: layout_path.join(&reservation),
+            });
+        }
+        Err(e) => return Err(e.into_error(&layout_path.join(&reservation))),
+    };
+    let restored = record::read_restored(layout_dir, node, trust)
+        .map_err(|(name, e)| e.into_error(&layout_path.join(name)))?;
+    Ok(reserved.max(restored))
 }
 
 /// What an error about a directory given to [`FileStore::open`] suggests.
@@ -586,6 +605,41 @@ impl NodeStore for FileStore {
             until_ms,
             &token.state.trust,
             &|| token.check_held(claim.node()),
+        )?;
+        // Restored records the reservation now covers are no longer needed.
+        record::remove_restored_below(
+            &token.layout_dir,
+            claim.node(),
+            until_ms,
+            &token.state.trust,
+        );
+        Ok(())
+    }
+
+    fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
+        let token = file_claim(claim)?;
+        token.check_held(claim.node())?;
+        read_node(
+            &token.layout_dir,
+            &token.layout_path,
+            claim.node(),
+            &token.state.trust,
+            false,
+        )
+    }
+
+    /// Writes a restored record for the claim's node into the state directory now at the
+    /// store's path (made again, private, if it is missing), beside whatever is there.
+    fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        let token = file_claim(claim)?;
+        let state = self.current()?;
+        let (layout_dir, _) = open_subdir(&state, &self.path, &token.layout_name)?;
+        record::restore(
+            &layout_dir,
+            &self.path.join(&token.layout_name),
+            claim.node(),
+            until_ms,
+            &state.trust,
         )
     }
 

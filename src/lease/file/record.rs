@@ -51,6 +51,18 @@ fn temp_prefix(node: u64) -> String {
     format!(".node-{node}.reservation.")
 }
 
+/// The prefix of node `node`'s restored records: `node-<N>.restored.<16 hex>`, one file per
+/// restoring holder (see [`restore`]).
+fn restored_prefix(node: u64) -> String {
+    format!("node-{node}.restored.")
+}
+
+/// The prefix of the temporary files a restoring holder writes (never removed as a crashed
+/// writer's leftovers by a claimant, which could be waiting for that very record).
+fn restored_temp_prefix(node: u64) -> String {
+    format!(".node-{node}.restored.")
+}
+
 /// What a reservation file says.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Parsed {
@@ -212,12 +224,33 @@ pub(super) fn write(
     trust: &Trust,
     held: &dyn Fn() -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let target = name(node);
+    replace(
+        dir,
+        path,
+        &name(node),
+        &temp_prefix(node),
+        until_ms,
+        trust,
+        held,
+    )
+}
+
+/// Writes a record until `until_ms` as `target` in `dir`, through a temporary file named with
+/// `temp_prefix`; `held` as for [`write`].
+fn replace(
+    dir: &OwnedFd,
+    path: &Path,
+    target: &OsStr,
+    temp_prefix: &str,
+    until_ms: u64,
+    trust: &Trust,
+    held: &dyn Fn() -> Result<(), Error>,
+) -> Result<(), Error> {
     #[cfg(test)]
     failpoint::hit(failpoint::Stage::Start);
-    let temp = format!("{}{:016x}", temp_prefix(node), unpredictable());
+    let temp = format!("{temp_prefix}{:016x}", unpredictable());
     let fail = |action: &'static str, e: Errno| Error::StateDir {
-        path: path.join(&target),
+        path: path.join(target),
         action,
         source: e.into(),
     };
@@ -238,7 +271,7 @@ pub(super) fn write(
         held()?;
         #[cfg(test)]
         failpoint::hit(failpoint::Stage::BeforeRename);
-        rustix::fs::renameat(dir, temp.as_str(), dir, &target).map_err(|e| fail("replace", e))
+        rustix::fs::renameat(dir, temp.as_str(), dir, target).map_err(|e| fail("replace", e))
     })();
     if let Err(e) = written {
         let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
@@ -246,6 +279,79 @@ pub(super) fn write(
     }
     held()?;
     rustix::fs::fsync(dir).map_err(|e| fail("sync the directory of", e))
+}
+
+/// Records, for node `node`, that the times before `until_ms` were used, as a file of its own
+/// (`node-<N>.restored.<random>`): written by a holder that found its records deleted under
+/// it, needing no claim, and never replacing anyone's file, so two restorers cannot undo each
+/// other and a live holder's reservation is never touched. Claims read the largest.
+pub(super) fn restore(
+    dir: &OwnedFd,
+    path: &Path,
+    node: u64,
+    until_ms: u64,
+    trust: &Trust,
+) -> Result<(), Error> {
+    let target = format!("{}{:016x}", restored_prefix(node), unpredictable());
+    replace(
+        dir,
+        path,
+        OsStr::new(&target),
+        &restored_temp_prefix(node),
+        until_ms,
+        trust,
+        &|| Ok(()),
+    )
+}
+
+/// The largest restored record of node `node` in `dir` (see [`restore`]), refusing one that
+/// cannot be trusted or is damaged, as a reservation is (with the file's name).
+pub(super) fn read_restored(
+    dir: &OwnedFd,
+    node: u64,
+    trust: &Trust,
+) -> Result<Option<u64>, (OsString, ReadError)> {
+    let prefix = restored_prefix(node);
+    let entries = rustix::fs::Dir::read_from(dir)
+        .map_err(|e| (OsString::from("."), ReadError::Io("list", e)))?;
+    let mut largest = None;
+    for entry in entries {
+        let entry = entry.map_err(|e| (OsString::from("."), ReadError::Io("list", e)))?;
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if !name.as_bytes().starts_with(prefix.as_bytes()) {
+            continue;
+        }
+        let until = match read(dir, name, trust) {
+            Ok(Some(Parsed::Good(until))) => until,
+            Ok(None) => continue, // removed meanwhile
+            Ok(Some(Parsed::V1(_))) => {
+                return Err((
+                    name.to_owned(),
+                    ReadError::Damaged("a restored record is never version 1".into()),
+                ));
+            }
+            Err(e) => return Err((name.to_owned(), e)),
+        };
+        largest = largest.max(Some(until));
+    }
+    Ok(largest)
+}
+
+/// Removes node `node`'s restored records at or below `until_ms`, once its reservation (which
+/// the caller holds the node to write) covers them.
+pub(super) fn remove_restored_below(dir: &OwnedFd, node: u64, until_ms: u64, trust: &Trust) {
+    let prefix = restored_prefix(node);
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if name.as_bytes().starts_with(prefix.as_bytes())
+            && matches!(read(dir, name, trust), Ok(Some(Parsed::Good(u))) if u <= until_ms)
+        {
+            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+        }
+    }
 }
 
 /// Removes node `node`'s temporary reservation files left by a holder that crashed while it
