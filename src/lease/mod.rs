@@ -63,9 +63,12 @@ pub const DEFAULT_RESERVATION_WINDOW: Duration = Duration::from_secs(5);
 /// * **Forks**: a forked child refuses to issue ([`Error::Forked`]); dropping or releasing the
 ///   inherited handle in the child does nothing (the keeper, the claim and the node stay the
 ///   parent's).
-/// * After an unclean stop the next holder starts at the old reservation, up to the
-///   reservation window ahead of its clock; it issues `max_lead` beyond that and then waits
-///   for its clock (so `next_id` waits up to the window).
+/// * **Waits only when it starts**: building may wait once, for a reservation more than
+///   `max_lead` ahead of the clock (a holder that borrowed ahead or stopped without a clean
+///   release) or for a node with no record (two and a half check intervals), so that its
+///   first IDs are above everything the node issued and honest; a released node is taken
+///   back at once. See [`GeneratorBuilder::build_leased`](crate::GeneratorBuilder::build_leased),
+///   "What a build waits for"; the wait is in [`Stats::claim_wait_ms`].
 ///
 /// * **One handle.** `Leased` is not a smart pointer to a [`Generator`]: it implements
 ///   [`IdGenerator`] itself, and nothing it hands out outlives it. Share it across threads by
