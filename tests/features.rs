@@ -248,8 +248,15 @@ fn stats_count_what_happened() {
     assert_eq!(s.issued, 16);
     assert_eq!(s.borrowed_ticks, 3); // ticks +1, +2, and the batch's carry into the next tick
     assert_eq!(s.max_lead_ticks, 2);
-    assert!(s.would_block >= 2, "{s:?}");
-    assert!(s.waits >= 1, "{s:?}");
+    // One refusal returned; one waiting call that spun, yielded, slept and gave up.
+    assert_eq!(
+        (s.would_block_returned, s.waiting_calls, s.timed_out),
+        (1, 1, 1),
+        "{s:?}"
+    );
+    assert_eq!((s.wait_spins, s.wait_yields), (6, 10), "{s:?}");
+    assert!(s.wait_sleeps >= 1, "{s:?}");
+    assert_eq!(s.wait_retries, 16 + s.wait_sleeps, "{s:?}");
     assert!(
         s.to_string()
             .starts_with("issued 16, borrowed ticks 3 (max lead 2)"),

@@ -381,7 +381,7 @@ fn batches_compose_like_single_ids_in_every_layout_order() {
 }
 
 /// `next_id` and `next_ids` at the lead limit wait for the clock, then issue in the tick it
-/// reaches. The clock is moved only once the generator has reported `WouldBlock` (no timing:
+/// reaches. The clock is moved only once the waiting call has begun to wait (no timing:
 /// the mover waits for that evidence, however late either thread runs).
 #[test]
 fn next_id_and_next_ids_wait_at_the_lead_limit_then_issue_when_the_clock_moves() {
@@ -404,11 +404,11 @@ fn next_id_and_next_ids_wait_at_the_lead_limit_then_issue_when_the_clock_moves()
     let first: Vec<Id> = (0..4).map(|_| g.next_id().unwrap()).collect();
     assert!(matches!(g.try_next_id(), Err(Error::WouldBlock { .. })));
     for (tick, wanted) in [(11, 1), (12, 3)] {
-        let refused = g.stats().would_block;
+        let waiting = g.stats().waiting_calls;
         let mover = {
             let (g, clock) = (Arc::clone(&g), Arc::clone(&clock));
             std::thread::spawn(move || {
-                while g.stats().would_block == refused {
+                while g.stats().waiting_calls == waiting {
                     std::thread::yield_now();
                 }
                 clock.set_ms(T0 + tick);

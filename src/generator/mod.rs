@@ -331,14 +331,24 @@ impl<C: TimeSource> Generator<C> {
             state => state,
         };
         let clock = self.clock.report();
+        let (spins, yields, sleeps) = (
+            load(&c.wait_spins),
+            load(&c.wait_yields),
+            load(&c.wait_sleeps),
+        );
         Stats {
             issued: state
                 .wrapping_sub(self.start)
                 .saturating_sub(load(&c.skipped)),
             borrowed_ticks: load(&c.borrowed_ticks),
             max_lead_ticks: load(&c.max_lead_ticks),
-            would_block: load(&c.would_block),
-            waits: load(&c.waits),
+            would_block_returned: load(&c.would_block_returned),
+            waiting_calls: load(&c.waiting_calls),
+            wait_retries: spins + yields + sleeps,
+            wait_spins: spins,
+            wait_yields: yields,
+            wait_sleeps: sleeps,
+            timed_out: load(&c.timed_out),
             reanchors: clock.forward_steps,
             max_skew_ns: clock.max_skew_ns,
             skew_ns: clock.last_skew_ns,
