@@ -225,7 +225,11 @@ mod serde_tests {
 
 #[test]
 fn stats_count_what_happened() {
-    let layout = Layout::builder().sequence_bits(2).build().unwrap();
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(2)
+        .build()
+        .unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let g = Generator::builder(layout)
         .clock(Arc::clone(&clock))

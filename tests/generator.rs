@@ -24,6 +24,7 @@ fn ten_million_ids_from_two_threads_are_distinct_and_increasing_per_thread() {
 #[test]
 fn four_threads_on_a_wide_layout() {
     let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .node_field("n", 1)
         .sequence_bits(21)
         .build()
@@ -78,6 +79,7 @@ fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
     // tick) ticks +0 to +2 are whole; the last tick the lead allows, +3, is paced: one slot
     // per quarter of the clock's tick, so only its first slot is open yet.
     let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .sequence_bits(2)
         .node_field("n", 4)
         .build()
@@ -172,6 +174,7 @@ fn exhausted_at_the_end_of_the_time_field_and_forever_after() {
 #[test]
 fn batches_race_single_ids_without_overlap() {
     let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .node_field("n", 2)
         .sequence_bits(16)
         .build()
@@ -201,7 +204,11 @@ fn batches_race_single_ids_without_overlap() {
 
 #[test]
 fn a_batch_spans_ticks_and_an_empty_batch_is_empty() {
-    let layout = Layout::builder().sequence_bits(3).build().unwrap();
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(3)
+        .build()
+        .unwrap();
     let g = Generator::builder(layout.clone())
         .clock(ManualClock::new(T0))
         .build()
@@ -285,7 +292,11 @@ fn a_stopped_ticker_neither_freezes_nor_blocks_the_generator() {
     let (clock, ticker) = CoarseClock::start(Duration::from_millis(1)).unwrap();
     drop(ticker); // the coarse reading now stands still, as after fork() or on a stalled host
     let frozen = clock.now_ms();
-    let layout = Layout::builder().sequence_bits(1).build().unwrap(); // 2 IDs per ms
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(1)
+        .build()
+        .unwrap(); // 2 IDs per ms
     let g = Generator::builder(layout.clone())
         .clock(clock.clone())
         .max_lead(Duration::ZERO)
@@ -333,7 +344,11 @@ fn per_core_slots_never_collide_and_keep_each_threads_order() {
         assert_eq!(g.stats().issued, 4 * per_thread as u64);
     }
     // The slots take sequence bits: not all of them.
-    let two_bits = Layout::builder().sequence_bits(2).build().unwrap();
+    let two_bits = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(2)
+        .build()
+        .unwrap();
     assert!(matches!(
         Generator::builder(two_bits).build_per_core(4),
         Err(Error::OutOfRange {

@@ -686,6 +686,7 @@ fn racing_claims_of_any_node_both_succeed_when_nodes_are_free() {
 /// A layout with `node_bits` node bits (few nodes, so "every node held" is reachable).
 fn small_layout(name: &'static str, node_bits: u32) -> Layout {
     Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .name(name)
         .node_field("n", node_bits)
         .build()

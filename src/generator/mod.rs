@@ -313,7 +313,7 @@ impl<C: TimeSource> Generator<C> {
     /// use monoflake::{Generator, Layout, ManualClock};
     ///
     /// // 4 IDs per tick at a clock that stands still: the fifth borrows the next tick.
-    /// let layout = Layout::builder().sequence_bits(2).build()?;
+    /// let layout = Layout::builder().epoch_ms(Layout::twitter().epoch_ms()).sequence_bits(2).build()?;
     /// let g = Generator::builder(layout).clock(ManualClock::new(1_700_000_000_000)).build()?;
     /// for _ in 0..5 {
     ///     g.try_next_id()?;
