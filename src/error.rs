@@ -132,6 +132,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The operating system's random source failed (making an
+    /// [`OpaqueKey`](crate::OpaqueKey)).
+    #[non_exhaustive]
+    RandomSource {
+        /// What the system said.
+        reason: String,
+    },
     /// An ID uses bits its layout does not have.
     #[non_exhaustive]
     IdTooWide {
@@ -392,6 +399,9 @@ impl fmt::Display for Error {
                 write!(f, "invalid ID {input:?}: {reason}")
             }
             Error::InvalidKey { reason } => write!(f, "invalid opaque-ID key: {reason}"),
+            Error::RandomSource { reason } => {
+                write!(f, "the operating system's random source failed: {reason}")
+            }
             Error::IdTooWide { id, layout_bits } => write!(
                 f,
                 "ID {id} uses {} bits but the layout has only {layout_bits}",

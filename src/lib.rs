@@ -63,7 +63,7 @@ pub use crate::lease::{
 pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdOptions, EtcdStore};
 #[cfg(unix)]
 pub use crate::lease::{DEFAULT_STATE_DIR, FileStore};
-pub use crate::opaque::{Opaque, OpaqueKey};
+pub use crate::opaque::{Opaque, OpaqueId, OpaqueKey};
 #[cfg(feature = "serde")]
 pub use crate::serde_impl::as_u64;
 pub use crate::stats::Stats;
