@@ -508,7 +508,7 @@ impl fmt::Display for Error {
                      {} ahead of this clock, more than the {} accepted: a holder once ran with \
                      its clock ahead, or this clock is behind. Check the clock or use another \
                      node; if this clock is wrong now and was right then, trust the reservation \
-                     (GeneratorBuilder::trust_future_reservation, monoflake --trust-reservation)",
+                     (GeneratorBuilder::trust_future_reservation)",
                     crate::id::rfc3339(*reserved_until_ms),
                     human_duration(*ahead),
                     human_duration(*tolerance)

@@ -316,6 +316,9 @@ fn any_node_prefers_settled_nodes_and_skips_absurd_reservations() {
             let text = e.to_string();
             assert!(text.contains("2100-01-01T00:00:00.000Z"), "{text}");
             assert!(text.contains("years ahead"), "{text}");
+            // The library's way to act on it, not a command line's flag.
+            assert!(text.contains("trust_future_reservation"), "{text}");
+            assert!(!text.contains("--"), "{text}");
         }
         other => panic!("{other:?}"),
     }
