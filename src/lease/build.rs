@@ -31,8 +31,8 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// [`Error::InvalidConfig`] before it writes anything.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-window-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-window-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .reservation_window(std::time::Duration::from_secs(2))
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
@@ -60,7 +60,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// ```
     /// use std::time::Duration;
     /// use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore};
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-tolerance-{}", std::process::id()));
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-tolerance-{}", std::process::id()));
     /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
     /// // Node 3 was last used by a host whose clock was a day ahead.
     /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(3))?;
@@ -89,7 +89,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     ///
     /// ```
     /// use monoflake::{FileStore, Generator, Layout, NodeRequest, NodeStore};
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-trust-{}", std::process::id()));
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-trust-{}", std::process::id()));
     /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
     /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(3))?;
     /// let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
@@ -166,7 +166,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     ///
     /// ```
     /// use monoflake::{Error, FileStore, Generator, Layout, NodeRequest};
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-build-leased-{}", std::process::id()));
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-build-leased-{}", std::process::id()));
     /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
     /// let leased = Generator::builder(Layout::twitter()).build_leased(store.clone(), NodeRequest::Exact(5))?;
     /// assert_eq!(leased.node(), 5);

@@ -173,8 +173,8 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     /// this before it issues.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-check-{}", std::process::id()));
     /// use monoflake::NodeStore;
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-check-{}", std::process::id()));
     /// let store = monoflake::FileStore::open(&dir)?;
     /// assert_eq!(store.check_interval(), monoflake::DEFAULT_CHECK_INTERVAL);
     /// # std::fs::remove_dir_all(&dir).ok();
