@@ -152,7 +152,9 @@ impl Generator<LockedClock> {
     ///
     /// # Errors
     ///
-    /// [`Error::OutOfRange`] when `node` does not fit the layout.
+    /// [`Error::OutOfRange`] when `node` does not fit the layout; as
+    /// [`GeneratorBuilder::build`] otherwise (a system clock before the layout's epoch, fork
+    /// detection that cannot be set up).
     ///
     /// ```
     /// use monoflake::{Error, Generator, Layout};
