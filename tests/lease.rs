@@ -702,3 +702,35 @@ fn leave_record(store: &dyn NodeStore, layout: &Layout, node: u64, until_ms: u64
     let claim = store.claim(layout, NodeRequest::Exact(node)).unwrap();
     store.release(claim, until_ms).unwrap();
 }
+
+/// A claim the store says is gone (taken over, deleted) stops issuing with `LeaseLost` giving
+/// the store's reason as it is — not wrapped in "not renewed within its validity", which is
+/// the deadline's reason, nor in another `LeaseLost`, nor as `ReservationUnavailable`.
+#[test]
+fn a_claim_the_store_says_is_lost_is_refused_with_the_stores_reason() {
+    let dir = common::TempDir::new("lost-reason");
+    let store = common::Flaky::new(dir.path(), None);
+    let leased = Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    leased.next_id().unwrap();
+    store.fail_renew.store(2, Ordering::SeqCst);
+    // Issue until refused for good (a liveness bound only): every refusal is the same.
+    let start = std::time::Instant::now();
+    let refused = loop {
+        match leased.try_next_id() {
+            Ok(_) | Err(Error::WouldBlock { .. }) => {}
+            Err(e) => break e,
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
+    };
+    for e in [refused, leased.try_next_id().unwrap_err()] {
+        match &e {
+            Error::LeaseLost {
+                node: 0, reason, ..
+            } => assert_eq!(reason, "taken over"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(e.to_string().matches("lease was lost").count(), 1, "{e}");
+    }
+}
