@@ -15,7 +15,7 @@ use std::time::Duration;
 /// use monoflake::{Error, Layout};
 ///
 /// // 37 + 20 + 16 = 73 bits cannot fit in a 64-bit ID.
-/// let err = Layout::builder()
+/// let err = Layout::builder().epoch_ms(Layout::twitter().epoch_ms())
 ///     .time_bits(37)
 ///     .node_field("server", 20)
 ///     .sequence_bits(16)
@@ -68,6 +68,19 @@ pub enum Error {
     },
     /// A layout's tick is zero milliseconds.
     ZeroTick,
+    /// A custom layout was built without an epoch
+    /// ([`LayoutBuilder::epoch`](crate::LayoutBuilder::epoch)): a default epoch nobody chose
+    /// is how layouts run out early.
+    MissingEpoch,
+    /// The epoch given to [`LayoutBuilder::epoch`](crate::LayoutBuilder::epoch) (or
+    /// [`LayoutBuilder::epoch_at`](crate::LayoutBuilder::epoch_at)) is not one.
+    #[non_exhaustive]
+    InvalidEpoch {
+        /// The epoch as given.
+        input: String,
+        /// What is wrong with it, and the forms accepted.
+        reason: String,
+    },
     /// A layout's epoch lies after the current time.
     #[non_exhaustive]
     EpochInFuture {
@@ -117,6 +130,13 @@ pub enum Error {
     #[non_exhaustive]
     InvalidKey {
         /// What is wrong with it.
+        reason: String,
+    },
+    /// The operating system's random source failed (making an
+    /// [`OpaqueKey`](crate::OpaqueKey)).
+    #[non_exhaustive]
+    RandomSource {
+        /// What the system said.
         reason: String,
     },
     /// An ID uses bits its layout does not have.
@@ -334,6 +354,15 @@ impl fmt::Display for Error {
                 "invalid layout name {name:?}: 1 to 64 characters of [A-Za-z0-9_.-], not . or .."
             ),
             Error::ZeroTick => write!(f, "the tick must be at least 1 ms, got 0"),
+            Error::MissingEpoch => write!(
+                f,
+                "the layout has no epoch: choose the instant its time field counts from, close \
+                 to the first ID it will issue (LayoutBuilder::epoch(\"2024-01-01\"), epoch_at, \
+                 epoch_ms); a default epoch nobody chose is how layouts run out early"
+            ),
+            Error::InvalidEpoch { input, reason } => {
+                write!(f, "invalid epoch {input:?}: {reason}")
+            }
             Error::EpochInFuture { epoch_ms, now_ms } => write!(
                 f,
                 "epoch {epoch_ms} (unix ms) is {} ms in the future (now {now_ms})",
@@ -374,6 +403,9 @@ impl fmt::Display for Error {
                 write!(f, "invalid ID {input:?}: {reason}")
             }
             Error::InvalidKey { reason } => write!(f, "invalid opaque-ID key: {reason}"),
+            Error::RandomSource { reason } => {
+                write!(f, "the operating system's random source failed: {reason}")
+            }
             Error::IdTooWide { id, layout_bits } => write!(
                 f,
                 "ID {id} uses {} bits but the layout has only {layout_bits}",
@@ -480,7 +512,7 @@ impl fmt::Display for Error {
                      {} ahead of this clock, more than the {} accepted: a holder once ran with \
                      its clock ahead, or this clock is behind. Check the clock or use another \
                      node; if this clock is wrong now and was right then, trust the reservation \
-                     (GeneratorBuilder::trust_future_reservation, monoflake --trust-reservation)",
+                     (GeneratorBuilder::trust_future_reservation)",
                     crate::id::rfc3339(*reserved_until_ms),
                     human_duration(*ahead),
                     human_duration(*tolerance)
@@ -613,7 +645,7 @@ impl Error {
     /// use monoflake::{Generator, Layout, ManualClock};
     ///
     /// // A clock that stands still, one ID per tick, no lead: the second call must wait a tick.
-    /// let layout = Layout::builder().sequence_bits(1).build()?;
+    /// let layout = Layout::builder().epoch_ms(Layout::twitter().epoch_ms()).sequence_bits(1).build()?;
     /// let g = Generator::builder(layout)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .max_lead(Duration::ZERO)
@@ -650,6 +682,8 @@ impl Error {
                 | Error::InvalidFieldName { .. }
                 | Error::InvalidLayoutName { .. }
                 | Error::ZeroTick
+                | Error::MissingEpoch
+                | Error::InvalidEpoch { .. }
                 | Error::EpochInFuture { .. }
                 | Error::UnknownPreset { .. }
                 | Error::InvalidLayoutSpec { .. }

@@ -11,6 +11,7 @@ use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore, Tim
 /// Four node IDs: small enough to run out of.
 fn tiny() -> Layout {
     Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .name("tiny")
         .node_field("n", 2)
         .build()

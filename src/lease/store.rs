@@ -15,9 +15,14 @@ use crate::{Error, Layout};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeRequest {
-    /// The lowest node ID nobody holds (preferring one whose reservation has passed; see
-    /// [`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)),
-    /// skipping nodes whose records cannot be used.
+    /// A free node ID: the one that costs the build the least wait, lowest first. A node
+    /// whose reservation is at most `max_lead` ahead of the clock costs none (a generator
+    /// dropped moments ago gets its node back at once); a node with no record costs two and
+    /// a half check intervals; a node reserved further ahead, the time until it is `max_lead`
+    /// ahead. Nodes whose records cannot be used, or reserved further ahead than the
+    /// [tolerance](crate::GeneratorBuilder::future_reservation_tolerance), are skipped. See
+    /// [`GeneratorBuilder::build_leased`](crate::GeneratorBuilder::build_leased), "What a
+    /// build waits for".
     Any,
     /// Exactly this node ID (operators who assign IDs by hand, StatefulSet ordinals); an error
     /// if another live claimant holds it.
@@ -168,8 +173,8 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     /// this before it issues.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-check-{}", std::process::id()));
     /// use monoflake::NodeStore;
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-check-{}", std::process::id()));
     /// let store = monoflake::FileStore::open(&dir)?;
     /// assert_eq!(store.check_interval(), monoflake::DEFAULT_CHECK_INTERVAL);
     /// # std::fs::remove_dir_all(&dir).ok();

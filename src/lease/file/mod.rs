@@ -58,7 +58,7 @@ use crate::{Error, Layout};
 ///
 /// let dir = std::env::temp_dir().join(format!("monoflake-doc-file-{}", std::process::id()));
 /// let store = FileStore::open(&dir)?;
-/// let layout = Layout::builder().node_field("n", 1).build()?; // two node IDs
+/// let layout = Layout::builder().epoch("2024-01-01").node_field("n", 1).build()?; // two node IDs
 /// let a = store.claim(&layout, NodeRequest::Any)?;
 /// let b = store.claim(&layout, NodeRequest::Any)?;
 /// assert_eq!((a.node(), b.node()), (0, 1));
