@@ -12,8 +12,8 @@ use axum::Router;
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Request, Response, Status};
 
-use super::http::App;
-use super::issue::Refusal;
+use super::http::{App, error};
+use super::issue::{Refusal, echo};
 use super::metrics::Endpoint;
 
 /// The code generated from the `.proto` file by `build.rs`.
@@ -34,15 +34,51 @@ pub const SERVICE_NAME: &str = "monoflake.v1.Ids";
 /// `/readyz` answers 200.
 pub fn router(app: Arc<App>) -> Router {
     let guard = Arc::clone(&app);
+    let app_of_fallback = Arc::clone(&app);
     let health = tonic_health::pb::health_server::HealthServer::new(
         tonic_health::server::HealthService::from_health_reporter(app.health.clone()),
     );
     let service = IdsServer::with_interceptor(Service { app }, move |request: Request<()>| {
         authorize(&guard, request)
     });
-    tonic::service::Routes::new(service)
+    let routes = tonic::service::Routes::new(service)
         .add_service(health)
-        .into_axum_router()
+        .into_axum_router();
+    routes.fallback(move |request: axum::extract::Request| {
+        unknown(Arc::clone(&app_of_fallback), request)
+    })
+}
+
+/// Anything the gRPC services do not route: a gRPC call gets `UNIMPLEMENTED` (tonic's own
+/// answer, with a reason), anything else a JSON 404 like the HTTP listener's.
+async fn unknown(app: Arc<App>, request: axum::extract::Request) -> axum::response::Response {
+    let start = Instant::now();
+    let path = echo(request.uri().path()).into_owned();
+    let grpc = request
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    let response = if grpc {
+        app.metrics.observe(Endpoint::Other, 0, start.elapsed());
+        let (parts, ()) = Status::unimplemented(format!(
+            "no such method: {path}; this listener serves {SERVICE_NAME} (Next, Decode) and \
+             grpc.health.v1.Health"
+        ))
+        .into_http::<()>()
+        .into_parts();
+        return axum::response::Response::from_parts(parts, axum::body::Body::empty());
+    } else {
+        error(
+            axum::http::StatusCode::NOT_FOUND,
+            &format!(
+                "no such path: {path}; this is the gRPC listener ({SERVICE_NAME}): use a gRPC \
+                 client, or the HTTP listener for the JSON API"
+            ),
+        )
+    };
+    app.metrics
+        .observe(Endpoint::Other, response.status().as_u16(), start.elapsed());
+    response
 }
 
 fn authorize(app: &App, request: Request<()>) -> Result<Request<()>, Status> {

@@ -12,14 +12,15 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use monoflake::Id;
 
 use super::auth::Token;
-use super::issue::{Issuer, Refusal};
+use super::issue::{ECHO, Issuer, Refusal, echo};
 use super::metrics::{Endpoint, Exposition, Metrics};
 use crate::parts::json_object;
 
@@ -141,6 +142,7 @@ async fn id(State(app): Shared, request: Request) -> Response {
     let headers = request.headers();
     let response = match unauthorized(&app, headers) {
         Some(r) => r,
+        None if request.method() == Method::HEAD => head(&app),
         None => match app.issuer.id().await {
             Ok(id) => {
                 app.metrics.served(1);
@@ -156,20 +158,44 @@ async fn id(State(app): Shared, request: Request) -> Response {
     finish(&app, Endpoint::Id, start, response)
 }
 
-/// The value of `count` in a query string, as written.
-fn count_param(query: Option<&str>) -> Option<&str> {
-    query?
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("count="))
+/// The value of `count` in a query string, read as a URL query (`application/x-www-form-
+/// urlencoded`: percent-decoded, `+` a space); `None` when absent. A `count` given twice is
+/// refused rather than one of them picked: a cache or proxy in front might pick the other.
+fn count_param(query: Option<&str>) -> Result<Option<String>, Refusal> {
+    let mut found = None;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if key != "count" {
+            continue;
+        }
+        if found.is_some() {
+            return Err(Refusal::BadInput(
+                "count is given more than once: give it once".to_owned(),
+            ));
+        }
+        found = Some(value.into_owned());
+    }
+    Ok(found)
+}
+
+/// What a `HEAD` request on an ID endpoint gets: the status a `GET` would get were issuing to
+/// work now, and no ID (a `HEAD` is safe: it must not use up the layout's IDs).
+fn head(app: &App) -> Response {
+    match app.issuer.ready() {
+        Ok(()) => body(StatusCode::OK, JSON, String::new()),
+        Err(e) => unavailable(&e.to_string()),
+    }
 }
 
 async fn ids(State(app): Shared, request: Request) -> Response {
     let start = Instant::now();
     let headers = request.headers();
+    let count =
+        count_param(request.uri().query()).and_then(|raw| app.issuer.parse_count(raw.as_deref()));
     let response = match unauthorized(&app, headers) {
         Some(r) => r,
-        None => match app.issuer.parse_count(count_param(request.uri().query())) {
+        None => match count {
             Err(r) => refused(r),
+            Ok(_) if request.method() == Method::HEAD => head(&app),
             Ok(n) => match app.issuer.ids(n).await {
                 Err(r) => refused(r),
                 Ok(run) => {
@@ -205,18 +231,39 @@ fn parse_id(raw: &str) -> Result<Id, monoflake::Error> {
     }
 }
 
-async fn decode(State(app): Shared, Path(raw): Path<String>, request: Request) -> Response {
+async fn decode(
+    State(app): Shared,
+    raw: Result<Path<String>, PathRejection>,
+    request: Request,
+) -> Response {
     let start = Instant::now();
     let headers = request.headers();
-    let response = match unauthorized(&app, headers) {
-        Some(r) => r,
-        None => match parse_id(&raw).and_then(|id| json_object(id, app.issuer.layout())) {
+    let layout = app.issuer.layout();
+    let response = match (unauthorized(&app, headers), raw) {
+        (Some(r), _) => r,
+        // Percent-decoding gave bytes that are not UTF-8 (`/v1/decode/%FF`): axum's own
+        // answer would be a text/plain 400.
+        (None, Err(rejection)) => error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "cannot decode the path {}: {}",
+                echo(request.uri().path()),
+                rejection.body_text()
+            ),
+        ),
+        (None, Ok(Path(raw))) => match parse_id(&raw).and_then(|id| json_object(id, layout)) {
             Ok(json) => body(StatusCode::OK, JSON, json),
             Err(e) => error(
                 StatusCode::BAD_REQUEST,
                 &format!(
-                    "cannot decode {raw:?} under the {} layout: {e}",
-                    app.issuer.layout().name()
+                    "cannot decode {:?} under the {} layout: {}",
+                    echo(&raw),
+                    layout.name(),
+                    if raw.chars().count() > ECHO {
+                        "not an ID".to_owned()
+                    } else {
+                        e.to_string()
+                    }
                 ),
             ),
         },
@@ -273,7 +320,7 @@ async fn not_found(State(app): Shared, uri: axum::http::Uri) -> Response {
         &format!(
             "no such path: {}; the API is GET /v1/id, /v1/ids?count=N, /v1/decode/{{id}}, \
              /healthz, /readyz, /metrics",
-            uri.path()
+            echo(uri.path())
         ),
     );
     finish(&app, Endpoint::Other, start, response)
@@ -287,7 +334,11 @@ async fn method_not_allowed(
     let start = Instant::now();
     let mut response = error(
         StatusCode::METHOD_NOT_ALLOWED,
-        &format!("{method} is not allowed on {}: use GET", uri.path()),
+        &format!(
+            "{} is not allowed on {}: use GET",
+            echo(method.as_str()),
+            echo(uri.path())
+        ),
     );
     response
         .headers_mut()
