@@ -95,6 +95,8 @@ pub struct Metrics {
     connections_total: AtomicU64,
     connections_timed_out: AtomicU64,
     reclaims: AtomicU64,
+    /// The `notAfter` (Unix seconds) of the TLS chain's first-expiring certificate.
+    tls_not_after: std::sync::OnceLock<i64>,
 }
 
 impl Metrics {
@@ -129,6 +131,11 @@ impl Metrics {
 
     pub fn connection_closed(&self) {
         self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The TLS chain's first expiry (Unix seconds), exported from the start.
+    pub fn tls_expires_at(&self, not_after: i64) {
+        let _ = self.tls_not_after.set(not_after);
     }
 
     pub fn connection_timed_out(&self) {
@@ -311,6 +318,14 @@ impl Collector for Scrape {
             "Connections closed for moving no byte within --idle-timeout.",
             load(&m.connections_timed_out),
         )?;
+        if let Some(&not_after) = m.tls_not_after.get() {
+            gauge(
+                e,
+                "monoflake_tls_cert_expiry_timestamp_seconds",
+                "When the first certificate of the --tls-cert chain expires (Unix seconds).",
+                not_after,
+            )?;
+        }
         {
             let mut family = e.encode_descriptor(
                 "monoflake_responses",

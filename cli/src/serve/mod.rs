@@ -94,9 +94,18 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         .as_deref()
         .map(auth::Token::read)
         .transpose()?;
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
-        _ => None,
+    let (tls, expiry) = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let (acceptor, expiry) = tls::acceptor(cert, key)?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+            if let Some(warning) = expiry.as_ref().and_then(|e| e.warning(cert, now)) {
+                eprintln!("monoflake: warning: {warning}");
+            }
+            (Some(acceptor), expiry)
+        }
+        _ => (None, None),
     };
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = args.threads {
@@ -130,6 +139,9 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         trust_reservation: args.node_args.trust_reservation,
     };
     let metrics = Arc::new(metrics::Metrics::default());
+    if let Some(e) = &expiry {
+        metrics.tls_expires_at(e.not_after);
+    }
     let issuer = Arc::new(issue::Issuer::new(
         source,
         args.max_count,
