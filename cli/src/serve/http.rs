@@ -5,10 +5,9 @@
 //! ID, 401 for a missing or wrong token, 404 for an unknown path, 405 for a method other than
 //! GET, 503 with `Retry-After` when the generator cannot issue.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -20,6 +19,9 @@ use axum::routing::get;
 use monoflake::Id;
 
 use super::auth::Token;
+use super::batch::{Batch, Format};
+use super::budget::{self, Budget};
+use super::exchange::{Exchange, Share};
 use super::issue::{ECHO, Issuer, Refusal, echo};
 use super::metrics::{Endpoint, Exposition, Metrics};
 use crate::parts::json_object;
@@ -31,6 +33,8 @@ pub struct App {
     /// The service's counters (the issuer reports its own events to them as an `Observer`).
     pub metrics: Arc<Metrics>,
     pub exposition: Exposition,
+    /// The bytes answers hold, server-wide (each connection has its own share).
+    pub budget: Arc<Budget>,
     pub token: Option<Token>,
     /// Set when a stop began: `/readyz` answers 503 so load balancers move away.
     pub draining: AtomicBool,
@@ -100,11 +104,26 @@ fn refused(refusal: Refusal) -> Response {
     }
 }
 
-/// Records the answer in the metrics.
+/// Records the handler's time in the metrics (the listener counts the answer by status).
 fn finish(app: &App, endpoint: Endpoint, start: Instant, response: Response) -> Response {
-    app.metrics
-        .observe(endpoint, response.status().as_u16(), start.elapsed());
+    app.metrics.observe(endpoint, start.elapsed());
     response
+}
+
+/// Reserves `n` bytes for the answer to `request`, or answers 503 when the connection's or
+/// the server's budget cannot hold them (`budget.rs`). Small answers reserve nothing: they
+/// are counted as they are sent.
+fn reserve(app: &App, request: &Request, n: usize, share: Share) -> Option<Response> {
+    if n <= budget::SMALL {
+        return None;
+    }
+    let exchange = request.extensions().get::<Arc<Exchange>>()?;
+    let over = exchange.reserve(n, share).err()?;
+    app.metrics.over_budget();
+    Some(refused(Refusal::Unavailable {
+        message: over.to_string(),
+        retry_after: Duration::from_secs(1),
+    }))
 }
 
 /// A 401 answer unless the request carries the token (when there is one).
@@ -196,28 +215,27 @@ async fn ids(State(app): Shared, request: Request) -> Response {
         None => match count {
             Err(r) => refused(r),
             Ok(_) if request.method() == Method::HEAD => head(&app),
-            Ok(n) => match app.issuer.ids(n).await {
-                Err(r) => refused(r),
-                Ok(run) => {
-                    app.metrics.served(n);
-                    let mut out = String::with_capacity(usize::try_from(n).unwrap_or(0) * 22 + 16);
-                    // Writing to a String cannot fail.
-                    if wants_text(headers) {
-                        for id in run {
-                            let _ = writeln!(out, "{id}");
+            Ok(n) => {
+                let hold = budget::batch_hold(n);
+                match reserve(&app, &request, hold, Share::Large) {
+                    Some(over) => over,
+                    None => match app.issuer.ids(n).await {
+                        Err(r) => refused(r),
+                        Ok(run) => {
+                            app.metrics.served(n);
+                            let (format, kind) = if wants_text(headers) {
+                                (Format::Text, TEXT)
+                            } else {
+                                (Format::Json, JSON)
+                            };
+                            let mut response =
+                                Response::new(Body::new(Batch::new(run, format, hold)));
+                            response.headers_mut().insert(header::CONTENT_TYPE, kind);
+                            response
                         }
-                        body(StatusCode::OK, TEXT, out)
-                    } else {
-                        out.push_str("{\"ids\":[");
-                        for (i, id) in run.enumerate() {
-                            let sep = if i == 0 { "" } else { "," };
-                            let _ = write!(out, "{sep}\"{id}\"");
-                        }
-                        out.push_str("]}");
-                        body(StatusCode::OK, JSON, out)
-                    }
+                    },
                 }
-            },
+            }
         },
     };
     finish(&app, Endpoint::Ids, start, response)
@@ -307,9 +325,13 @@ fn unavailable(message: &str) -> Response {
     response
 }
 
-async fn metrics(State(app): Shared) -> Response {
+async fn metrics(State(app): Shared, request: Request) -> Response {
     let start = Instant::now();
-    let response = body(StatusCode::OK, OPENMETRICS, app.exposition.render());
+    let text = app.exposition.render();
+    let response = match reserve(&app, &request, text.len(), Share::Whole) {
+        Some(over) => over,
+        None => body(StatusCode::OK, OPENMETRICS, text),
+    };
     finish(&app, Endpoint::Metrics, start, response)
 }
 

@@ -2,6 +2,8 @@
 //! 0, read back from what it prints), stopped with SIGTERM, killed if a test fails first.
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, channel};
