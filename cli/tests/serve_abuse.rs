@@ -14,17 +14,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use server::hostile::{Slow, Trickle, metric, metrics_once, rss};
-use server::{GUARD, Server, agent, get, ids_of};
+use server::{GUARD, Server, agent, get, ids_of, runtime};
 
 const GAP: Duration = Duration::from_millis(100);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// A self-signed certificate for `localhost`, written to `dir`: (cert, key, DER).
 fn certificate(dir: &common::TempDir) -> (String, String, Vec<u8>) {
@@ -415,4 +407,70 @@ fn a_head_too_large_is_refused_by_hyper_and_counted() {
     assert!(answer.starts_with("HTTP/1.1 431"), "{answer:?}");
     let m = metrics_once(&s.url("/metrics"), |m| closed(m, "malformed") == 1);
     assert_eq!(closed(&m, "malformed"), 1, "{m}");
+}
+
+/// The documented worst case with the defaults: every slot of the HTTP listener taken by an
+/// HTTP/2 connection with every stream stalled behind a 1-byte window, half of them asking
+/// one ID, half 100,000. Slow (32,768 streams), so run by hand, in release:
+/// `cargo test --release -p monoflake-cli --test serve_abuse -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement for docs/service.md; minutes in a debug build"]
+fn worst_case_memory_with_the_defaults() {
+    let dir = common::TempDir::new("abuse-worst");
+    let s = Server::start(&["--state-dir", dir.path().to_str().unwrap()]);
+    let pid = s.pid();
+    let before = rss(pid);
+    let addr = s.http.clone();
+    let rt = runtime();
+    let (peak, m) = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for i in 0..1024 {
+            let (client, driver, _pings) = h2(&addr, 1).await;
+            tasks.push(tokio::spawn(async move {
+                let _ = driver.await;
+                Ok(())
+            }));
+            for j in 0..32 {
+                let client = client.clone();
+                let path = if (i + j) % 2 == 0 {
+                    "/v1/id"
+                } else {
+                    "/v1/ids?count=100000"
+                };
+                let request = get_request(&addr, path);
+                tasks.push(tokio::spawn(async move {
+                    let mut c = client.ready().await.map_err(drop)?;
+                    let (answer, _) = c.send_request(request, true).map_err(drop)?;
+                    let answer = answer.await.map_err(drop)?;
+                    tokio::time::sleep(GUARD).await;
+                    drop(answer);
+                    Ok::<(), ()>(())
+                }));
+            }
+        }
+        let mut peak = 0;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            peak = peak.max(rss(pid));
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let url = format!("http://{addr}/metrics");
+        let m = tokio::task::spawn_blocking(move || get(&agent(), &url, &[]).body)
+            .await
+            .unwrap();
+        for t in tasks {
+            t.abort();
+        }
+        (peak, m)
+    });
+    drop(rt);
+    eprintln!(
+        "worst case, 1024 HTTP/2 connections x 32 stalled streams: RSS {:.1} MiB before, peak \
+         {:.1} MiB; {} connections open; answers held {:.1} MiB; {} refused over budget",
+        before as f64 / 1048576.0,
+        peak as f64 / 1048576.0,
+        metric(&m, "monoflake_connections_open"),
+        metric(&m, "monoflake_response_bytes_held") as f64 / 1048576.0,
+        metric(&m, "monoflake_requests_over_budget_total"),
+    );
 }

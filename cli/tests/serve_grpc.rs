@@ -6,7 +6,7 @@ mod server;
 
 use std::collections::HashSet;
 
-use server::Server;
+use server::{Server, runtime};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -17,14 +17,6 @@ mod pb {
 
 use pb::ids_client::IdsClient;
 use pb::{DecodeRequest, NextRequest};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 async fn client(addr: &str) -> IdsClient<Channel> {
     let channel = Channel::from_shared(format!("http://{addr}"))

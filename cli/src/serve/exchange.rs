@@ -149,6 +149,20 @@ impl Conn {
         self.shed_asked.store(false, Ordering::Relaxed);
     }
 
+    /// A connection with a 10 s handshake, a 30 s idle timeout, 1 MiB of its own budget and a
+    /// server budget of 4 MiB.
+    #[cfg(test)]
+    pub fn for_tests() -> Arc<Conn> {
+        Arc::new(Conn::new(
+            Timeouts {
+                handshake: Duration::from_secs(10),
+                idle: Duration::from_secs(30),
+            },
+            1 << 20,
+            Arc::new(Budget::new(4 << 20)),
+        ))
+    }
+
     /// The bytes this connection's answers hold now.
     #[cfg(test)]
     pub fn held(&self) -> usize {
@@ -247,14 +261,7 @@ mod tests {
     use super::*;
 
     fn conn() -> Arc<Conn> {
-        Arc::new(Conn::new(
-            Timeouts {
-                handshake: Duration::from_secs(10),
-                idle: Duration::from_secs(30),
-            },
-            1 << 20,
-            Arc::new(Budget::new(4 << 20)),
-        ))
+        Conn::for_tests()
     }
 
     #[tokio::test(start_paused = true)]

@@ -78,18 +78,10 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::serve::budget::Budget;
-    use crate::serve::exchange::{Exchange, Timeouts};
+    use crate::serve::exchange::Exchange;
 
     fn conn() -> Arc<Conn> {
-        Arc::new(Conn::new(
-            Timeouts {
-                handshake: Duration::from_secs(10),
-                idle: Duration::from_secs(30),
-            },
-            1 << 20,
-            Arc::new(Budget::new(4 << 20)),
-        ))
+        Conn::for_tests()
     }
 
     #[tokio::test(start_paused = true)]

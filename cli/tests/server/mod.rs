@@ -149,6 +149,15 @@ impl Drop for Server {
     }
 }
 
+/// A small tokio runtime for the async clients (tonic, h2).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// A client that reports every status as a value, not an error.
 pub fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
