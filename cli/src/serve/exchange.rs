@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::budget::{Budget, OverBudget, SMALL};
+use super::budget::{Budget, OverBudget};
 
 /// The timeouts a connection lives by.
 #[derive(Clone, Copy, Debug)]
@@ -202,7 +202,7 @@ impl Exchange {
         }
     }
 
-    /// Reserves what an answer larger than [`SMALL`] will hold at most, from the
+    /// Reserves what an answer larger than `budget::SMALL` will hold at most, from the
     /// connection's budget and the server's: its share for large answers (batches), or all
     /// of it (`/metrics`, which must answer while batches are refused); nothing is taken
     /// when either would pass its limit.
@@ -223,12 +223,13 @@ impl Exchange {
         Ok(())
     }
 
-    /// Counts `n` bytes of an answer produced without a reservation (a small one).
+    /// Counts `n` bytes of an answer produced without a reservation: a small one, at most
+    /// `budget::SMALL` (an answer a handler did not size, an error from axum or tonic, is
+    /// counted all the same: it cannot be refused once it exists).
     pub fn count(&self, n: usize) {
         if self.reserved.load(Ordering::Relaxed) {
             return;
         }
-        debug_assert!(n <= 64 * SMALL, "a large answer that reserved nothing");
         self.conn.bytes.take(n);
         self.conn.server.take(n);
         self.charged.fetch_add(n, Ordering::Relaxed);
