@@ -68,7 +68,7 @@ where
     tokio::pin!(served);
     let mut draining = false;
     loop {
-        let (deadline, late) = conn.deadline();
+        let (deadline, _) = conn.deadline();
         tokio::select! {
             biased;
             result = served.as_mut() => {
@@ -81,7 +81,10 @@ where
             }
             // The deadline only ever moves later: look again when it seems to pass.
             () = sleep_until(deadline) => {
-                if conn.deadline().0 <= Instant::now() {
+                // Why it passed is asked now: a request may have arrived meanwhile (a late
+                // wake-up can find that one overdue too).
+                let (deadline, late) = conn.deadline();
+                if deadline <= Instant::now() {
                     return match late {
                         Late::Handshake => Closed::Handshake,
                         Late::Idle => Closed::Idle,
