@@ -306,13 +306,27 @@ pub struct ServeArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Open connections served at once, per listener; more wait in the kernel's backlog.
+    /// Open connections served at once, per listener. When all are taken, a new connection
+    /// takes the place of an idle one (one that never completed a request first, then the
+    /// longest idle); one with a request in flight is never closed for it.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
-    /// A connection that moves no byte for this long is closed (also the limit for a TLS
-    /// handshake and for a request's head to arrive).
+    /// A connection that completes no request for this long is closed, and so is one whose
+    /// client does not take an answer within it. Bytes trickled in are not progress.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
     pub idle_timeout: f64,
+    /// A new connection must finish its TLS handshake and send its first request's head
+    /// (HTTP/2: the preface and SETTINGS first) within this long.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+    pub handshake_timeout: f64,
+    /// HTTP/2 streams (requests) served at once on one connection.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_streams: u32,
+    /// The most memory answers not yet taken by their clients may hold, in MiB, for the whole
+    /// server. Past three quarters of it, large answers are refused with 503; one connection
+    /// holds at most 1 MiB (or the largest answer --max-count allows).
+    #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub response_budget: u32,
     /// How long a request may wait for the generator (its lead used up, a reservation being
     /// written) before it is answered 503 with Retry-After.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_seconds)]

@@ -273,6 +273,32 @@ fn sigterm_releases_the_node_and_the_next_server_gets_it_at_once() {
     assert!(status.success());
 }
 
+/// A restart right after a fresh start, or after a server that issued nothing, takes the
+/// released node back (its reservation is at most the lead and a tick ahead), not a never-used
+/// node with the fresh wait; and starts above everything the first server issued.
+#[test]
+fn a_restart_right_after_a_fresh_start_gets_the_node_back() {
+    let dir = common::TempDir::new("serve-fresh-restart");
+    let a = agent();
+    // A server that issued nothing, stopped at once.
+    let first = start(&dir, &[]);
+    let node = first.node;
+    let (status, log) = first.stop();
+    assert_eq!(status.code(), Some(0), "{log}");
+    let second = start(&dir, &[]);
+    assert_eq!(second.node, node, "{}", second.log());
+    let issued = ids_of(&get(&a, &second.url("/v1/ids?count=1000"), &[]));
+    let (status, log) = second.stop();
+    assert_eq!(status.code(), Some(0), "{log}");
+    // And again right after a server that issued.
+    let third = start(&dir, &[]);
+    assert_eq!(third.node, node, "{}", third.log());
+    let after = ids_of(&get(&a, &third.url("/v1/id"), &[]));
+    assert!(after[0] > *issued.last().unwrap());
+    let (status, _) = third.stop();
+    assert!(status.success());
+}
+
 #[test]
 fn requests_in_flight_finish_before_the_release() {
     let dir = common::TempDir::new("serve-drain");
@@ -470,4 +496,112 @@ fn start_up_errors_exit_with_a_reason() {
     assert_eq!(code, Some(2), "{err}");
     let (code, err) = run(&["--max-count", "0"]);
     assert_eq!(code, Some(2), "{err}");
+}
+
+#[test]
+fn the_query_is_a_url_query_and_count_is_digits_given_once() {
+    let dir = common::TempDir::new("serve-query");
+    let s = start(&dir, &["--max-count", "500"]);
+    let a = agent();
+    // Percent-decoded, other parameters ignored (a cache-buster, say).
+    assert_eq!(ids_of(&get(&a, &s.url("/v1/ids?count=%35"), &[])).len(), 5);
+    assert_eq!(
+        ids_of(&get(&a, &s.url("/v1/ids?_=1&count=7&x"), &[])).len(),
+        7
+    );
+    let refused: [(&str, &str); 5] = [
+        // `+` is a space in a URL query, and a sign is not a digit either way.
+        (
+            "/v1/ids?count=+5",
+            "count \" 5\" is not a whole number: give N from 1 to 500",
+        ),
+        (
+            "/v1/ids?count=%2B5",
+            "count \"+5\" is not a whole number: give N from 1 to 500",
+        ),
+        (
+            "/v1/ids?count=-5",
+            "count \"-5\" is not a whole number: give N from 1 to 500",
+        ),
+        (
+            "/v1/ids?count=5&count=6",
+            "count is given more than once: give it once",
+        ),
+        (
+            "/v1/ids?count=5&count=5",
+            "count is given more than once: give it once",
+        ),
+    ];
+    for (path, message) in refused {
+        let answer = get(&a, &s.url(path), &[]);
+        assert_eq!(answer.status, 400, "{path}: {answer:?}");
+        assert_eq!(answer.error(), message, "{path}");
+    }
+    // Input written back in an error is cut short.
+    let long = format!("/v1/ids?count={}", "9".repeat(5000));
+    let answer = get(&a, &s.url(&long), &[]);
+    assert_eq!(answer.status, 400);
+    assert!(answer.body.len() < 300, "{}", answer.body);
+    let m = get(&a, &s.url("/metrics"), &[]);
+    assert!(
+        m.body.contains("monoflake_ids_served_total 12\n"),
+        "{}",
+        m.body
+    );
+}
+
+#[test]
+fn head_issues_nothing() {
+    let dir = common::TempDir::new("serve-head");
+    let s = start(&dir, &[]);
+    let a = agent();
+    for path in ["/v1/id", "/v1/ids?count=100000", "/v1/ids?count=3"] {
+        let head = server::answer(a.head(&s.url(path)).call().unwrap());
+        assert_eq!(head.status, 200, "{path}");
+        assert_eq!(head.body, "");
+    }
+    // HEAD checks the count as GET does.
+    let bad = server::answer(a.head(&s.url("/v1/ids?count=0")).call().unwrap());
+    assert_eq!(bad.status, 400);
+    let m = get(&a, &s.url("/metrics"), &[]);
+    for needle in [
+        "monoflake_ids_issued_total 0\n",
+        "monoflake_ids_served_total 0\n",
+    ] {
+        assert!(
+            m.body.contains(needle),
+            "{needle:?} missing from\n{}",
+            m.body
+        );
+    }
+    // And a GET afterwards starts where nothing was taken.
+    assert_eq!(ids_of(&get(&a, &s.url("/v1/ids?count=2"), &[])).len(), 2);
+}
+
+#[test]
+fn a_path_that_is_not_utf8_is_a_json_400_and_counted() {
+    let dir = common::TempDir::new("serve-path");
+    let s = start(&dir, &[]);
+    let a = agent();
+    let answer = get(&a, &s.url("/v1/decode/%FF"), &[]);
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert_eq!(answer.content_type, "application/json");
+    assert!(
+        answer
+            .error()
+            .starts_with("cannot decode the path /v1/decode/%FF: "),
+        "{}",
+        answer.error()
+    );
+    let long = format!("/v1/decode/{}", "1".repeat(3000));
+    let answer = get(&a, &s.url(&long), &[]);
+    assert_eq!(answer.status, 400);
+    assert!(answer.body.len() < 300, "{}", answer.body);
+    let m = get(&a, &s.url("/metrics"), &[]);
+    assert!(
+        m.body
+            .contains("monoflake_responses_total{code=\"400\"} 2\n"),
+        "{}",
+        m.body
+    );
 }

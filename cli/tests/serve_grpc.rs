@@ -6,7 +6,7 @@ mod server;
 
 use std::collections::HashSet;
 
-use server::Server;
+use server::{Server, runtime};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -17,14 +17,6 @@ mod pb {
 
 use pb::ids_client::IdsClient;
 use pb::{DecodeRequest, NextRequest};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 async fn client(addr: &str) -> IdsClient<Channel> {
     let channel = Channel::from_shared(format!("http://{addr}"))
@@ -334,4 +326,66 @@ fn grpc_over_tls_with_a_token() {
     });
     let (status, log) = s.stop();
     assert!(status.success(), "{log}");
+}
+
+#[test]
+fn the_grpc_listener_answers_plain_http_with_json_and_counts_it() {
+    let dir = common::TempDir::new("grpc-plain");
+    let s = Server::start(&[
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+        "--grpc-listen",
+        "127.0.0.1:0",
+    ]);
+    let grpc = s.grpc.clone().unwrap();
+    let a = server::agent();
+    let answer = server::get(&a, &format!("http://{grpc}/v1/id"), &[]);
+    assert_eq!(answer.status, 404, "{answer:?}");
+    assert_eq!(answer.content_type, "application/json");
+    assert!(
+        answer
+            .error()
+            .starts_with("no such path: /v1/id; this is the gRPC listener")
+    );
+    // An unknown method, over gRPC: UNIMPLEMENTED with a reason.
+    runtime().block_on(async {
+        let channel = Channel::from_shared(format!("http://{grpc}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+        assert!(
+            health
+                .check(tonic_health::pb::HealthCheckRequest::default())
+                .await
+                .is_ok()
+        );
+        let mut raw = tonic::client::Grpc::new(channel);
+        for (path, reason) in [
+            // A service this listener does not have: the listener's own answer.
+            (
+                "/monoflake.v1.Other/Next",
+                "no such method: /monoflake.v1.Other/Next",
+            ),
+            // A method the service does not have: tonic's.
+            ("/monoflake.v1.Ids/Nope", ""),
+        ] {
+            raw.ready().await.unwrap();
+            let codec = tonic_prost::ProstCodec::<NextRequest, pb::NextResponse>::default();
+            let path = tonic::codegen::http::uri::PathAndQuery::from_static(path);
+            let e = raw
+                .unary(tonic::Request::new(NextRequest { count: 1 }), path, codec)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::Unimplemented);
+            assert!(e.message().starts_with(reason), "{e}");
+        }
+    });
+    let m = server::get(&a, &s.url("/metrics"), &[]).body;
+    // The plain 404 and the two unknown methods, counted where every answer is.
+    assert!(
+        m.contains("monoflake_responses_total{code=\"404\"} 3\n"),
+        "{m}"
+    );
 }

@@ -6,14 +6,17 @@
 //! `UNAUTHENTICATED` for a missing or wrong token.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use tonic::metadata::MetadataValue;
-use tonic::{Code, Request, Response, Status};
+use tonic::service::interceptor::InterceptedService;
+use tonic::{Request, Response, Status};
 
-use super::http::App;
-use super::issue::Refusal;
+use super::budget;
+use super::exchange::{Exchange, Share};
+use super::http::{App, error};
+use super::issue::{Refusal, echo};
 use super::metrics::Endpoint;
 
 /// The code generated from the `.proto` file by `build.rs`.
@@ -25,6 +28,10 @@ mod pb {
 use pb::ids_server::{Ids, IdsServer};
 use pb::{DecodeRequest, DecodeResponse, NextRequest, NextResponse, NodeField};
 
+/// The largest request message read (tonic's default is 4 MiB; a `NextRequest` or a
+/// health check is a few bytes, a service name at most a few hundred).
+const MAX_REQUEST: usize = 4096;
+
 /// The name health checks ask about (`grpc.health.v1.HealthCheckRequest.service`).
 pub const SERVICE_NAME: &str = "monoflake.v1.Ids";
 
@@ -34,15 +41,50 @@ pub const SERVICE_NAME: &str = "monoflake.v1.Ids";
 /// `/readyz` answers 200.
 pub fn router(app: Arc<App>) -> Router {
     let guard = Arc::clone(&app);
+    let app_of_fallback = Arc::clone(&app);
     let health = tonic_health::pb::health_server::HealthServer::new(
         tonic_health::server::HealthService::from_health_reporter(app.health.clone()),
-    );
-    let service = IdsServer::with_interceptor(Service { app }, move |request: Request<()>| {
-        authorize(&guard, request)
-    });
-    tonic::service::Routes::new(service)
+    )
+    .max_decoding_message_size(MAX_REQUEST);
+    let ids = IdsServer::new(Service { app }).max_decoding_message_size(MAX_REQUEST);
+    let service =
+        InterceptedService::new(ids, move |request: Request<()>| authorize(&guard, request));
+    let routes = tonic::service::Routes::new(service)
         .add_service(health)
-        .into_axum_router()
+        .into_axum_router();
+    routes.fallback(move |request: axum::extract::Request| {
+        unknown(Arc::clone(&app_of_fallback), request)
+    })
+}
+
+/// Anything the gRPC services do not route: a gRPC call gets `UNIMPLEMENTED` (tonic's own
+/// answer, with a reason), anything else a JSON 404 like the HTTP listener's.
+async fn unknown(app: Arc<App>, request: axum::extract::Request) -> axum::response::Response {
+    let start = Instant::now();
+    let path = echo(request.uri().path()).into_owned();
+    let grpc = request
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    let response = if grpc {
+        let (parts, ()) = Status::unimplemented(format!(
+            "no such method: {path}; this listener serves {SERVICE_NAME} (Next, Decode) and \
+             grpc.health.v1.Health"
+        ))
+        .into_http::<()>()
+        .into_parts();
+        axum::response::Response::from_parts(parts, axum::body::Body::empty())
+    } else {
+        error(
+            axum::http::StatusCode::NOT_FOUND,
+            &format!(
+                "no such path: {path}; this is the gRPC listener ({SERVICE_NAME}): use a gRPC \
+                 client, or the HTTP listener for the JSON API"
+            ),
+        )
+    };
+    app.metrics.observe(Endpoint::Other, start.elapsed());
+    response
 }
 
 fn authorize(app: &App, request: Request<()>) -> Result<Request<()>, Status> {
@@ -84,17 +126,6 @@ fn status_of(refusal: Refusal) -> Status {
     }
 }
 
-/// The HTTP status a gRPC code is counted under in the metrics.
-fn http_code(code: Code) -> u16 {
-    match code {
-        Code::Ok => 200,
-        Code::InvalidArgument => 400,
-        Code::Unauthenticated => 401,
-        Code::Unavailable => 503,
-        _ => 0,
-    }
-}
-
 impl Service {
     fn finish<T>(
         &self,
@@ -102,10 +133,7 @@ impl Service {
         start: Instant,
         result: Result<T, Status>,
     ) -> Result<Response<T>, Status> {
-        let code = result.as_ref().map_or_else(Status::code, |_| Code::Ok);
-        self.app
-            .metrics
-            .observe(endpoint, http_code(code), start.elapsed());
+        self.app.metrics.observe(endpoint, start.elapsed());
         result.map(Response::new)
     }
 }
@@ -115,8 +143,23 @@ impl Ids for Service {
     async fn next(&self, request: Request<NextRequest>) -> Result<Response<NextResponse>, Status> {
         let start = Instant::now();
         let issuer = &self.app.issuer;
+        let exchange = request.extensions().get::<Arc<Exchange>>().cloned();
         let count = request.into_inner().count.max(1);
-        let result = match issuer.check_count(count) {
+        // Small answers reserve nothing: they are counted as they are sent.
+        let reserved = |n| match &exchange {
+            Some(e) if budget::grpc_hold(n) > budget::SMALL => e
+                .reserve(budget::grpc_hold(n), Share::Large)
+                .map(|()| n)
+                .map_err(|over| {
+                    self.app.metrics.over_budget();
+                    Refusal::Unavailable {
+                        message: over.to_string(),
+                        retry_after: Duration::from_secs(1),
+                    }
+                }),
+            _ => Ok(n),
+        };
+        let result = match issuer.check_count(count).and_then(reserved) {
             Err(r) => Err(status_of(r)),
             Ok(n) => match issuer.ids(n).await {
                 Ok(run) => {

@@ -5,21 +5,24 @@
 //! ID, 401 for a missing or wrong token, 404 for an unknown path, 405 for a method other than
 //! GET, 503 with `Retry-After` when the generator cannot issue.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use monoflake::Id;
 
 use super::auth::Token;
-use super::issue::{Issuer, Refusal};
+use super::batch::{Batch, Format};
+use super::budget::{self, Budget};
+use super::exchange::{Exchange, Share};
+use super::issue::{ECHO, Issuer, Refusal, echo};
 use super::metrics::{Endpoint, Exposition, Metrics};
 use crate::parts::json_object;
 
@@ -30,6 +33,8 @@ pub struct App {
     /// The service's counters (the issuer reports its own events to them as an `Observer`).
     pub metrics: Arc<Metrics>,
     pub exposition: Exposition,
+    /// The bytes answers hold, server-wide (each connection has its own share).
+    pub budget: Arc<Budget>,
     pub token: Option<Token>,
     /// Set when a stop began: `/readyz` answers 503 so load balancers move away.
     pub draining: AtomicBool,
@@ -99,11 +104,26 @@ fn refused(refusal: Refusal) -> Response {
     }
 }
 
-/// Records the answer in the metrics.
+/// Records the handler's time in the metrics (the listener counts the answer by status).
 fn finish(app: &App, endpoint: Endpoint, start: Instant, response: Response) -> Response {
-    app.metrics
-        .observe(endpoint, response.status().as_u16(), start.elapsed());
+    app.metrics.observe(endpoint, start.elapsed());
     response
+}
+
+/// Reserves `n` bytes for the answer to `request`, or answers 503 when the connection's or
+/// the server's budget cannot hold them (`budget.rs`). Small answers reserve nothing: they
+/// are counted as they are sent.
+fn reserve(app: &App, request: &Request, n: usize, share: Share) -> Option<Response> {
+    if n <= budget::SMALL {
+        return None;
+    }
+    let exchange = request.extensions().get::<Arc<Exchange>>()?;
+    let over = exchange.reserve(n, share).err()?;
+    app.metrics.over_budget();
+    Some(refused(Refusal::Unavailable {
+        message: over.to_string(),
+        retry_after: Duration::from_secs(1),
+    }))
 }
 
 /// A 401 answer unless the request carries the token (when there is one).
@@ -141,6 +161,7 @@ async fn id(State(app): Shared, request: Request) -> Response {
     let headers = request.headers();
     let response = match unauthorized(&app, headers) {
         Some(r) => r,
+        None if request.method() == Method::HEAD => head(&app),
         None => match app.issuer.id().await {
             Ok(id) => {
                 app.metrics.served(1);
@@ -156,42 +177,65 @@ async fn id(State(app): Shared, request: Request) -> Response {
     finish(&app, Endpoint::Id, start, response)
 }
 
-/// The value of `count` in a query string, as written.
-fn count_param(query: Option<&str>) -> Option<&str> {
-    query?
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("count="))
+/// The value of `count` in a query string, read as a URL query (`application/x-www-form-
+/// urlencoded`: percent-decoded, `+` a space); `None` when absent. A `count` given twice is
+/// refused rather than one of them picked: a cache or proxy in front might pick the other.
+fn count_param(query: Option<&str>) -> Result<Option<String>, Refusal> {
+    let mut found = None;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if key != "count" {
+            continue;
+        }
+        if found.is_some() {
+            return Err(Refusal::BadInput(
+                "count is given more than once: give it once".to_owned(),
+            ));
+        }
+        found = Some(value.into_owned());
+    }
+    Ok(found)
+}
+
+/// What a `HEAD` request on an ID endpoint gets: the status a `GET` would get were issuing to
+/// work now, and no ID (a `HEAD` is safe: it must not use up the layout's IDs).
+fn head(app: &App) -> Response {
+    match app.issuer.ready() {
+        Ok(()) => body(StatusCode::OK, JSON, String::new()),
+        Err(e) => unavailable(&e.to_string()),
+    }
 }
 
 async fn ids(State(app): Shared, request: Request) -> Response {
     let start = Instant::now();
     let headers = request.headers();
+    let count =
+        count_param(request.uri().query()).and_then(|raw| app.issuer.parse_count(raw.as_deref()));
     let response = match unauthorized(&app, headers) {
         Some(r) => r,
-        None => match app.issuer.parse_count(count_param(request.uri().query())) {
+        None => match count {
             Err(r) => refused(r),
-            Ok(n) => match app.issuer.ids(n).await {
-                Err(r) => refused(r),
-                Ok(run) => {
-                    app.metrics.served(n);
-                    let mut out = String::with_capacity(usize::try_from(n).unwrap_or(0) * 22 + 16);
-                    // Writing to a String cannot fail.
-                    if wants_text(headers) {
-                        for id in run {
-                            let _ = writeln!(out, "{id}");
+            Ok(_) if request.method() == Method::HEAD => head(&app),
+            Ok(n) => {
+                let hold = budget::batch_hold(n);
+                match reserve(&app, &request, hold, Share::Large) {
+                    Some(over) => over,
+                    None => match app.issuer.ids(n).await {
+                        Err(r) => refused(r),
+                        Ok(run) => {
+                            app.metrics.served(n);
+                            let (format, kind) = if wants_text(headers) {
+                                (Format::Text, TEXT)
+                            } else {
+                                (Format::Json, JSON)
+                            };
+                            let mut response =
+                                Response::new(Body::new(Batch::new(run, format, hold)));
+                            response.headers_mut().insert(header::CONTENT_TYPE, kind);
+                            response
                         }
-                        body(StatusCode::OK, TEXT, out)
-                    } else {
-                        out.push_str("{\"ids\":[");
-                        for (i, id) in run.enumerate() {
-                            let sep = if i == 0 { "" } else { "," };
-                            let _ = write!(out, "{sep}\"{id}\"");
-                        }
-                        out.push_str("]}");
-                        body(StatusCode::OK, JSON, out)
-                    }
+                    },
                 }
-            },
+            }
         },
     };
     finish(&app, Endpoint::Ids, start, response)
@@ -205,18 +249,39 @@ fn parse_id(raw: &str) -> Result<Id, monoflake::Error> {
     }
 }
 
-async fn decode(State(app): Shared, Path(raw): Path<String>, request: Request) -> Response {
+async fn decode(
+    State(app): Shared,
+    raw: Result<Path<String>, PathRejection>,
+    request: Request,
+) -> Response {
     let start = Instant::now();
     let headers = request.headers();
-    let response = match unauthorized(&app, headers) {
-        Some(r) => r,
-        None => match parse_id(&raw).and_then(|id| json_object(id, app.issuer.layout())) {
+    let layout = app.issuer.layout();
+    let response = match (unauthorized(&app, headers), raw) {
+        (Some(r), _) => r,
+        // Percent-decoding gave bytes that are not UTF-8 (`/v1/decode/%FF`): axum's own
+        // answer would be a text/plain 400.
+        (None, Err(rejection)) => error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "cannot decode the path {}: {}",
+                echo(request.uri().path()),
+                rejection.body_text()
+            ),
+        ),
+        (None, Ok(Path(raw))) => match parse_id(&raw).and_then(|id| json_object(id, layout)) {
             Ok(json) => body(StatusCode::OK, JSON, json),
             Err(e) => error(
                 StatusCode::BAD_REQUEST,
                 &format!(
-                    "cannot decode {raw:?} under the {} layout: {e}",
-                    app.issuer.layout().name()
+                    "cannot decode {:?} under the {} layout: {}",
+                    echo(&raw),
+                    layout.name(),
+                    if raw.chars().count() > ECHO {
+                        "not an ID".to_owned()
+                    } else {
+                        e.to_string()
+                    }
                 ),
             ),
         },
@@ -260,9 +325,13 @@ fn unavailable(message: &str) -> Response {
     response
 }
 
-async fn metrics(State(app): Shared) -> Response {
+async fn metrics(State(app): Shared, request: Request) -> Response {
     let start = Instant::now();
-    let response = body(StatusCode::OK, OPENMETRICS, app.exposition.render());
+    let text = app.exposition.render();
+    let response = match reserve(&app, &request, text.len(), Share::Whole) {
+        Some(over) => over,
+        None => body(StatusCode::OK, OPENMETRICS, text),
+    };
     finish(&app, Endpoint::Metrics, start, response)
 }
 
@@ -273,7 +342,7 @@ async fn not_found(State(app): Shared, uri: axum::http::Uri) -> Response {
         &format!(
             "no such path: {}; the API is GET /v1/id, /v1/ids?count=N, /v1/decode/{{id}}, \
              /healthz, /readyz, /metrics",
-            uri.path()
+            echo(uri.path())
         ),
     );
     finish(&app, Endpoint::Other, start, response)
@@ -287,7 +356,11 @@ async fn method_not_allowed(
     let start = Instant::now();
     let mut response = error(
         StatusCode::METHOD_NOT_ALLOWED,
-        &format!("{method} is not allowed on {}: use GET", uri.path()),
+        &format!(
+            "{} is not allowed on {}: use GET",
+            echo(method.as_str()),
+            echo(uri.path())
+        ),
     );
     response
         .headers_mut()

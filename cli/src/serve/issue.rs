@@ -7,6 +7,7 @@
 //! with the generator's own error and a `Retry-After`; nothing is ever issued past a lost
 //! lease or an unacknowledged reservation, because the generator itself refuses.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -161,12 +162,19 @@ impl Issuer {
                 self.max_count
             )));
         };
-        let n: u64 = raw.parse().map_err(|_| {
-            Refusal::BadInput(format!(
-                "count {raw:?} is not a whole number: give N from 1 to {}",
-                self.max_count
-            ))
-        })?;
+        // Digits only: `u64::from_str` would also take a sign (`+5`).
+        let n: u64 = raw
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| raw.parse().ok())
+            .flatten()
+            .ok_or_else(|| {
+                Refusal::BadInput(format!(
+                    "count {:?} is not a whole number: give N from 1 to {}",
+                    echo(raw),
+                    self.max_count
+                ))
+            })?;
         self.check_count(n)
     }
 
@@ -230,6 +238,18 @@ impl Issuer {
     /// generator at its lead limit is busy, not broken). Probes take no ID.
     pub fn ready(&self) -> Result<(), Error> {
         self.current.load().check()
+    }
+}
+
+/// At most this many characters of a caller's input are written back in an error.
+pub const ECHO: usize = 64;
+
+/// `raw` for an error message, cut after [`ECHO`] characters (a 16 KiB path must not come
+/// back as a 16 KiB answer).
+pub fn echo(raw: &str) -> Cow<'_, str> {
+    match raw.char_indices().nth(ECHO) {
+        None => Cow::Borrowed(raw),
+        Some((cut, _)) => Cow::Owned(format!("{}…", &raw[..cut])),
     }
 }
 

@@ -76,6 +76,7 @@ pub async fn run(
             tls.clone(),
             limits.clone(),
             Arc::clone(&app.metrics),
+            Arc::clone(&app.budget),
             stop_rx.clone(),
         ));
     }

@@ -1,41 +1,69 @@
-//! Serving one listener: the accept loop, the connection limit, idle and handshake timeouts,
-//! optional TLS, and a graceful stop.
+//! Serving one listener: the accept loop, the connection slots, the protocol limits, optional
+//! TLS, and a graceful stop.
 //!
-//! * At most `max_connections` connections are served at once; the next ones wait in the
-//!   kernel's backlog until one closes, so a flood cannot exhaust file descriptors or memory.
-//! * A connection that moves no byte for `idle` (before its TLS handshake, between requests,
-//!   or while a reader stalls) is closed, so idle or slow clients give their slot back.
+//! * At most `max_connections` connections are served at once. When all slots are taken, a
+//!   new connection takes the place of an idle one (`slots.rs`), so slow clients cannot lock
+//!   new ones out; when every connection has a request in flight, new ones wait in the
+//!   kernel's backlog.
+//! * Every connection lives on a deadline (`exchange.rs`): its first request within the
+//!   handshake timeout, then a completed request within the idle timeout; bytes trickled in
+//!   are no progress.
 //! * HTTP/1.1 and HTTP/2 (h2c by prior knowledge, or h2 by ALPN under TLS) on every
-//!   listener: gRPC needs HTTP/2, `curl` and `wrk` speak HTTP/1.1.
+//!   listener: gRPC needs HTTP/2, `curl` and `wrk` speak HTTP/1.1. HTTP/2 serves at most
+//!   `max_streams` streams per connection, with small receive windows (requests are tiny).
 //! * On stop the loop stops accepting; open connections finish the request in flight (HTTP/1
 //!   closes after it, HTTP/2 sends GOAWAY) and are cut after the drain timeout.
 
-use std::future::Future;
-use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
-use tokio::time::{Instant, Sleep};
 use tokio_rustls::TlsAcceptor;
 
+use super::budget::Budget;
+use super::connection::{self, Shared, stopped};
+use super::exchange::{Conn, Timeouts};
 use super::metrics::Metrics;
+use super::slots::Slots;
+
+/// The largest HTTP/1 request head (request line and headers); hyper answers 431 beyond.
+pub const MAX_HEAD: usize = 16 * 1024;
+/// What an HTTP/2 client may send before the server reads it: per stream, and per
+/// connection (the protocol's smallest initial window).
+const STREAM_WINDOW: u32 = 16 * 1024;
+const CONNECTION_WINDOW: u32 = 65_535;
 
 /// How one listener treats its connections.
 #[derive(Clone, Debug)]
 pub struct Limits {
     pub max_connections: usize,
-    pub idle: Duration,
+    pub max_streams: u32,
+    pub timeouts: Timeouts,
     pub drain: Duration,
+    /// The most bytes one connection's answers may hold.
+    pub per_connection: usize,
+}
+
+/// hyper's connection builder, with the limits.
+fn builder(limits: &Limits) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.timeouts.idle)
+        .max_buf_size(MAX_HEAD)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(limits.max_streams)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW);
+    builder
 }
 
 /// Serves `router` on `listener` until `stop` turns true, then drains.
@@ -45,35 +73,23 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     limits: Limits,
     metrics: Arc<Metrics>,
+    budget: Arc<Budget>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.idle)
-        .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(256);
-    let builder = Arc::new(builder);
+    let shared = Arc::new(Shared {
+        router,
+        builder: builder(&limits),
+        tls,
+        metrics: Arc::clone(&metrics),
+    });
     let permits = Arc::new(Semaphore::new(limits.max_connections));
-    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Slots::default());
     loop {
-        let permit = tokio::select! {
-            biased;
-            () = stopped(&mut stop) => break,
-            p = Arc::clone(&permits).acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
-        let (stream, _) = tokio::select! {
+        let stream = tokio::select! {
             biased;
             () = stopped(&mut stop) => break,
             accepted = listener.accept() => match accepted {
-                Ok(a) => a,
+                Ok((stream, _)) => stream,
                 Err(e) => {
                     // Out of file descriptors, a connection reset before accept: pause,
                     // never spin, never stop serving.
@@ -83,166 +99,43 @@ pub async fn serve(
                 }
             },
         };
+        let permit = match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                // Full: an idle connection makes room (its task closes it at once), or, when
+                // every one is busy, the first to end does.
+                slots.shed_one();
+                tokio::select! {
+                    biased;
+                    () = stopped(&mut stop) => break,
+                    permit = Arc::clone(&permits).acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
-        let watcher = graceful.watcher();
-        let builder = Arc::clone(&builder);
-        let service = TowerToHyperService::new(router.clone());
-        let tls = tls.clone();
+        let conn = Arc::new(Conn::new(
+            limits.timeouts,
+            limits.per_connection,
+            Arc::clone(&budget),
+        ));
+        let place = slots.enter(Arc::clone(&conn));
+        let shared = Arc::clone(&shared);
         let metrics = Arc::clone(&metrics);
-        let idle = limits.idle;
+        let stop = stop.clone();
         tokio::spawn(async move {
             metrics.connection_opened();
-            let io = Idle::new(stream, idle);
-            let timed_out = match tls {
-                None => {
-                    let conn = builder.serve_connection(TokioIo::new(io), service);
-                    is_timeout(watcher.watch(conn.into_owned()).await)
-                }
-                Some(acceptor) => match acceptor.accept(io).await {
-                    Ok(io) => {
-                        let conn = builder.serve_connection(TokioIo::new(io), service);
-                        is_timeout(watcher.watch(conn.into_owned()).await)
-                    }
-                    Err(e) => e.kind() == io::ErrorKind::TimedOut,
-                },
-            };
-            if timed_out {
-                metrics.connection_timed_out();
-            }
-            metrics.connection_closed();
+            let why = connection::serve(stream, conn, shared, stop).await;
+            metrics.connection_closed(why);
+            drop(place);
             drop(permit);
         });
     }
     drop(listener);
-    // Stop accepting first (above), then let the connections finish what is in flight.
-    let _ = tokio::time::timeout(limits.drain, graceful.shutdown()).await;
-}
-
-/// Returns once `stop` turns true (or its sender is gone).
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
-}
-
-/// Whether a connection ended because it stayed idle.
-fn is_timeout(result: Result<(), Box<dyn std::error::Error + Send + Sync>>) -> bool {
-    let Err(e) = result else { return false };
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e.as_ref());
-    while let Some(err) = source {
-        if let Some(io) = err.downcast_ref::<io::Error>() {
-            return io.kind() == io::ErrorKind::TimedOut;
-        }
-        if let Some(h) = err.downcast_ref::<hyper::Error>()
-            && h.is_timeout()
-        {
-            return true;
-        }
-        source = err.source();
-    }
-    false
-}
-
-/// A stream that fails with `TimedOut` once no byte has moved either way for `idle`.
-///
-/// The timer is only looked at when a read or write would wait, and re-armed lazily (when it
-/// fires) from the time of the last byte, so a busy connection pays one clock read per read or
-/// write and no timer update.
-struct Idle {
-    stream: TcpStream,
-    idle: Duration,
-    last: Instant,
-    timer: Pin<Box<Sleep>>,
-}
-
-impl Idle {
-    fn new(stream: TcpStream, idle: Duration) -> Self {
-        let now = Instant::now();
-        Idle {
-            stream,
-            idle,
-            last: now,
-            timer: Box::pin(tokio::time::sleep_until(now + idle)),
-        }
-    }
-
-    /// Called when the stream would wait: `Ready(Err)` once the connection has been idle too
-    /// long, otherwise arms the timer to wake this task then.
-    fn poll_idle(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
-        loop {
-            ready!(self.timer.as_mut().poll(cx));
-            // The timer was set from an earlier byte: re-arm it from the last one.
-            let due = self.last + self.idle;
-            if Instant::now() >= due {
-                return Poll::Ready(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("no byte moved for {} ms", self.idle.as_millis()),
-                ));
-            }
-            self.timer.as_mut().reset(due);
-        }
-    }
-
-    fn moved(&mut self) {
-        self.last = Instant::now();
-    }
-}
-
-impl AsyncRead for Idle {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        match Pin::new(&mut this.stream).poll_read(cx, buf) {
-            Poll::Pending => this.poll_idle(cx).map(Err),
-            ready => {
-                this.moved();
-                ready
-            }
-        }
-    }
-}
-
-impl AsyncWrite for Idle {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        match Pin::new(&mut this.stream).poll_write(cx, buf) {
-            Poll::Pending => this.poll_idle(cx).map(Err),
-            ready => {
-                this.moved();
-                ready
-            }
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        match Pin::new(&mut this.stream).poll_write_vectored(cx, bufs) {
-            Poll::Pending => this.poll_idle(cx).map(Err),
-            ready => {
-                this.moved();
-                ready
-            }
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
+    // Stop accepting first (above), then let the connections finish what is in flight: each
+    // gives its permit back when it ends.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(limits.drain, permits.acquire_many(all)).await;
 }

@@ -17,6 +17,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
+use super::budget::Budget;
 use super::issue::{Issuer, Observer};
 
 /// The endpoints whose latency is measured, in the order of [`ENDPOINTS`].
@@ -70,8 +71,40 @@ const BOUNDS_NS: [u64; 14] = [
 ];
 
 /// The status codes counted one by one; anything else counts as `other`.
-const CODES: [u16; 7] = [200, 400, 401, 404, 405, 503, 0];
-const CODE_LABELS: [&str; 7] = ["200", "400", "401", "404", "405", "503", "other"];
+const CODES: [u16; 8] = [200, 400, 401, 404, 405, 431, 503, 0];
+const CODE_LABELS: [&str; 8] = ["200", "400", "401", "404", "405", "431", "503", "other"];
+
+/// Why a connection ended, in the order of [`CLOSED_LABELS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// The client closed it, or it ended after its last request.
+    Done,
+    /// No request arrived within `--handshake-timeout` (TLS, preface, first head).
+    Handshake,
+    /// No request completed within `--idle-timeout`.
+    Idle,
+    /// An answer was not taken within `--idle-timeout`.
+    Overdue,
+    /// Closed, idle, to make room for a new connection.
+    Shed,
+    /// The TLS handshake failed.
+    Tls,
+    /// Not HTTP, or HTTP that hyper refused (it answers 400 or 431 itself, then closes).
+    Malformed,
+    /// Closed by the drain at a stop.
+    Drained,
+}
+
+const CLOSED_LABELS: [&str; 8] = [
+    "done",
+    "handshake",
+    "idle",
+    "overdue",
+    "shed",
+    "tls",
+    "malformed",
+    "drained",
+];
 
 /// One endpoint's latency histogram: per-bucket counts (not cumulative), count and sum.
 // Ordering: Relaxed for all; each is a lone statistic.
@@ -86,21 +119,24 @@ struct Latency {
 #[derive(Debug, Default)]
 pub struct Metrics {
     latency: [Latency; 9],
-    codes: [AtomicU64; 7],
+    codes: [AtomicU64; 8],
+    closed: [AtomicU64; 8],
+    over_budget: AtomicU64,
     ids_served: AtomicU64,
     refused: AtomicU64,
     waited: AtomicU64,
     unauthorized: AtomicU64,
     connections_open: AtomicU64,
     connections_total: AtomicU64,
-    connections_timed_out: AtomicU64,
     reclaims: AtomicU64,
+    /// The `notAfter` (Unix seconds) of the TLS chain's first-expiring certificate.
+    tls_not_after: std::sync::OnceLock<i64>,
 }
 
 impl Metrics {
-    /// Records one answered request.
+    /// Records one handler's time.
     #[inline]
-    pub fn observe(&self, endpoint: Endpoint, code: u16, elapsed: Duration) {
+    pub fn observe(&self, endpoint: Endpoint, elapsed: Duration) {
         let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         let l = &self.latency[endpoint as usize];
         let bucket = BOUNDS_NS.iter().position(|&b| ns <= b).unwrap_or(14);
@@ -108,8 +144,21 @@ impl Metrics {
         l.buckets[bucket].fetch_add(1, Ordering::Relaxed);
         l.count.fetch_add(1, Ordering::Relaxed);
         l.sum_ns.fetch_add(ns, Ordering::Relaxed);
-        let slot = CODES.iter().position(|&c| c == code).unwrap_or(6);
+    }
+
+    /// Records one answer by its status, whichever layer gave it.
+    #[inline]
+    pub fn answered(&self, code: u16) {
+        let slot = CODES
+            .iter()
+            .position(|&c| c == code)
+            .unwrap_or(CODES.len() - 1);
         self.codes[slot].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request refused (503) because answers already held too many bytes.
+    pub fn over_budget(&self) {
+        self.over_budget.fetch_add(1, Ordering::Relaxed);
     }
 
     /// IDs handed to callers (the generator's `issued` also counts readiness probes).
@@ -127,12 +176,14 @@ impl Metrics {
         self.connections_total.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn connection_closed(&self) {
+    pub fn connection_closed(&self, why: Closed) {
         self.connections_open.fetch_sub(1, Ordering::Relaxed);
+        self.closed[why as usize].fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn connection_timed_out(&self) {
-        self.connections_timed_out.fetch_add(1, Ordering::Relaxed);
+    /// The TLS chain's first expiry (Unix seconds), exported from the start.
+    pub fn tls_expires_at(&self, not_after: i64) {
+        let _ = self.tls_not_after.set(not_after);
     }
 }
 
@@ -156,6 +207,7 @@ impl Observer for Metrics {
 struct Scrape {
     issuer: Arc<Issuer>,
     metrics: Arc<Metrics>,
+    budget: Arc<Budget>,
 }
 
 fn counter(
@@ -305,12 +357,52 @@ impl Collector for Scrape {
             "Connections accepted.",
             load(&m.connections_total),
         )?;
+        let closed = |why: Closed| load(&m.closed[why as usize]);
         counter(
             e,
             "monoflake_connections_timed_out",
-            "Connections closed for moving no byte within --idle-timeout.",
-            load(&m.connections_timed_out),
+            "Connections closed by a deadline: no first request within --handshake-timeout, \
+             no completed request or an answer not taken within --idle-timeout.",
+            closed(Closed::Handshake) + closed(Closed::Idle) + closed(Closed::Overdue),
         )?;
+        {
+            let mut family = e.encode_descriptor(
+                "monoflake_connections_closed",
+                "Connections ended, by reason.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (label, value) in CLOSED_LABELS.iter().zip(&m.closed) {
+                ConstCounter::new(load(value))
+                    .encode(family.encode_family(&[("reason", *label)])?)?;
+            }
+        }
+        counter(
+            e,
+            "monoflake_requests_over_budget",
+            "Requests answered 503 because answers not yet taken held too many bytes.",
+            load(&m.over_budget),
+        )?;
+        gauge(
+            e,
+            "monoflake_response_bytes_held",
+            "Bytes of answers produced and not yet taken by the kernel.",
+            i64::try_from(self.budget.held()).unwrap_or(i64::MAX),
+        )?;
+        gauge(
+            e,
+            "monoflake_response_bytes_limit",
+            "The most bytes answers may hold at once (--response-budget).",
+            i64::try_from(self.budget.limit()).unwrap_or(i64::MAX),
+        )?;
+        if let Some(&not_after) = m.tls_not_after.get() {
+            gauge(
+                e,
+                "monoflake_tls_cert_expiry_timestamp_seconds",
+                "When the first certificate of the --tls-cert chain expires (Unix seconds).",
+                not_after,
+            )?;
+        }
         {
             let mut family = e.encode_descriptor(
                 "monoflake_responses",
@@ -356,9 +448,13 @@ pub struct Exposition {
 }
 
 impl Exposition {
-    pub fn new(issuer: Arc<Issuer>, metrics: Arc<Metrics>) -> Self {
+    pub fn new(issuer: Arc<Issuer>, metrics: Arc<Metrics>, budget: Arc<Budget>) -> Self {
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(Scrape { issuer, metrics }));
+        registry.register_collector(Box::new(Scrape {
+            issuer,
+            metrics,
+            budget,
+        }));
         Exposition { registry }
     }
 

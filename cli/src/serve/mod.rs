@@ -6,17 +6,27 @@
 //!   does not import the metrics.
 //! * `http.rs`: the HTTP routes and bodies; `grpc.rs`: the `monoflake.v1.Ids` service.
 //! * `metrics.rs`: `/metrics`; `auth.rs`: the bearer token; `tls.rs`: rustls.
-//! * `listener.rs`: accept loop, connection limit, idle timeout, graceful stop.
+//! * `listener.rs`: accept loop, protocol limits, graceful stop; `slots.rs`: which connection
+//!   makes room for a new one; `connection.rs`: one connection's life and deadline watch.
+//! * `exchange.rs`: a connection's requests in flight, its progress and deadline;
+//!   `tracked.rs`: the service wrapper that tracks each request and counts each answer.
+//! * `budget.rs`: the bytes answers hold; `batch.rs`: a batch streamed in pieces.
 //! * `lifecycle.rs`: signals, drain, release.
 
 mod auth;
+mod batch;
+mod budget;
+mod connection;
+mod exchange;
 mod grpc;
 mod http;
 mod issue;
 mod lifecycle;
 mod listener;
 mod metrics;
+mod slots;
 mod tls;
+mod tracked;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -89,14 +99,37 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
             DEFAULT_MAX_LEAD.as_millis()
         )));
     }
+    let per_connection = budget::per_connection(args.max_count);
+    let budget = Arc::new(budget::Budget::new(
+        usize::try_from(args.response_budget).unwrap_or(usize::MAX) << 20,
+    ));
+    if budget.batch_share() < per_connection {
+        return Err(usage(format!(
+            "--response-budget {} MiB is too small for --max-count {}: its share for large \
+             answers ({} KiB) must hold the largest one ({} KiB)",
+            args.response_budget,
+            args.max_count,
+            budget.batch_share() / 1024,
+            per_connection.div_ceil(1024)
+        )));
+    }
     let token = args
         .token_file
         .as_deref()
         .map(auth::Token::read)
         .transpose()?;
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
-        _ => None,
+    let (tls, expiry) = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let (acceptor, expiry) = tls::acceptor(cert, key)?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+            if let Some(warning) = expiry.as_ref().and_then(|e| e.warning(cert, now)) {
+                eprintln!("monoflake: warning: {warning}");
+            }
+            (Some(acceptor), expiry)
+        }
+        _ => (None, None),
     };
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = args.threads {
@@ -130,6 +163,9 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         trust_reservation: args.node_args.trust_reservation,
     };
     let metrics = Arc::new(metrics::Metrics::default());
+    if let Some(e) = &expiry {
+        metrics.tls_expires_at(e.not_after);
+    }
     let issuer = Arc::new(issue::Issuer::new(
         source,
         args.max_count,
@@ -138,8 +174,13 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     )?);
     let app = Arc::new(http::App {
         issuer: Arc::clone(&issuer),
-        exposition: metrics::Exposition::new(Arc::clone(&issuer), Arc::clone(&metrics)),
+        exposition: metrics::Exposition::new(
+            Arc::clone(&issuer),
+            Arc::clone(&metrics),
+            Arc::clone(&budget),
+        ),
         metrics,
+        budget,
         token,
         draining: AtomicBool::new(false),
         health: tonic_health::server::HealthReporter::new(),
@@ -177,8 +218,14 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     }
     let limits = listener::Limits {
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
-        idle,
+        max_streams: args.max_streams,
+        timeouts: exchange::Timeouts {
+            // A connection that never completes a request is idle from its start.
+            handshake: Duration::from_secs_f64(args.handshake_timeout).min(idle),
+            idle,
+        },
         drain: Duration::from_secs_f64(args.drain_timeout),
+        per_connection,
     };
     let reclaim_after = Duration::from_secs_f64(args.reclaim_after);
     let served = runtime.block_on(lifecycle::run(

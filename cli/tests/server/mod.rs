@@ -2,6 +2,8 @@
 //! 0, read back from what it prints), stopped with SIGTERM, killed if a test fails first.
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, channel};
@@ -145,6 +147,15 @@ impl Drop for Server {
             let _ = child.wait();
         }
     }
+}
+
+/// A small tokio runtime for the async clients (tonic, h2).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// A client that reports every status as a value, not an error.

@@ -1,0 +1,181 @@
+//! The service every connection runs: the router, with each request tracked as an
+//! [`Exchange`] from its arrival until its answer's last byte has left, and each answer
+//! counted by status, whatever layer answered (a handler, axum's own rejections, tonic).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, Response};
+use axum::routing::future::RouteFuture;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use tower::Service;
+
+use super::budget::attach;
+use super::exchange::{Conn, Exchange};
+use super::metrics::Metrics;
+
+/// The router, for one connection.
+#[derive(Clone, Debug)]
+pub struct Tracked {
+    router: Router,
+    conn: Arc<Conn>,
+    metrics: Arc<Metrics>,
+}
+
+impl Tracked {
+    pub fn new(router: Router, conn: Arc<Conn>, metrics: Arc<Metrics>) -> Tracked {
+        Tracked {
+            router,
+            conn,
+            metrics,
+        }
+    }
+}
+
+impl<B> hyper::service::Service<Request<B>> for Tracked
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = TrackedFuture;
+
+    fn call(&self, mut request: Request<B>) -> TrackedFuture {
+        let exchange = Arc::new(Exchange::begin(&self.conn));
+        request.extensions_mut().insert(Arc::clone(&exchange));
+        // The router is always ready (axum's `poll_ready` returns `Ready`).
+        let inner = self.router.clone().call(request);
+        TrackedFuture {
+            inner,
+            exchange: Some(exchange),
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+}
+
+/// The router's answer to come, and the request it answers.
+pub struct TrackedFuture {
+    inner: RouteFuture<Infallible>,
+    exchange: Option<Arc<Exchange>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Future for TrackedFuture {
+    type Output = Result<Response<TrackedBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `RouteFuture` is `Unpin` (it boxes what it runs), so the whole future is.
+        let this = self.get_mut();
+        let Ok(response) = ready!(Pin::new(&mut this.inner).poll(cx));
+        this.metrics
+            .answered(code_of(response.status().as_u16(), response.headers()));
+        let exchange = this
+            .exchange
+            .take()
+            .expect("a TrackedFuture is polled to its answer once");
+        Poll::Ready(Ok(response.map(|inner| {
+            let body = TrackedBody { inner, exchange };
+            // An empty answer (a HEAD, a 204, a trailers-only gRPC error) is complete as it
+            // is: hyper may never poll it.
+            if http_body::Body::is_end_stream(&body.inner) {
+                body.exchange.finish();
+            }
+            body
+        })))
+    }
+}
+
+/// The status an answer is counted under: its HTTP status, or for a gRPC answer whose status
+/// is in its headers (an error: tonic sends those trailers-only), the HTTP status of the same
+/// meaning. A gRPC answer whose status comes in its trailers counts as 200.
+fn code_of(status: u16, headers: &HeaderMap) -> u16 {
+    let grpc = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if !grpc || status != 200 {
+        return status;
+    }
+    match headers
+        .get("grpc-status")
+        .map(axum::http::HeaderValue::as_bytes)
+    {
+        None | Some(b"0") => 200,
+        // INVALID_ARGUMENT, OUT_OF_RANGE
+        Some(b"3" | b"11") => 400,
+        Some(b"16") => 401,
+        Some(b"12") => 404,
+        Some(b"8" | b"14") => 503,
+        Some(_) => 500,
+    }
+}
+
+/// An answer's body whose chunks keep their request in flight until they are dropped.
+pub struct TrackedBody {
+    inner: Body,
+    exchange: Arc<Exchange>,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = self.get_mut();
+        let frame = match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            None => {
+                this.exchange.finish();
+                return Poll::Ready(None);
+            }
+            Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+            Some(Ok(frame)) => frame.map_data(|data| {
+                this.exchange.count(data.len());
+                attach(data, Arc::clone(&this.exchange))
+            }),
+        };
+        if this.inner.is_end_stream() {
+            this.exchange.finish();
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_errors_count_under_their_http_meaning() {
+        let mut h = HeaderMap::new();
+        assert_eq!(code_of(404, &h), 404);
+        h.insert("content-type", "application/grpc".parse().unwrap());
+        assert_eq!(code_of(200, &h), 200);
+        for (grpc, http) in [
+            ("0", 200),
+            ("3", 400),
+            ("16", 401),
+            ("12", 404),
+            ("14", 503),
+        ] {
+            h.insert("grpc-status", grpc.parse().unwrap());
+            assert_eq!(code_of(200, &h), http, "grpc-status {grpc}");
+        }
+    }
+}
