@@ -192,15 +192,17 @@ async fn run(args: RunArgs, seed: u64) -> ExitCode {
 
 async fn interrupted() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
     ) else {
         return std::future::pending().await;
     };
     tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
+        _ = hup.recv() => "SIGHUP",
     }
 }
 

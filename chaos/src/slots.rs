@@ -185,7 +185,8 @@ fn register(world: &World, spec: &Spec, pid: i32) -> Src {
     )
 }
 
-fn prepare(world: &World, cmd: &mut Command, spec: &Spec) -> Result<(), String> {
+/// Starts `cmd` with the spec's environment and clock; records its pid and its source.
+fn spawn(world: &World, cmd: &mut Command, spec: &Spec) -> Result<(Child, i32, Src), String> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
@@ -195,8 +196,13 @@ fn prepare(world: &World, cmd: &mut Command, spec: &Spec) -> Result<(), String> 
             .apply(cmd, clock)
             .map_err(|e| format!("clock file: {e}"))?;
     }
-    cmd.kill_on_drop(false);
-    Ok(())
+    let child = cmd
+        .kill_on_drop(false)
+        .spawn()
+        .map_err(|e| format!("start {}: {e}", spec.name))?;
+    let pid = child.id().map_or(0, |p| p as i32);
+    world.pids.add(pid, &spec.name);
+    Ok((child, pid, register(world, spec, pid)))
 }
 
 fn stderr_file(world: &World, name: &str) -> Result<std::fs::File, String> {
@@ -223,11 +229,7 @@ pub fn start_gen(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, St
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(stderr_file(world, &spec.name)?);
-    prepare(world, &mut cmd, spec)?;
-    let mut child = cmd.spawn().map_err(|e| format!("start gen: {e}"))?;
-    let pid = child.id().map_or(0, |p| p as i32);
-    world.pids.add(pid, &spec.name);
-    let src = register(world, spec, pid);
+    let (mut child, pid, src) = spawn(world, &mut cmd, spec)?;
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
     // A small pipe: a stalled gen is seen within a few hundred IDs.
     let _ = nix::fcntl::fcntl(&stdout, nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096));
@@ -296,11 +298,7 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(stderr_file(world, &spec.name)?);
-    prepare(world, &mut cmd, spec)?;
-    let mut child = cmd.spawn().map_err(|e| format!("start holder: {e}"))?;
-    let pid = child.id().map_or(0, |p| p as i32);
-    world.pids.add(pid, &spec.name);
-    let src = register(world, spec, pid);
+    let (mut child, pid, src) = spawn(world, &mut cmd, spec)?;
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let node = Arc::new(AtomicU64::new(0));
@@ -488,11 +486,7 @@ pub fn start_serve(
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::piped());
-    prepare(world, &mut cmd, spec)?;
-    let mut child = cmd.spawn().map_err(|e| format!("start serve: {e}"))?;
-    let pid = child.id().map_or(0, |p| p as i32);
-    world.pids.add(pid, &spec.name);
-    let src = register(world, spec, pid);
+    let (mut child, pid, src) = spawn(world, &mut cmd, spec)?;
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let mut log = stderr_file(world, &spec.name)?;
     let node = Arc::new(AtomicU64::new(0));
@@ -572,7 +566,7 @@ pub fn start_serve(
         table: spec.table,
         node,
         commands: None,
-        stopping: Arc::new(AtomicBool::new(false)),
+        stopping,
         task,
     })
 }
