@@ -1,0 +1,260 @@
+//! `monoflake-chaos holder`: a process that holds a leased generator through the library's
+//! public API, as an application embedding monoflake does, and issues on request.
+//!
+//! Commands, one a line on standard input:
+//! * `ids K`: K single IDs (`next_id`, which waits at the lead limit within `max_wait`),
+//!   answered `i <id>…` (the IDs issued, possibly none) and, when a call failed, `e <error>`;
+//! * `spin K`: the same, answered 1,000 IDs a line as it goes: a process that is issuing
+//!   without pause for as long as K IDs take, or until a call fails;
+//! * `fork HOW K`: forks (`libc`, `raw`, `_Fork`; see `fork.rs`) right after issuing a few
+//!   IDs; child and parent each issue up to K single IDs at once. Answers: the child's
+//!   `c <pid> <id>…` (and `x <pid> <error>`), then the parent's `i …` and
+//!   `F <how> <pid> <status>`.
+//!
+//! Every command's answer ends with a line `.`. After a lost lease the holder drops the
+//! generator and claims again (every 500 ms until a claim succeeds), printing `r <node>`; it
+//! starts with `ready <node>`. End of input releases the node and exits 0.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use monoflake::{Error, FileStore, Generator, Layout, Leased, NodeRequest, NodeStore};
+
+use crate::args::{HolderArgs, Store};
+use crate::fork::{self, How};
+
+/// The Twitter layout's bits and epoch, epoch as Unix ms.
+pub const TWITTER_EPOCH_MS: u64 = 1_288_834_974_657;
+
+/// `orders`: the Twitter layout built with the builder under another name and other field
+/// names. It makes the same IDs, so it must share Twitter's node claims.
+pub fn layout_of(text: &str) -> Result<Layout, Error> {
+    match text {
+        "orders" => Layout::builder()
+            .name("orders")
+            .time_bits(41)
+            .node_field("shard", 10)
+            .sequence_bits(12)
+            .epoch_ms(TWITTER_EPOCH_MS)
+            .build(),
+        other => other.parse(),
+    }
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(line.as_bytes());
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
+
+fn ids_line(ids: &[u64]) -> String {
+    let mut line = String::with_capacity(2 + ids.len() * 20);
+    line.push('i');
+    for id in ids {
+        line.push(' ');
+        line.push_str(&id.to_string());
+    }
+    line
+}
+
+pub fn main(args: &HolderArgs) -> ExitCode {
+    let layout = match layout_of(&args.layout) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("holder: bad layout {:?}: {e}", args.layout);
+            return ExitCode::from(2);
+        }
+    };
+    let request = match args.node.as_str() {
+        "auto" => NodeRequest::Any,
+        n => match n.parse() {
+            Ok(n) => NodeRequest::Exact(n),
+            Err(_) => {
+                eprintln!("holder: bad node {n:?}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let open = || -> Result<Arc<dyn NodeStore>, Error> {
+        Ok(match (args.backend, &args.state_dir) {
+            (Store::File, None) => Arc::new(FileStore::open_default()?),
+            (Store::File, Some(dir)) => Arc::new(FileStore::open(dir)?),
+            (Store::Etcd, _) => {
+                let endpoints: Vec<&str> = args.etcd_endpoints.split(',').collect();
+                Arc::new(monoflake::EtcdStore::connect(
+                    &endpoints,
+                    &args.etcd_prefix,
+                    Duration::from_secs(args.lease_ttl),
+                )?)
+            }
+        })
+    };
+    let (tx, commands) = channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut store: Option<Arc<dyn NodeStore>> = None;
+    let mut leased: Option<Leased> = None;
+    let mut claimed_before = false;
+    // Claims are tried at most every 500 ms: a caller that keeps asking while there is no
+    // node waits for the next try, it does not cause a storm of claims.
+    let mut next_claim = Instant::now();
+    loop {
+        if leased.is_none() {
+            std::thread::sleep(next_claim.saturating_duration_since(Instant::now()));
+            next_claim = Instant::now() + Duration::from_millis(500);
+            let claimed = match &store {
+                Some(s) => Ok(Arc::clone(s)),
+                None => open(),
+            }
+            .and_then(|s| {
+                store = Some(Arc::clone(&s));
+                Generator::builder(layout.clone()).build_leased(s, request)
+            });
+            match claimed {
+                Ok(l) => {
+                    say(&format!(
+                        "{} {}",
+                        if claimed_before { "r" } else { "ready" },
+                        l.node()
+                    ));
+                    claimed_before = true;
+                    leased = Some(l);
+                }
+                Err(e) => {
+                    say(&format!("e claim: {e}"));
+                    if matches!(e, Error::StateDir { .. }) {
+                        // A directory deleted or replaced: open it again next time.
+                        store = None;
+                    }
+                }
+            }
+        }
+        let command = match &leased {
+            Some(_) => commands.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            None => commands.recv_timeout(next_claim.saturating_duration_since(Instant::now())),
+        };
+        let command = match command {
+            Ok(c) => c,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let Some(l) = &leased else {
+            // Answered at the next claim's time, whatever it gives.
+            std::thread::sleep(next_claim.saturating_duration_since(Instant::now()));
+            say("e not claimed");
+            say(".");
+            continue;
+        };
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let lost = match words.as_slice() {
+            ["ids", k] => issue(l, k.parse().unwrap_or(1)),
+            ["spin", k] => spin(l, k.parse().unwrap_or(1)),
+            ["fork", how, k] => match How::parse(how) {
+                Some(how) => fork_command(l, how, k.parse().unwrap_or(16)),
+                None => {
+                    say(&format!("e unknown fork {how:?}"));
+                    false
+                }
+            },
+            _ => {
+                say(&format!("e unknown command {command:?}"));
+                false
+            }
+        };
+        say(".");
+        if lost {
+            leased = None;
+            next_claim = Instant::now() + Duration::from_millis(500);
+        }
+    }
+    if let Some(l) = leased
+        && let Err(e) = l.release()
+    {
+        eprintln!("holder: release: {e}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `ids K`; true when the lease was lost.
+fn issue(leased: &Leased, k: usize) -> bool {
+    let mut ids = Vec::with_capacity(k);
+    let mut failed = None;
+    for _ in 0..k {
+        match leased.next_id() {
+            Ok(id) => ids.push(id.as_u64()),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    say(&ids_line(&ids));
+    match failed {
+        Some(e) => {
+            say(&format!("e {e}"));
+            matches!(e, Error::LeaseLost { .. } | Error::Forked { .. })
+        }
+        None => false,
+    }
+}
+
+/// `spin K`; true when the lease was lost.
+fn spin(leased: &Leased, k: u64) -> bool {
+    let mut ids = Vec::with_capacity(1000);
+    for _ in 0..k {
+        match leased.next_id() {
+            Ok(id) => {
+                ids.push(id.as_u64());
+                if ids.len() == 1000 {
+                    say(&ids_line(&ids));
+                    ids.clear();
+                }
+            }
+            Err(e) => {
+                say(&ids_line(&ids));
+                say(&format!("e {e}"));
+                return matches!(e, Error::LeaseLost { .. } | Error::Forked { .. });
+            }
+        }
+    }
+    say(&ids_line(&ids));
+    false
+}
+
+/// `fork HOW K`; true when the lease was lost.
+fn fork_command(leased: &Leased, how: How, k: usize) -> bool {
+    // A few IDs first, so the state holds the current tick when the child is made.
+    if issue(leased, 8) {
+        return true;
+    }
+    let _ = std::io::stdout().flush();
+    match fork::fork_and_issue(leased, how, k) {
+        Ok((ids, error, forked)) => {
+            say(&ids_line(&ids));
+            if let Some(e) = &error {
+                say(&format!("e {e}"));
+            }
+            say(&format!(
+                "F {} {} {}",
+                how.name(),
+                forked.child,
+                forked.status
+            ));
+            matches!(error, Some(Error::LeaseLost { .. }))
+        }
+        Err(e) => {
+            say(&format!("e fork {}: {e}", how.name()));
+            false
+        }
+    }
+}

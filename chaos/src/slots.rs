@@ -1,0 +1,821 @@
+//! The generator processes, and the supervisors that keep the soak's slots running.
+//!
+//! Three kinds, as users run them:
+//! * `monoflake gen -n <huge>`: its standard output is read at the slot's pace through a
+//!   pipe shrunk to 4 KiB, so a stalled `gen` shows as silence within ~200 IDs, not a 64 KiB
+//!   pipe later (gen itself buffers up to 64 KiB of IDs it has already issued);
+//! * `monoflake serve` with HTTP and gRPC clients (two of each, paced, 1–64 IDs a request);
+//! * `monoflake-chaos holder`, driven with `ids K` commands at the slot's pace.
+//!
+//! A slot's supervisor restarts its process whenever it exits (after 200 ms, doubling to
+//! 2 s while it keeps failing at once), each time with one of the slot's layouts, chosen by
+//! the seed: a preset, a spec of the same bits and epoch under other field names, or the
+//! builder under another name.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::checker::{Source, Src, node_of};
+use crate::clients::{Grpc, Http, Refused};
+use crate::procs::{now_ms, signal};
+use crate::run::World;
+
+/// How long a process may take to exit after SIGTERM (or, for the holder, the end of its
+/// input) before it is reported as hung and killed: the service drains for 3 s at most,
+/// then writes its final reservation.
+pub const STOP_BOUND: Duration = Duration::from_secs(15);
+/// The largest request a service client makes.
+const MAX_COUNT: u64 = 64;
+
+/// Where a process keeps its node claims.
+#[derive(Debug, Clone)]
+pub enum StoreArgs {
+    /// `--state-dir DIR`.
+    File(PathBuf),
+    /// The host-wide default (`$MONOFLAKE_STATE_DIR` in `env`).
+    DefaultFile,
+    /// The run's etcd cluster, under this prefix.
+    Etcd(String),
+}
+
+impl StoreArgs {
+    pub fn is_etcd(&self) -> bool {
+        matches!(self, StoreArgs::Etcd(_))
+    }
+
+    /// The flags `monoflake gen` and `serve` take, and `monoflake-chaos holder` too.
+    fn cli_args(&self, world: &World) -> Vec<String> {
+        let mut args: Vec<String> = vec!["--backend".into()];
+        match self {
+            StoreArgs::File(dir) => {
+                args.extend([
+                    "file".into(),
+                    "--state-dir".into(),
+                    dir.display().to_string(),
+                ]);
+            }
+            StoreArgs::DefaultFile => args.push("file".into()),
+            StoreArgs::Etcd(prefix) => args.extend([
+                "etcd".into(),
+                "--etcd-endpoints".into(),
+                world.etcd.endpoints.clone(),
+                "--etcd-prefix".into(),
+                prefix.clone(),
+                "--lease-ttl".into(),
+                world.ttl.to_string(),
+            ]),
+        }
+        args
+    }
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Unique: names the process's logs and its source in the database.
+    pub name: String,
+    pub table: usize,
+    /// The soak slot (outages are tracked per slot).
+    pub slot: Option<usize>,
+    /// Whose clock (libfaketime) it runs under.
+    pub clock: Option<usize>,
+    pub store: StoreArgs,
+    pub layout: String,
+    /// `auto` or a number.
+    pub node: String,
+    pub env: Vec<(String, String)>,
+}
+
+/// How fast a process is asked for IDs.
+#[derive(Debug, Clone, Copy)]
+pub enum Pace {
+    /// About this many IDs a second.
+    Rate(u64),
+    /// As fast as the process answers (the scenarios' critical windows).
+    Flat,
+}
+
+/// A started process.
+#[derive(Debug)]
+pub struct Proc {
+    pub name: String,
+    pub pid: i32,
+    pub table: usize,
+    /// The last node its IDs carried, plus one (0: none yet).
+    pub node: Arc<AtomicU64>,
+    /// Commands injected into a holder's input (fork…).
+    pub commands: Option<mpsc::UnboundedSender<String>>,
+    /// Set to stop pacing (a stop drains at full speed) and to end clients.
+    stopping: Arc<AtomicBool>,
+    /// Ends when the process has exited and everything it wrote was read: its exit status.
+    task: JoinHandle<String>,
+}
+
+impl Proc {
+    pub fn node(&self) -> Option<u64> {
+        self.node.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Waits for the process to exit by itself.
+    pub async fn wait(self) -> String {
+        self.task
+            .await
+            .unwrap_or_else(|e| format!("reader failed: {e}"))
+    }
+
+    /// Stops it: SIGTERM (a holder: the end of its input), then waits [`STOP_BOUND`]; a
+    /// process still there is reported in `table`'s phase as hung, and killed.
+    pub async fn stop(self, world: &World) -> String {
+        self.stopping.store(true, Ordering::Relaxed);
+        signal(self.pid, Signal::SIGCONT);
+        match &self.commands {
+            Some(c) => {
+                let _ = c.send(String::new());
+            }
+            None => {
+                signal(self.pid, Signal::SIGTERM);
+            }
+        }
+        let mut task = self.task;
+        match tokio::time::timeout(STOP_BOUND, &mut task).await {
+            Ok(status) => status.unwrap_or_else(|e| format!("reader failed: {e}")),
+            Err(_) => {
+                world.checker.violation(
+                    self.table,
+                    format!(
+                        "{} (pid {}) did not exit within {} s of being stopped: hung",
+                        self.name,
+                        self.pid,
+                        STOP_BOUND.as_secs()
+                    ),
+                );
+                signal(self.pid, Signal::SIGKILL);
+                let status = task.await.unwrap_or_else(|e| format!("reader failed: {e}"));
+                format!("hung, killed: {status}")
+            }
+        }
+    }
+}
+
+fn register(world: &World, spec: &Spec, pid: i32) -> Src {
+    world.checker.source(
+        Source {
+            name: spec.name.clone(),
+            slot: spec.slot,
+            clock: spec.clock,
+            started_ms: now_ms(),
+            table: spec.table,
+        },
+        pid,
+    )
+}
+
+/// Starts `cmd` with the spec's environment and clock; records its pid and its source.
+fn spawn(world: &World, cmd: &mut Command, spec: &Spec) -> Result<(Child, i32, Src), String> {
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    if let Some(clock) = spec.clock {
+        world
+            .clocks
+            .apply(cmd, clock)
+            .map_err(|e| format!("clock file: {e}"))?;
+    }
+    let child = cmd
+        .kill_on_drop(false)
+        .spawn()
+        .map_err(|e| format!("start {}: {e}", spec.name))?;
+    let pid = child.id().map_or(0, |p| p as i32);
+    world.pids.add(pid, &spec.name);
+    Ok((child, pid, register(world, spec, pid)))
+}
+
+fn stderr_file(world: &World, name: &str) -> Result<std::fs::File, String> {
+    std::fs::File::create(world.procs_dir.join(format!("{name}.stderr")))
+        .map_err(|e| format!("stderr file: {e}"))
+}
+
+/// Waits for the child and says how it ended; forgets its pid.
+async fn reap(world: &World, mut child: Child, pid: i32) -> String {
+    let status = match child.wait().await {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("wait failed: {e}"),
+    };
+    world.pids.remove(pid);
+    status
+}
+
+/// `monoflake gen -n <huge>`, read at `pace`.
+pub fn start_gen(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, String> {
+    let mut cmd = Command::new(&world.monoflake);
+    cmd.args(["gen", "-n", "1000000000000", "--layout", &spec.layout])
+        .args(["--node", &spec.node])
+        .args(spec.store.cli_args(world))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr_file(world, &spec.name)?);
+    let (mut child, pid, src) = spawn(world, &mut cmd, spec)?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    // A small pipe: a stalled gen is seen within a few hundred IDs.
+    let _ = nix::fcntl::fcntl(&stdout, nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096));
+    let node = Arc::new(AtomicU64::new(0));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let stream = world.stream();
+    let task = {
+        let (world, node, stopping) = (Arc::clone(world), Arc::clone(&node), Arc::clone(&stopping));
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            let mut partial = Vec::new();
+            let mut due = tokio::time::Instant::now();
+            loop {
+                let n = match stdout.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let recv = now_ms();
+                partial.extend_from_slice(&buf[..n]);
+                let end = partial
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1);
+                let ids: Vec<u64> = partial[..end]
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .filter_map(|l| std::str::from_utf8(l).ok()?.trim().parse().ok())
+                    .collect();
+                partial.drain(..end);
+                if let Some(&last) = ids.last() {
+                    node.store(node_of(last) + 1, Ordering::Relaxed);
+                }
+                world.checker.observe(src, stream, recv, &ids);
+                if let Pace::Rate(rate) = pace
+                    && !stopping.load(Ordering::Relaxed)
+                {
+                    let now = tokio::time::Instant::now();
+                    // No catching up after a silence: the pace restarts from now.
+                    if due + Duration::from_secs(1) < now {
+                        due = now;
+                    }
+                    due += Duration::from_secs_f64(ids.len() as f64 / rate.max(1) as f64);
+                    tokio::time::sleep_until(due).await;
+                }
+            }
+            reap(&world, child, pid).await
+        })
+    };
+    Ok(Proc {
+        name: spec.name.clone(),
+        pid,
+        table: spec.table,
+        node,
+        commands: None,
+        stopping,
+        task,
+    })
+}
+
+/// `monoflake-chaos holder`, driven at `pace`.
+pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, String> {
+    let mut cmd = Command::new(&world.me);
+    cmd.arg("holder")
+        .args(spec.store.cli_args(world))
+        .args(["--layout", &spec.layout, "--node", &spec.node])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr_file(world, &spec.name)?);
+    let (mut child, pid, src) = spawn(world, &mut cmd, spec)?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let node = Arc::new(AtomicU64::new(0));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let (commands, mut injected) = mpsc::unbounded_channel::<String>();
+    let (done_tx, mut done) = mpsc::unbounded_channel::<()>();
+    let events = Arc::new(Mutex::new(
+        std::fs::File::create(world.procs_dir.join(format!("{}.events", spec.name)))
+            .map_err(|e| format!("events file: {e}"))?,
+    ));
+    let reader = {
+        let (world, node, spec) = (Arc::clone(world), Arc::clone(&node), spec.clone());
+        let events = Arc::clone(&events);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            let mut stream = world.stream();
+            let mut children: std::collections::HashMap<String, (Src, u64)> =
+                std::collections::HashMap::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let recv = now_ms();
+                let (head, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+                let event = |text: &str| {
+                    use std::io::Write;
+                    if let Ok(mut f) = events.lock() {
+                        let _ = writeln!(f, "{recv} {text}");
+                    }
+                };
+                match head {
+                    "." => {
+                        let _ = done_tx.send(());
+                    }
+                    "ready" | "r" => {
+                        stream = world.stream();
+                        event(&line);
+                    }
+                    "i" => {
+                        let ids: Vec<u64> =
+                            rest.split(' ').filter_map(|w| w.parse().ok()).collect();
+                        if let Some(&last) = ids.last() {
+                            node.store(node_of(last) + 1, Ordering::Relaxed);
+                        }
+                        world.checker.observe(src, stream, recv, &ids);
+                    }
+                    "c" => {
+                        let mut words = rest.split(' ');
+                        let child = words.next().unwrap_or("?").to_owned();
+                        let (csrc, cstream) = *children.entry(child.clone()).or_insert_with(|| {
+                            let s = register(
+                                &world,
+                                &Spec {
+                                    name: format!("{}-child-{child}", spec.name),
+                                    slot: None,
+                                    ..spec.clone()
+                                },
+                                child.parse().unwrap_or(0),
+                            );
+                            (s, world.stream())
+                        });
+                        let ids: Vec<u64> = words.filter_map(|w| w.parse().ok()).collect();
+                        event(&format!("fork child {child}: {} IDs", ids.len()));
+                        // A child must never issue under its parent's claim: it refuses
+                        // (`Forked`) or claims a node of its own.
+                        let parent = node.load(Ordering::Relaxed).checked_sub(1);
+                        let shared = ids
+                            .iter()
+                            .filter(|&&id| Some(node_of(id)) == parent)
+                            .count();
+                        if shared > 0 {
+                            world.checker.violation(
+                                spec.table,
+                                format!(
+                                    "{}: forked child {child} issued {shared} IDs on its \
+                                     parent's node {}",
+                                    spec.name,
+                                    parent.unwrap_or(0)
+                                ),
+                            );
+                        }
+                        world.checker.observe(csrc, cstream, recv, &ids);
+                    }
+                    "F" => {
+                        event(&line);
+                        if rest.contains("hung") {
+                            world.checker.violation(
+                                spec.table,
+                                format!("{}: a forked child hung: {line}", spec.name),
+                            );
+                        }
+                    }
+                    _ => event(&line),
+                }
+            }
+        })
+    };
+    let driver_stopping = Arc::clone(&stopping);
+    let task = {
+        let world = Arc::clone(world);
+        tokio::spawn(async move {
+            let per_command: u64 = match pace {
+                Pace::Rate(rate) => (rate / 100).clamp(1, 200),
+                Pace::Flat => 20,
+            };
+            let every = match pace {
+                Pace::Rate(rate) => {
+                    Duration::from_secs_f64(per_command as f64 / rate.max(1) as f64)
+                }
+                Pace::Flat => Duration::ZERO,
+            };
+            let mut due = tokio::time::Instant::now();
+            'drive: loop {
+                // Injected commands first (an empty one ends the input).
+                let command = match injected.try_recv() {
+                    Ok(c) => c,
+                    Err(_) => {
+                        tokio::select! {
+                            c = injected.recv() => c.unwrap_or_default(),
+                            () = tokio::time::sleep_until(due) => format!("ids {per_command}"),
+                        }
+                    }
+                };
+                if command.is_empty() || driver_stopping.load(Ordering::Relaxed) {
+                    break 'drive;
+                }
+                if stdin
+                    .write_all(format!("{command}\n").as_bytes())
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                // One command at a time: wait for its `.` (or for the holder to end).
+                if done.recv().await.is_none() {
+                    break;
+                }
+                let now = tokio::time::Instant::now();
+                if due + Duration::from_secs(1) < now {
+                    due = now;
+                }
+                due += every;
+            }
+            drop(stdin);
+            let status = reap(&world, child, pid).await;
+            let _ = reader.await;
+            status
+        })
+    };
+    Ok(Proc {
+        name: spec.name.clone(),
+        pid,
+        table: spec.table,
+        node,
+        commands: Some(commands),
+        stopping,
+        task,
+    })
+}
+
+/// `monoflake serve` on port 0 (HTTP and gRPC), with `clients` HTTP and as many gRPC clients
+/// at `pace` (shared among them), from when it says where it listens until it exits.
+pub fn start_serve(
+    world: &Arc<World>,
+    spec: &Spec,
+    pace: Pace,
+    clients: usize,
+) -> Result<Proc, String> {
+    let mut cmd = Command::new(&world.monoflake);
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--grpc-listen",
+        "127.0.0.1:0",
+    ])
+    .args(["--layout", &spec.layout, "--node", &spec.node])
+    .args(spec.store.cli_args(world))
+    .args([
+        "--reclaim-after",
+        "1",
+        "--max-wait",
+        "1",
+        "--drain-timeout",
+        "3",
+    ])
+    .args(["--threads", "2"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let (mut child, pid, src) = spawn(world, &mut cmd, spec)?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let mut log = stderr_file(world, &spec.name)?;
+    let node = Arc::new(AtomicU64::new(0));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let (addrs_tx, mut addrs) = watch::channel((None::<String>, None::<String>));
+    let lines_task = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            use std::io::Write;
+            let _ = writeln!(log, "{} {line}", now_ms());
+            let url = line.rsplit(' ').next().unwrap_or("");
+            let addr = url.split("://").nth(1).map(str::to_owned);
+            if line.contains("serving HTTP on") {
+                addrs_tx.send_modify(|a| a.0 = addr);
+            } else if line.contains("serving gRPC") {
+                addrs_tx.send_modify(|a| a.1 = addr);
+            }
+        }
+    });
+    let task = {
+        let (world, node, stopping, spec) = (
+            Arc::clone(world),
+            Arc::clone(&node),
+            Arc::clone(&stopping),
+            spec.clone(),
+        );
+        tokio::spawn(async move {
+            let (alive_tx, alive) = watch::channel(true);
+            let mut client_tasks = Vec::new();
+            let exited = tokio::select! {
+                status = child.wait() => Some(status),
+                found = addrs.wait_for(|a| a.0.is_some() && a.1.is_some()) => {
+                    if let Ok(a) = found {
+                        let (http, grpc) = (a.0.clone().unwrap_or_default(), a.1.clone().unwrap_or_default());
+                        for i in 0..2 * clients {
+                            let addr = if i % 2 == 0 { http.clone() } else { grpc.clone() };
+                            let client = Client {
+                                world: Arc::clone(&world),
+                                src,
+                                addr,
+                                grpc: i % 2 == 1,
+                                pace: match pace {
+                                    Pace::Rate(r) => Pace::Rate((r / (2 * clients as u64)).max(1)),
+                                    Pace::Flat => Pace::Flat,
+                                },
+                                node: Arc::clone(&node),
+                                alive: alive.clone(),
+                                seed: world.seed ^ (u64::from(src as u32) << 8) ^ i as u64,
+                                events: world.procs_dir.join(format!("{}.client-{i}", spec.name)),
+                            };
+                            client_tasks.push(tokio::spawn(client.run()));
+                        }
+                    }
+                    None
+                }
+            };
+            let status = match exited {
+                Some(s) => s.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()),
+                None => match child.wait().await {
+                    Ok(s) => s.to_string(),
+                    Err(e) => format!("wait failed: {e}"),
+                },
+            };
+            world.pids.remove(pid);
+            let _ = alive_tx.send(false);
+            stopping.store(true, Ordering::Relaxed);
+            for t in client_tasks {
+                let _ = t.await;
+            }
+            let _ = lines_task.await;
+            status
+        })
+    };
+    Ok(Proc {
+        name: spec.name.clone(),
+        pid,
+        table: spec.table,
+        node,
+        commands: None,
+        stopping,
+        task,
+    })
+}
+
+/// One client of a service: requests at its pace until the service is gone.
+struct Client {
+    world: Arc<World>,
+    src: Src,
+    addr: String,
+    grpc: bool,
+    pace: Pace,
+    node: Arc<AtomicU64>,
+    alive: watch::Receiver<bool>,
+    seed: u64,
+    events: PathBuf,
+}
+
+enum Conn {
+    Http(Http),
+    Grpc(Grpc),
+}
+
+impl Client {
+    async fn connect(&self) -> Result<Conn, String> {
+        if self.grpc {
+            Grpc::connect(&self.addr).await.map(Conn::Grpc)
+        } else {
+            Http::connect(&self.addr).await.map(Conn::Http)
+        }
+    }
+
+    async fn run(mut self) {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut events = std::fs::File::create(&self.events).ok();
+        let mut note = |text: String| {
+            use std::io::Write;
+            if let Some(f) = events.as_mut() {
+                let _ = writeln!(f, "{} {text}", now_ms());
+            }
+        };
+        let mut conn: Option<Conn> = None;
+        let mut stream = self.world.stream();
+        let mut due = tokio::time::Instant::now();
+        let (mut refusals, mut last_node) = (0u64, None);
+        while *self.alive.borrow() {
+            if conn.is_none() {
+                match self.connect().await {
+                    Ok(c) => conn = Some(c),
+                    Err(e) => {
+                        note(format!("connect: {e}"));
+                        self.nap(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                }
+                stream = self.world.stream();
+            }
+            let count = match self.pace {
+                Pace::Rate(_) => rng.random_range(1..=MAX_COUNT),
+                // Many IDs a request: a paused server has many to answer when it resumes.
+                Pace::Flat => 100,
+            };
+            let answer = match conn.as_mut() {
+                Some(Conn::Http(h)) => h.ids(count).await,
+                Some(Conn::Grpc(g)) => g.ids(count).await,
+                None => continue,
+            };
+            match answer {
+                Ok(ids) => {
+                    if let Some(&last) = ids.last() {
+                        let n = node_of(last);
+                        if last_node.is_some_and(|l| l != n) {
+                            // Another node: another generator (the service re-claimed).
+                            stream = self.world.stream();
+                            note(format!("node {n} after node {last_node:?}"));
+                        }
+                        last_node = Some(n);
+                        self.node.store(n + 1, Ordering::Relaxed);
+                    }
+                    // The first ID of a stream that begins with this answer is checked
+                    // against nothing before it; the stream is set before observing.
+                    self.world.checker.observe(self.src, stream, now_ms(), &ids);
+                }
+                Err(Refused::Server(e)) => {
+                    refusals += 1;
+                    if refusals <= 20 || refusals.is_power_of_two() {
+                        note(format!("refused ({refusals}): {e}"));
+                    }
+                    stream = self.world.stream();
+                    self.nap(Duration::from_millis(50)).await;
+                }
+                Err(Refused::Connection(e)) => {
+                    note(format!("connection: {e}"));
+                    conn = None;
+                    self.nap(Duration::from_millis(100)).await;
+                }
+            }
+            if let Pace::Rate(rate) = self.pace {
+                let now = tokio::time::Instant::now();
+                if due + Duration::from_secs(1) < now {
+                    due = now;
+                }
+                due += Duration::from_secs_f64(count as f64 / rate as f64);
+                self.nap_until(due).await;
+            }
+        }
+    }
+
+    async fn nap(&mut self, d: Duration) {
+        self.nap_until(tokio::time::Instant::now() + d).await;
+    }
+
+    async fn nap_until(&mut self, t: tokio::time::Instant) {
+        tokio::select! {
+            () = tokio::time::sleep_until(t) => {}
+            _ = self.alive.changed() => {}
+        }
+    }
+}
+
+/// The kinds of generator a soak slot runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Gen,
+    Serve,
+    Holder,
+}
+
+/// A soak slot: one generator process at a time, restarted when it exits.
+#[derive(Debug)]
+pub struct Slot {
+    pub idx: usize,
+    pub name: String,
+    pub kind: Kind,
+    pub store: StoreArgs,
+    pub layouts: Vec<String>,
+    /// The process running now: pid, node, holder commands.
+    pub live: Mutex<Option<Live>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub pid: i32,
+    pub node: Arc<AtomicU64>,
+    pub commands: Option<mpsc::UnboundedSender<String>>,
+}
+
+impl Live {
+    pub fn node(&self) -> Option<u64> {
+        self.node.load(Ordering::Relaxed).checked_sub(1)
+    }
+}
+
+impl Slot {
+    pub fn live(&self) -> Option<Live> {
+        self.live.lock().expect("slot").clone()
+    }
+}
+
+/// Keeps `slot` running until `stop` turns true; then stops its process (bounded).
+pub async fn supervise(
+    world: Arc<World>,
+    slot: Arc<Slot>,
+    table: usize,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut rng = ChaCha8Rng::seed_from_u64(world.seed ^ (0x51_07 << 16) ^ slot.idx as u64);
+    let mut backoff = Duration::from_millis(200);
+    for instance in 0.. {
+        if *stop.borrow() {
+            break;
+        }
+        let layout = slot.layouts[rng.random_range(0..slot.layouts.len())].clone();
+        let spec = Spec {
+            name: format!("{}-{instance}", slot.name),
+            table,
+            slot: Some(slot.idx),
+            clock: Some(slot.idx),
+            store: slot.store.clone(),
+            layout,
+            node: "auto".into(),
+            env: Vec::new(),
+        };
+        let pace = Pace::Rate(world.rate);
+        let started = match slot.kind {
+            Kind::Gen => start_gen(&world, &spec, pace),
+            Kind::Serve => start_serve(&world, &spec, pace, 2),
+            Kind::Holder => start_holder(&world, &spec, pace),
+        };
+        let proc = match started {
+            Ok(p) => p,
+            Err(e) => {
+                world.log.say(&format!("{}: cannot start: {e}", spec.name));
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        world.log.note(&format!(
+            "{} started: pid {}, layout {}",
+            spec.name, proc.pid, spec.layout
+        ));
+        *slot.live.lock().expect("slot") = Some(Live {
+            pid: proc.pid,
+            node: Arc::clone(&proc.node),
+            commands: proc.commands.clone(),
+        });
+        let began = tokio::time::Instant::now();
+        let mut proc = Some(proc);
+        let status = loop {
+            tokio::select! {
+                _ = stop.changed() => {
+                    if *stop.borrow() {
+                        let p = proc.take().expect("proc");
+                        break p.stop(&world).await;
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_millis(100)) => {
+                    if proc.as_ref().is_some_and(Proc::is_finished) {
+                        break proc.take().expect("proc").wait().await;
+                    }
+                }
+            }
+        };
+        *slot.live.lock().expect("slot") = None;
+        world.log.note(&format!("{} exited: {status}", spec.name));
+        if status == "exit status: 2" {
+            // Bad usage: the run itself is wrong, and the slot would never issue.
+            let said =
+                std::fs::read_to_string(world.procs_dir.join(format!("{}.stderr", spec.name)))
+                    .unwrap_or_default();
+            world.checker.violation(
+                table,
+                format!(
+                    "{} exited 2 (bad usage): {}",
+                    spec.name,
+                    said.lines().next().unwrap_or("")
+                ),
+            );
+        }
+        if *stop.borrow() {
+            break;
+        }
+        backoff = if began.elapsed() > Duration::from_secs(5) {
+            Duration::from_millis(200)
+        } else {
+            (backoff * 2).min(Duration::from_secs(2))
+        };
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}

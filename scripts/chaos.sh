@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The chaos soak: bash scripts/chaos.sh --seconds N [--seed S] [more `monoflake-chaos run` flags]
+#
+# Installs what is missing from Debian's packages (etcd-server, etcd-client, postgresql,
+# faketime, and protoc for the etcd feature), builds `monoflake` (with etcd) and
+# `monoflake-chaos`, then runs the scripted scenarios and N seconds of seeded faults against a
+# 3-member etcd cluster, a PostgreSQL server and eight generator processes, all on 127.0.0.1.
+# Every server is started and stopped by its pid. The last line says what happened:
+#   chaos: seed S, N IDs, F faults (K kinds), C conflicts, max outage M ms
+# and the exit code is 0 only when every invariant held. A failing run keeps its logs in
+# target/chaos/seed-S (named at the end). See docs/reliability.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+
+usage() {
+    echo "usage: bash scripts/chaos.sh --seconds N [--seed S] [monoflake-chaos run flags]" >&2
+    exit 2
+}
+seconds=""
+seed=""
+rest=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --seconds) [ $# -ge 2 ] || usage; seconds=$2; shift 2 ;;
+        --seed) [ $# -ge 2 ] || usage; seed=$2; shift 2 ;;
+        -h|--help) usage ;;
+        *) rest+=("$1"); shift ;;
+    esac
+done
+[ -n "$seconds" ] || usage
+# A fresh seed unless one is given; it is printed first and in the last line.
+[ -n "$seed" ] || seed=$(od -An -N6 -tu8 /dev/urandom | tr -d ' ')
+
+need=()
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v etcdctl >/dev/null || need+=(etcd-client)
+command -v protoc >/dev/null || need+=(protobuf-compiler)
+[ -e /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need+=(faketime)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+command -v setpriv >/dev/null || need+=(util-linux)
+if [ "${#need[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "chaos.sh: missing packages: ${need[*]} (run as root, or apt-get install them)" >&2
+        exit 1
+    fi
+    echo "chaos.sh: installing ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+echo "chaos.sh: building monoflake (with etcd) and monoflake-chaos"
+cargo build -q -p monoflake-cli -p monoflake-chaos --features monoflake-cli/etcd
+
+out=target/chaos
+run_dir="$out/seed-$seed"
+# If the run itself dies, nothing it started may outlive it: kill what its pid file still
+# lists, by pid, and unmount its tmpfs.
+cleanup() {
+    local rc=$?
+    if [ -f "$run_dir/pids" ]; then
+        while read -r pid what; do
+            if kill -9 "$pid" 2>/dev/null; then
+                echo "chaos.sh: killed $what (pid $pid), left running"
+            fi
+        done <"$run_dir/pids"
+    fi
+    if mountpoint -q "$run_dir/fs" 2>/dev/null; then
+        umount -l "$run_dir/fs" || true
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+# In the background, so that a signal to this script is passed on at once (the run then
+# stops everything it started and reports).
+target/debug/monoflake-chaos run --seconds "$seconds" --seed "$seed" \
+    --monoflake target/debug/monoflake --out "$out" ${rest[@]+"${rest[@]}"} &
+harness=$!
+trap 'kill -TERM "$harness" 2>/dev/null; wait "$harness"; exit 130' INT TERM
+rc=0
+wait "$harness" || rc=$?
+exit "$rc"
