@@ -291,7 +291,10 @@ fn layouts_with_spaces_are_refused_not_trimmed() {
         match text.parse::<Layout>() {
             Err(e @ Error::InvalidLayoutSpec { .. }) => {
                 let at = text.find(char::is_whitespace).unwrap();
-                assert!(e.to_string().contains(&format!("at byte {at}")), "{text:?}: {e}");
+                assert!(
+                    e.to_string().contains(&format!("at byte {at}")),
+                    "{text:?}: {e}"
+                );
             }
             other => panic!("{text:?}: {other:?}"),
         }
