@@ -221,7 +221,7 @@ impl PgStore {
     /// starting together do not race to create it. On a connection of its own: the
     /// session's statements need the table.
     fn prepare_table(&self, create: bool) -> Result<(), Error> {
-        let what = "look for the table";
+        let what = "connect and look for the table";
         let answer = self.runtime.block_on(async {
             let limit = self.timeout.saturating_mul(2);
             let work = async {
