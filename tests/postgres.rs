@@ -318,3 +318,38 @@ fn tls_verify_full_with_passwords_and_client_certificates() {
         "refused",
     );
 }
+
+/// The validity a renewal returns, counted from the start of the call, ends before the
+/// database's expiry of the lease: the holder stops before the database could hand the node
+/// to anyone else.
+#[test]
+fn a_renewal_s_validity_ends_before_the_database_s_expiry() {
+    let pg = common::Pg::shared();
+    let options = table("validity").lease_ttl(Duration::from_secs(4));
+    let store = PgStore::connect_with(&pg.url, &options).unwrap();
+    let claim = store.claim(&layout(2), NodeRequest::Any).unwrap();
+    for _ in 0..5 {
+        let start = Instant::now();
+        let valid = store.renew(&claim).unwrap().expect("a lease that expires");
+        // What the database has left, asked after the renewal: its expiry lies at or after
+        // `asked + left_ms` on the monotonic clock's scale.
+        let left_ms: f64 = pg
+            .psql(&format!(
+                "SELECT extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000 \
+                 FROM {} WHERE node = {}",
+                options.table_name(),
+                claim.node()
+            ))
+            .parse()
+            .unwrap();
+        let answered = start.elapsed();
+        let expiry = answered + Duration::from_secs_f64(left_ms.max(0.0) / 1000.0);
+        assert!(
+            valid < expiry,
+            "the holder's deadline {valid:?} after the renewal's start is past the database's \
+             expiry {expiry:?}"
+        );
+        assert!(valid > Duration::from_secs(3), "{valid:?} of a 4 s lease");
+    }
+    store.release(claim, 0).unwrap();
+}
