@@ -42,20 +42,29 @@ fn claimants_racing_for_any_node_each_get_their_own_until_none_is_left() {
         let c = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
         store.release(c, 0).unwrap();
     }
+    // Connected first, so that every claimant reaches the barrier; then all claim at once.
+    let stores: Vec<PgStore> = (0..16)
+        .map(|_| PgStore::connect_with(&pg.url, &options).unwrap())
+        .collect();
     let barrier = Barrier::new(16);
     let claims: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..16)
-            .map(|_| {
-                s.spawn(|| {
-                    let store = PgStore::connect_with(&pg.url, &options).unwrap();
+        let handles: Vec<_> = stores
+            .iter()
+            .map(|store| {
+                let barrier = &barrier;
+                let layout = &layout;
+                s.spawn(move || {
                     barrier.wait();
-                    let claim = store.claim(&layout, NodeRequest::Any).unwrap();
-                    (store, claim)
+                    (store, store.claim(layout, NodeRequest::Any))
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
+    let claims: Vec<_> = claims
+        .into_iter()
+        .map(|(store, claim)| (store, claim.unwrap()))
+        .collect();
     let mut nodes: Vec<u64> = claims.iter().map(|(_, c)| c.node()).collect();
     nodes.sort_unstable();
     assert_eq!(nodes, (0..16).collect::<Vec<_>>());

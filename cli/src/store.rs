@@ -55,12 +55,7 @@ fn open(args: &StoreArgs, backend: Backend) -> Result<Arc<dyn NodeStore>, Failur
             )?))
         }
         #[cfg(not(feature = "etcd"))]
-        Backend::Etcd => Err(Failure {
-            code: 2,
-            message: "this monoflake was built without the `etcd` feature \
-                      (cargo build --features etcd)"
-                .into(),
-        }),
+        Backend::Etcd => Err(not_built("etcd")),
         #[cfg(feature = "postgres")]
         Backend::Postgres => {
             let options = monoflake::PgOptions::new()
@@ -72,12 +67,19 @@ fn open(args: &StoreArgs, backend: Backend) -> Result<Arc<dyn NodeStore>, Failur
             )?))
         }
         #[cfg(not(feature = "postgres"))]
-        Backend::Postgres => Err(Failure {
-            code: 2,
-            message: "this monoflake was built without the `postgres` feature \
-                      (cargo build --features postgres)"
-                .into(),
-        }),
+        Backend::Postgres => Err(not_built("postgres")),
+    }
+}
+
+/// The failure for a backend this build left out.
+#[cfg(not(all(feature = "etcd", feature = "postgres")))]
+fn not_built(feature: &str) -> Failure {
+    Failure {
+        code: 2,
+        message: format!(
+            "this monoflake was built without the `{feature}` feature \
+             (cargo build --features {feature})"
+        ),
     }
 }
 

@@ -13,8 +13,8 @@ mod server;
 
 use std::collections::{HashMap, HashSet};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Pg, Reader, stderr_of};
@@ -176,15 +176,7 @@ fn a_holder_paused_past_its_ttl_never_collides_with_the_next_holder() {
     );
     let node = |id: u64| Id::from(id).parts(&layout).unwrap().node();
     assert!(a_ids.iter().chain(&b_ids).all(|&id| node(id) == 3));
-    let a_set: HashSet<u64> = a_ids.iter().copied().collect();
-    assert!(
-        b_ids.iter().all(|id| !a_set.contains(id)),
-        "A and B issued the same ID"
-    );
-    assert!(
-        b_ids.iter().min() > a_ids.iter().max(),
-        "B must start after everything A could issue"
-    );
+    common::assert_successor_above(&a_ids, &b_ids);
 }
 
 /// A holder paused (SIGSTOP) while its row is deleted and a successor takes its node, then
@@ -219,13 +211,7 @@ fn a_holder_paused_while_its_row_is_deleted_never_collides_with_the_successor() 
         err.contains("lease was lost") || err.contains("has not been confirmed"),
         "{err}"
     );
-    let a_set: HashSet<u64> = a_ids.iter().copied().collect();
-    let shared = b_ids.iter().filter(|id| a_set.contains(id)).count();
-    assert_eq!(shared, 0, "{shared} IDs issued by both");
-    assert!(
-        b_ids.iter().min() > a_ids.iter().max(),
-        "the old holder issued at or above the successor's first ID"
-    );
+    common::assert_successor_above(&a_ids, &b_ids);
 }
 
 /// Two services under load; the database is stopped for a few seconds (less than the TTL)
@@ -354,19 +340,23 @@ fn the_incident_replayed_four_services_two_hundred_callers_zero_conflicts() {
     const CALLERS: usize = 200;
     const ORDERS: usize = 50;
     let conflicts = AtomicU64::new(0);
-    let barrier = Barrier::new(CALLERS);
+    // A gate, not a Barrier: a caller that cannot connect must not leave the others waiting.
+    let (ready, go) = (AtomicU64::new(0), AtomicBool::new(false));
     std::thread::scope(|scope| {
         for caller in 0..CALLERS {
             let service = caller % services.len();
             let url = services[service].url("/v1/id");
-            let (conflicts, barrier, pg_url) = (&conflicts, &barrier, &pg.url);
+            let (conflicts, ready, go, pg_url) = (&conflicts, &ready, &go, &pg.url);
             scope.spawn(move || {
                 let mut db = postgres::Client::connect(pg_url, postgres::NoTls).unwrap();
                 let insert = db
                     .prepare("INSERT INTO orders (id, service, caller) VALUES ($1, $2, $3)")
                     .unwrap();
                 let a = agent();
-                barrier.wait();
+                ready.fetch_add(1, Ordering::SeqCst);
+                while !go.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 for _ in 0..ORDERS {
                     let id = ids_of(&get(&a, &url, &[]))[0];
                     let id = i64::try_from(id).unwrap();
@@ -382,6 +372,13 @@ fn the_incident_replayed_four_services_two_hundred_callers_zero_conflicts() {
                 }
             });
         }
+        // All connected, then all let go together (a failed caller fails the test at the
+        // end of the scope; the wait is only a guard).
+        let start = Instant::now();
+        while ready.load(Ordering::SeqCst) < CALLERS as u64 && start.elapsed() < server::GUARD {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        go.store(true, Ordering::SeqCst);
     });
     assert_eq!(
         conflicts.load(Ordering::Relaxed),

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use super::postgres_options::{self, PgOptions, Tls};
 use super::store::{Claim, NodeRequest, NodeStore};
@@ -17,8 +18,13 @@ use crate::{Error, Layout};
 /// How often a PostgreSQL holder checks its claim: see [`NodeStore::check_interval`].
 const PG_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
-/// The longest any one request (or a connection) may take.
+/// The longest any one request may take.
 const MAX_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest a new connection may take, with its TLS handshake, authentication (SCRAM is
+/// slow on purpose) and prepared statements: off the hot path, and a holder stops within its
+/// confirm bound meanwhile.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How many unusable nodes an [`Error::AllNodesHeld`] names.
 const UNUSABLE_NAMED: i64 = 3;
@@ -50,8 +56,8 @@ const UNUSABLE_NAMED: i64 = 3;
 /// * A node with a negative reservation (possible only if the table's checks were dropped)
 ///   is unusable: refused by number ([`Error::DamagedReservation`]), skipped by any node.
 /// * Every request is bounded (two seconds, or the TTL when shorter, also as the session's
-///   `statement_timeout` and `lock_timeout`); a connection that failed or timed out is
-///   dropped and made again at the next request. Sessions run with `synchronous_commit` at
+///   `statement_timeout` and `lock_timeout`; a new connection, seven seconds); a connection
+///   that failed or timed out is dropped and made again at the next request. Sessions run with `synchronous_commit` at
 ///   least `on`: a reservation is acknowledged only once it is durable.
 /// * The connection string is never shown: not in [`fmt::Debug`], not in errors, not in
 ///   [`NodeStore::describe`] (which names host, port, database and table).
@@ -169,7 +175,7 @@ impl PgStore {
     /// ```
     pub fn connect_with(url: &str, options: &PgOptions) -> Result<Self, Error> {
         let timeout = MAX_TIMEOUT.min(options.ttl);
-        let connection = postgres_options::parse(url, timeout)
+        let connection = postgres_options::parse(url, CONNECT_TIMEOUT)
             .map_err(|reason| Error::store("postgres", reason))?;
         let target = postgres_options::describe_target(&connection.config);
         let describe = format!("postgres {target} table {}", options.table);
@@ -223,7 +229,7 @@ impl PgStore {
     fn prepare_table(&self, create: bool) -> Result<(), Error> {
         let what = "connect and look for the table";
         let answer = self.runtime.block_on(async {
-            let limit = self.timeout.saturating_mul(2);
+            let limit = CONNECT_TIMEOUT + self.timeout;
             let work = async {
                 let client = self.open_client().await?;
                 let row = client
@@ -264,10 +270,11 @@ impl PgStore {
             return Ok(Arc::clone(s));
         }
         *slot = None;
+        let limit = CONNECT_TIMEOUT + self.timeout;
         let fresh = Arc::new(self.runtime.block_on(async {
-            match tokio::time::timeout(self.timeout.saturating_mul(2), self.open()).await {
+            match tokio::time::timeout(limit, self.open()).await {
                 Ok(result) => result,
-                Err(_) => Err(Failed::Timeout(self.timeout.saturating_mul(2))),
+                Err(_) => Err(Failed::Timeout(limit)),
             }
         })?);
         *slot = Some(Arc::clone(&fresh));
@@ -549,27 +556,30 @@ impl PgStore {
 
     /// Ends the claim, writing `until` as the reservation (`None`: the reservation stays).
     fn release_with(&self, claim: Claim, until: Option<i64>) -> Result<(), Error> {
-        let token = self.token(&claim)?;
-        let released = self
+        self.guarded(&claim, "release", |s| &s.release, &[&until])
+            .map(drop)
+    }
+
+    /// Runs one of the statements guarded by the claim's identity (`$1`..`$4`: layout, node,
+    /// claimant, fencing counter; `more` after them). The row it returned, or `LeaseLost`
+    /// (saying why) when no row holds the claim any more.
+    fn guarded(
+        &self,
+        claim: &Claim,
+        what: &str,
+        statement: fn(&Session) -> &Statement,
+        more: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, Error> {
+        let token = self.token(claim)?;
+        let answer = self
             .run(|s| async move {
-                s.client
-                    .query_opt(
-                        &s.release,
-                        &[
-                            &token.layout,
-                            &token.node,
-                            &token.claimant,
-                            &token.fence,
-                            &until,
-                        ],
-                    )
-                    .await
+                let mut params: Vec<&(dyn ToSql + Sync)> =
+                    vec![&token.layout, &token.node, &token.claimant, &token.fence];
+                params.extend_from_slice(more);
+                s.client.query_opt(statement(&s), &params).await
             })
-            .map_err(|e| self.failed_for(&claim, "release", e))?;
-        match released {
-            Some(_) => Ok(()),
-            None => Err(self.lost(&claim, token)),
-        }
+            .map_err(|e| self.failed_for(claim, what, e))?;
+        answer.ok_or_else(|| self.lost(claim, token))
     }
 }
 
@@ -595,55 +605,21 @@ impl NodeStore for PgStore {
     fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let token = self.token(claim)?;
         let until = i64::try_from(until_ms).unwrap_or(i64::MAX);
-        let written = self
-            .run(|s| async move {
-                s.client
-                    .query_opt(
-                        &s.extend,
-                        &[
-                            &token.layout,
-                            &token.node,
-                            &token.claimant,
-                            &token.fence,
-                            &until,
-                        ],
-                    )
-                    .await
-            })
-            .map_err(|e| self.failed_for(claim, "write the reservation", e))?;
-        match written {
-            Some(_) => {
-                token.acknowledged.fetch_max(until, Ordering::Relaxed);
-                Ok(())
-            }
-            None => Err(self.lost(claim, token)),
-        }
+        self.guarded(claim, "write the reservation", |s| &s.extend, &[&until])?;
+        token.acknowledged.fetch_max(until, Ordering::Relaxed);
+        Ok(())
     }
 
     fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
         let token = self.token(claim)?;
         let ttl = self.ttl_ms();
         let acknowledged = Some(token.acknowledged.load(Ordering::Relaxed)).filter(|v| *v >= 0);
-        let renewed = self
-            .run(|s| async move {
-                s.client
-                    .query_opt(
-                        &s.renew,
-                        &[
-                            &token.layout,
-                            &token.node,
-                            &token.claimant,
-                            &token.fence,
-                            &ttl,
-                            &acknowledged,
-                        ],
-                    )
-                    .await
-            })
-            .map_err(|e| self.failed_for(claim, "renew the lease", e))?;
-        let Some(row) = renewed else {
-            return Err(self.lost(claim, token));
-        };
+        let row = self.guarded(
+            claim,
+            "renew the lease",
+            |s| &s.renew,
+            &[&ttl, &acknowledged],
+        )?;
         // What the database has left of the lease, less 1 % (its clock may run faster than
         // ours) and 10 ms: counted from the start of this call, which came before the
         // database set the expiry, the holder's deadline falls before the database's.

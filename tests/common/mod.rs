@@ -448,6 +448,18 @@ mod pg {
 #[cfg(feature = "postgres")]
 pub use pg::server_file as pg_server_file;
 
+/// A node's old holder and its successor issued no ID in common, and every ID of the
+/// successor lies above every ID of the old holder.
+pub fn assert_successor_above(old: &[u64], successor: &[u64]) {
+    let old_set: std::collections::HashSet<u64> = old.iter().copied().collect();
+    let shared = successor.iter().filter(|id| old_set.contains(id)).count();
+    assert_eq!(shared, 0, "{shared} IDs issued by both");
+    assert!(
+        successor.iter().min() > old.iter().max(),
+        "the old holder issued at or above the successor's first ID"
+    );
+}
+
 /// Sends a signal by name to a process with the `kill` command.
 pub fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill")
