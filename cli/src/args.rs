@@ -190,8 +190,8 @@ pub struct StoreArgs {
     /// --pg-url-file or $MONOFLAKE_PG_URL. Never printed.
     #[arg(long, value_name = "URL", conflicts_with = "pg_url_file", value_parser = parse_secret)]
     pub pg_url: Option<Secret>,
-    /// A file holding the PostgreSQL connection string (its first line); else --pg-url,
-    /// else $MONOFLAKE_PG_URL.
+    /// A file holding the PostgreSQL connection string (its first line), instead of
+    /// --pg-url or $MONOFLAKE_PG_URL.
     #[arg(long, value_name = "FILE")]
     pub pg_url_file: Option<PathBuf>,
     /// The PostgreSQL table of node rows (`NAME` or `SCHEMA.NAME`), created when missing.
