@@ -272,6 +272,14 @@ pub enum Error {
         /// What is wrong with it, and how to fix it.
         reason: String,
     },
+    /// A node's reservation was written by monoflake 0.1, without a checksum: a damaged value
+    /// cannot be told from a good one, so it is refused until an operator who has checked the
+    /// state directory migrates it ([`FileStore::migrate_v1`](crate::FileStore::migrate_v1)).
+    #[non_exhaustive]
+    LegacyReservation {
+        /// The reservation file.
+        path: PathBuf,
+    },
     /// The node store cannot be reached or refused a request.
     #[non_exhaustive]
     Store {
@@ -496,6 +504,13 @@ impl fmt::Display for Error {
             Error::UntrustedState { path, reason } => write!(
                 f,
                 "state directory: {} cannot be trusted: {reason}",
+                path.display()
+            ),
+            Error::LegacyReservation { path } => write!(
+                f,
+                "the reservation {} was written by monoflake 0.1, without a checksum: a damaged \
+                 value cannot be told from a good one, so it is not read. Check the state \
+                 directory, then migrate its version-1 reservations (FileStore::migrate_v1)",
                 path.display()
             ),
             Error::Store { store, reason, .. } => write!(f, "node store {store}: {reason}"),

@@ -502,9 +502,10 @@ fn damaged_reservations_are_refused_not_read_as_smaller_times() {
     // refused until an operator migrates it; then it is read as it was.
     std::fs::write(&path, format!("monoflake-reservation v1\n{value}\n")).unwrap();
     match store.claim(&layout, NodeRequest::Exact(1)) {
-        Err(e @ Error::UntrustedState { .. }) => {
-            assert!(e.to_string().contains("version-1 reservation"), "{e}");
-            assert!(e.to_string().contains("migrate"), "{e}");
+        Err(e @ Error::LegacyReservation { .. }) => {
+            assert!(e.to_string().contains("written by monoflake 0.1"), "{e}");
+            assert!(e.to_string().contains("FileStore::migrate_v1"), "{e}");
+            assert!(matches!(e, Error::LegacyReservation { path: p, .. } if p == path));
         }
         other => panic!("v1: {other:?}"),
     }
@@ -587,4 +588,36 @@ fn small_layout(name: &'static str, node_bits: u32) -> Layout {
 fn leave_record(store: &dyn NodeStore, layout: &Layout, node: u64, until_ms: u64) {
     let claim = store.claim(layout, NodeRequest::Exact(node)).unwrap();
     store.release(claim, until_ms).unwrap();
+}
+
+/// A claim the store says is gone (taken over, deleted) stops issuing with `LeaseLost` giving
+/// the store's reason as it is — not wrapped in "not renewed within its validity", which is
+/// the deadline's reason, nor in another `LeaseLost`, nor as `ReservationUnavailable`.
+#[test]
+fn a_claim_the_store_says_is_lost_is_refused_with_the_stores_reason() {
+    let dir = common::TempDir::new("lost-reason");
+    let store = common::Flaky::new(dir.path(), None);
+    let leased = Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    leased.next_id().unwrap();
+    store.fail_renew.store(2, Ordering::SeqCst);
+    // Issue until refused for good (a liveness bound only): every refusal is the same.
+    let start = std::time::Instant::now();
+    let refused = loop {
+        match leased.try_next_id() {
+            Ok(_) | Err(Error::WouldBlock { .. }) => {}
+            Err(e) => break e,
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
+    };
+    for e in [refused, leased.try_next_id().unwrap_err()] {
+        match &e {
+            Error::LeaseLost {
+                node: 0, reason, ..
+            } => assert_eq!(reason, "taken over"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(e.to_string().matches("lease was lost").count(), 1, "{e}");
+    }
 }

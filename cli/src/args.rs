@@ -36,6 +36,26 @@ pub enum Command {
     Serve(ServeArgs),
     /// Measure how fast this machine issues IDs for a layout and clock (about ten seconds).
     Bench(BenchArgs),
+    /// Look after the file backend's state directory (`state migrate`).
+    #[command(subcommand)]
+    State(StateCommand),
+}
+
+/// What `monoflake state` does.
+#[derive(Debug, clap::Subcommand)]
+pub enum StateCommand {
+    /// Rewrite reservations written by monoflake 0.1 (no checksum) as version 2, after you
+    /// have checked the directory: they are refused until then. Prints each file rewritten;
+    /// nodes held by a running process are left alone.
+    Migrate(StateArgs),
+}
+
+/// The state directory `monoflake state` works on.
+#[derive(Debug, clap::Args)]
+pub struct StateArgs {
+    /// The state directory [default: $MONOFLAKE_STATE_DIR, else /var/lib/monoflake].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 /// What `--layout` takes, in `--help`.
@@ -147,9 +167,10 @@ pub struct NodeArgs {
 /// Which node store, and how to reach it: the flags `gen`, `serve` and `bench` share.
 #[derive(Debug, clap::Args)]
 pub struct StoreArgs {
-    /// Where the file backend keeps lock and reservation files, private to the users who can
-    /// write it [default: the host-wide $MONOFLAKE_STATE_DIR, else /var/lib/monoflake, shared
-    /// by every user on the host so that no two services take the same node].
+    /// Where the file backend keeps lock and reservation files; refused if users it does not
+    /// trust can write it [default: the host-wide $MONOFLAKE_STATE_DIR, else
+    /// /var/lib/monoflake, made private to its first user; share it with a group (mode 2770)
+    /// so that every service on the host takes a node of its own].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Where node IDs are claimed and time reservations kept [default: file; `bench`

@@ -30,12 +30,14 @@ impl Failure {
 }
 
 impl From<Error> for Failure {
+    /// The library's message, and the command line's way to act on it where there is one.
     fn from(e: Error) -> Self {
         let code = if e.is_bad_input() { 2 } else { 1 };
-        Failure {
-            code,
-            message: e.to_string(),
+        let mut message = e.to_string();
+        if let Error::LegacyReservation { .. } = e {
+            message.push_str("; with monoflake: `monoflake state migrate --state-dir DIR`");
         }
+        Failure { code, message }
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! The arrows run one way: `main` parses with `args` (every clap type) and hands each
 //! subcommand its arguments; a subcommand's module (`generate`, `decode`, `layouts`, `keys`,
-//! `shell`, `bench/`, `serve/`) imports no other one, only `args`, the shared pieces below it
+//! `shell`, `state`, `bench/`, `serve/`) imports no other one, only `args`, the shared pieces below it
 //! (`store`, `key_file`, `parts`), `failure` and the library.
 
 mod args;
@@ -21,6 +21,7 @@ mod parts;
 #[cfg(feature = "server")]
 mod serve;
 mod shell;
+mod state;
 mod store;
 
 use std::io::Write;
@@ -62,6 +63,7 @@ fn run(command: Command) -> Result<(), Failure> {
         #[cfg(feature = "server")]
         Command::Serve(args) => serve::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::State(command) => state::run(&command),
     };
     match result {
         Err(Failure { code: 0, .. }) => Ok(()),

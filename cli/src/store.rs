@@ -3,9 +3,10 @@
 //!
 //! Imports the flags and the failure type; no subcommand.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use monoflake::{FileStore, NodeStore};
+use monoflake::{Error, FileStore, NodeStore};
 
 use crate::args::{Backend, NodeArgs, StoreArgs};
 use crate::failure::Failure;
@@ -39,10 +40,7 @@ fn open(args: &StoreArgs, backend: Backend) -> Result<Arc<dyn NodeStore>, Failur
         ));
     }
     match backend {
-        Backend::File => Ok(Arc::new(match &args.state_dir {
-            Some(dir) => FileStore::open(dir)?,
-            None => FileStore::open_default()?,
-        })),
+        Backend::File => Ok(Arc::new(open_file_store(args.state_dir.as_deref())?)),
         #[cfg(feature = "etcd")]
         Backend::Etcd => {
             let endpoints: Vec<&str> = args.etcd_endpoints.iter().map(String::as_str).collect();
@@ -110,6 +108,25 @@ fn pg_url(args: &StoreArgs) -> Result<String, Failure> {
              $MONOFLAKE_PG_URL or --pg-url URL",
         )),
     }
+}
+
+/// Opens the file store in `dir` (`--state-dir`), or the host-wide default. A directory that
+/// cannot be used is a failure that also names the command line's way to choose another.
+pub fn open_file_store(dir: Option<&Path>) -> Result<FileStore, Failure> {
+    let opened = match dir {
+        Some(dir) => FileStore::open(dir),
+        None => FileStore::open_default(),
+    };
+    opened.map_err(|e| {
+        let hint = matches!(e, Error::StateDir { .. } | Error::UntrustedState { .. });
+        let mut failure = Failure::from(e);
+        if hint {
+            failure
+                .message
+                .push_str(" (with monoflake: --state-dir DIR chooses the directory)");
+        }
+        failure
+    })
 }
 
 /// TLS and credentials for etcd from the `--etcd-*` flags (files read here).

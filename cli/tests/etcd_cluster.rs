@@ -240,11 +240,5 @@ fn a_holder_paused_while_its_records_are_deleted_never_collides_with_the_success
         err.contains("lease was lost") || err.contains("has not been confirmed"),
         "{err}"
     );
-    let a_set: HashSet<u64> = a_ids.iter().copied().collect();
-    let shared = b_ids.iter().filter(|id| a_set.contains(id)).count();
-    assert_eq!(shared, 0, "{shared} IDs issued by both");
-    assert!(
-        b_ids.iter().min() > a_ids.iter().max(),
-        "the old holder issued at or above the successor's first ID"
-    );
+    common::assert_successor_above(&a_ids, &b_ids);
 }

@@ -538,13 +538,7 @@ fn a_holder_paused_while_its_directory_is_deleted_never_collides_with_the_succes
     let (a_ids, b_ids) = (ra.finish(), rb.finish());
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("lease was lost"), "{err}");
-    let a_set: HashSet<u64> = a_ids.iter().copied().collect();
-    let shared = b_ids.iter().filter(|id| a_set.contains(id)).count();
-    assert_eq!(shared, 0, "{shared} IDs issued by both");
-    assert!(
-        b_ids.iter().min() > a_ids.iter().max(),
-        "the old holder issued at or above the successor's first ID"
-    );
+    common::assert_successor_above(&a_ids, &b_ids);
 }
 
 #[test]
@@ -752,4 +746,63 @@ fn ids_issued_before_the_time_field_runs_out_are_all_printed() {
             assert!(parts.unix_ms() < layout.expires_at_ms());
         }
     }
+}
+
+/// A reservation from monoflake 0.1 (no checksum) is refused until an operator migrates it
+/// with `monoflake state migrate`; then the node is used as it was, above that reservation.
+#[test]
+fn state_migrate_rewrites_version_1_reservations_after_which_they_are_used() {
+    let state = common::TempDir::new("migrate");
+    let layout = Layout::twitter();
+    let dir = state.path().join(&*layout.state_name());
+    std::fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // A reservation a minute ahead: the migrated node must start above it.
+    let until = now_ms() + 60_000;
+    let file = dir.join("node-4.reservation");
+    std::fs::write(
+        &file,
+        format!("monoflake-reservation v1\nuntil_ms={until}\n"),
+    )
+    .unwrap();
+    let gen4 = || {
+        monoflake(state.path())
+            .args(["gen", "-n", "3", "--node", "4", "--trust-reservation"])
+            .output()
+            .unwrap()
+    };
+    let refused = gen4();
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("written by monoflake 0.1") && err.contains("monoflake state migrate"),
+        "{err}"
+    );
+    let migrate = || {
+        Command::new(env!("CARGO_BIN_EXE_monoflake"))
+            .args(["state", "migrate", "--state-dir"])
+            .arg(state.path())
+            .output()
+            .unwrap()
+    };
+    let out = migrate();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        file.display().to_string()
+    );
+    // Nothing left the second time.
+    let again = migrate();
+    assert!(again.status.success());
+    assert!(again.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no version-1 reservation"));
+    let used = gen4();
+    let issued = ids(&used);
+    assert_eq!(issued.len(), 3);
+    assert!(issued.iter().all(|&id| unix_ms_of(id, &layout) >= until));
 }

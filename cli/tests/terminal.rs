@@ -356,12 +356,25 @@ fn layouts_spec_prints_each_preset_as_the_text_layout_takes() {
     let out = monoflake(&[
         "layouts",
         "--spec",
-        " time=39 , region=4,host=8,sequence=12,epoch=2024-01-01T08:00:00+08:00,tick=1s",
+        "time=39,region=4,host=8,sequence=12,epoch=2024-01-01T08:00:00+08:00,tick=1s",
     ]);
     assert_eq!(
         text(&out.stdout),
         "time=39,region=4,host=8,sequence=12,epoch=2024-01-01T00:00:00.000Z,tick=1s\n"
     );
+    // Spaces are not trimmed away: a layout is read exactly as written.
+    for spaced in [
+        "twitter ",
+        " time=39,region=4,host=8,sequence=12,epoch=2024-01-01,tick=1s",
+    ] {
+        let out = monoflake(&["layouts", "--spec", spaced]);
+        assert_eq!(out.status.code(), Some(2), "{spaced:?}");
+        assert!(
+            text(&out.stderr).contains("no spaces"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
     // The table lists given layouts, a spec's lifetime included.
     let out = monoflake(&[
         "layouts",

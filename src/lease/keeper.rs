@@ -59,8 +59,8 @@ impl<C: TimeSource + 'static> Keeper<C> {
                 }
             }
             Err(e) => {
-                if matches!(e, Error::LeaseLost { .. }) {
-                    self.status.lose();
+                if let Error::LeaseLost { reason, .. } = &e {
+                    self.status.lose(reason);
                 }
                 #[cfg(feature = "tracing")]
                 tracing::warn!(node = self.generator.node(), error = %e, "monoflake: lease renewal failed");
@@ -92,11 +92,11 @@ impl<C: TimeSource + 'static> Keeper<C> {
                         LeaseStatus::count(&self.status.reservation_failures);
                         #[cfg(feature = "tracing")]
                         tracing::warn!(node = self.generator.node(), error = %e, "monoflake: reservation write failed");
-                        if matches!(e, Error::LeaseLost { .. }) {
+                        if let Error::LeaseLost { reason, .. } = &e {
                             // The store says the claim is gone (its key deleted, taken over):
                             // the node may be someone else's already. Stop now, for good —
                             // not when the reservation already written runs out.
-                            self.status.lose();
+                            self.status.lose(reason);
                             LeaseStatus::count(&self.status.losses);
                         }
                         error = Some(e);

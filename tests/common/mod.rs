@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: temporary directories and a private etcd.
 #![allow(dead_code, unused_imports)]
 
+pub mod workers;
+
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -448,18 +450,6 @@ mod pg {
 #[cfg(feature = "postgres")]
 pub use pg::server_file as pg_server_file;
 
-/// A node's old holder and its successor issued no ID in common, and every ID of the
-/// successor lies above every ID of the old holder.
-pub fn assert_successor_above(old: &[u64], successor: &[u64]) {
-    let old_set: std::collections::HashSet<u64> = old.iter().copied().collect();
-    let shared = successor.iter().filter(|id| old_set.contains(id)).count();
-    assert_eq!(shared, 0, "{shared} IDs issued by both");
-    assert!(
-        successor.iter().min() > old.iter().max(),
-        "the old holder issued at or above the successor's first ID"
-    );
-}
-
 /// Sends a signal by name to a process with the `kill` command.
 pub fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill")
@@ -572,4 +562,16 @@ pub fn stderr_of(child: std::process::Child) -> (Option<i32>, String) {
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// The hand-over check: no ID issued by both `old` and `new`, and every ID of the new holder
+/// above every ID of the old one.
+pub fn assert_successor_above(old: &[u64], new: &[u64]) {
+    let old_set: std::collections::HashSet<u64> = old.iter().copied().collect();
+    let shared = new.iter().filter(|id| old_set.contains(id)).count();
+    assert_eq!(shared, 0, "{shared} IDs issued by both");
+    assert!(
+        new.iter().min() > old.iter().max(),
+        "the old holder issued at or above the successor's first ID"
+    );
 }

@@ -1,0 +1,298 @@
+"""Snowflake-style 64-bit IDs that are never issued twice, whatever the clock, a restart or a
+fork does: a native extension over the monoflake Rust library.
+
+IDs are plain ``int``; durations are float seconds; times are aware ``datetime`` in UTC.
+"""
+
+import array
+import datetime
+import os
+from typing import Literal, Optional, Sequence, Union
+
+__version__: str
+PRESETS: tuple[str, ...]
+"""The layout preset names: twitter, discord, sonyflake, baidu, js-safe, game-server."""
+
+_Path = Union[str, "os.PathLike[str]"]
+_LayoutArg = Union["Layout", str]
+_Encoding = Literal["decimal", "hex", "base32", "base62"]
+
+def next_id() -> int:
+    """One ID from the process-wide default generator: the Twitter layout and a node claimed
+    from the host-wide file store ($MONOFLAKE_STATE_DIR, else /var/lib/monoflake), unless
+    `configure_default` said otherwise. The first call in a process, and the first in a forked
+    child, claims a node (the GIL is released meanwhile); later calls cost about what
+    `time.monotonic_ns()` does. Waits, bounded, at the layout's lead limit.
+
+    Raises `TimedOut`, `Exhausted`, `LeaseLost`, `NodeUnavailable` or `StoreError`."""
+
+def next_ids(n: int) -> list[int]:
+    """`n` consecutive IDs from the process-wide default generator."""
+
+def configure_default(
+    layout: Optional[_LayoutArg] = None,
+    node: Union[int, Literal["auto"], None] = None,
+    *,
+    backend: Literal["file", "etcd"] = "file",
+    state_dir: Optional[_Path] = None,
+    etcd_endpoints: Union[str, Sequence[str]] = ...,
+    etcd_prefix: str = "/monoflake",
+    lease_ttl: float = 10,
+    etcd_ca: Optional[_Path] = None,
+    etcd_cert: Optional[_Path] = None,
+    etcd_key: Optional[_Path] = None,
+    etcd_user: Optional[str] = None,
+    etcd_password: Optional[str] = None,
+    max_lead: Optional[float] = None,
+    max_wait: Optional[float] = None,
+    start_offset_bits: int = 0,
+    reservation_window: Optional[float] = None,
+    future_reservation_tolerance: Optional[float] = None,
+    trust_future_reservation: bool = False,
+) -> None:
+    """How the default generator is built (the settings of `Generator`); call it before the
+    first `next_id()`. Forked children build theirs the same way. Raises `Error` (kind
+    ``"DefaultAlreadyBuilt"``) once the default exists."""
+
+def decode(id: int, layout: Optional[_LayoutArg] = None) -> Parts:
+    """The parts of `id` under `layout` (Twitter's by default)."""
+
+def encode(id: int, encoding: _Encoding = "base32") -> str:
+    """`id` as text: decimal, or fixed-width order-preserving hex (16), base32 (13, Crockford)
+    or base62 (11)."""
+
+def parse(text: str, encoding: _Encoding = "decimal") -> int:
+    """The ID written as `text` in `encoding` (hex with or without ``0x``, as the CLI prints
+    it); `InvalidId` when it is not one."""
+
+class Layout:
+    """Bit widths, named node fields, epoch and tick, checked when made.
+
+    ``Layout("discord")`` takes a preset name, ``Layout("time=41,worker=10,sequence=12,
+    epoch=2024-01-01")`` a spec (as the CLI's ``--layout``). Hashable, comparable, picklable."""
+
+    def __init__(self, spec: str = "twitter") -> None: ...
+    @staticmethod
+    def custom(
+        *,
+        time_bits: int,
+        sequence_bits: int,
+        node_fields: Sequence[tuple[str, int]],
+        epoch_ms: int,
+        tick_ms: int = 1,
+        node_below_sequence: bool = False,
+        allow_sign_bit: bool = False,
+        name: Optional[str] = None,
+    ) -> Layout: ...
+    @staticmethod
+    def presets() -> list[str]: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def spec(self) -> str: ...
+    @property
+    def state_name(self) -> str: ...
+    @property
+    def time_bits(self) -> int: ...
+    @property
+    def node_bits(self) -> int: ...
+    @property
+    def sequence_bits(self) -> int: ...
+    @property
+    def total_bits(self) -> int: ...
+    @property
+    def node_fields(self) -> list[tuple[str, int]]: ...
+    @property
+    def node_below_sequence(self) -> bool: ...
+    @property
+    def allows_sign_bit(self) -> bool: ...
+    @property
+    def epoch_ms(self) -> int: ...
+    @property
+    def tick_ms(self) -> int: ...
+    @property
+    def max_tick(self) -> int: ...
+    @property
+    def max_node(self) -> int: ...
+    @property
+    def max_sequence(self) -> int: ...
+    @property
+    def expires_at_ms(self) -> int: ...
+    @property
+    def expires_at(self) -> datetime.datetime: ...
+    def tick_at(self, unix_ms: int) -> int: ...
+    def unix_ms_of_tick(self, tick: int) -> int: ...
+    def compose(self, tick: int, node: int, sequence: int) -> int: ...
+    def compose_at(self, unix_ms: int, node: int, sequence: int) -> int: ...
+    def node_from_fields(self, **fields: int) -> int: ...
+    def node_fields_of(self, node: int) -> dict[str, int]: ...
+    def check_node(self, node: int) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Parts:
+    """An ID read back by its layout."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def tick(self) -> int: ...
+    @property
+    def unix_ms(self) -> int: ...
+    @property
+    def time(self) -> datetime.datetime:
+        """Aware, UTC, millisecond precision."""
+    @property
+    def rfc3339(self) -> str: ...
+    @property
+    def node(self) -> int: ...
+    @property
+    def sequence(self) -> int: ...
+    @property
+    def fields(self) -> dict[str, int]: ...
+    @property
+    def layout(self) -> Layout: ...
+    def field(self, name: str) -> Optional[int]: ...
+    def as_dict(self) -> dict[str, Union[int, str]]:
+        """The keys of ``monoflake decode --json``: id, unix_ms, time, node, sequence and the
+        named fields."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Stats:
+    """A generator's counters (see the Rust ``Stats`` for each)."""
+
+    issued: int
+    borrowed_ticks: int
+    max_lead_ticks: int
+    would_block: int
+    waits: int
+    reanchors: int
+    max_skew_ns: int
+    skew_ns: int
+    slew_left_ns: int
+    nodes_skipped_ahead: int
+    claim_wait_ms: int
+    reservation_writes: int
+    reservation_failures: int
+    lease_renewals: int
+    lease_losses: int
+    def as_dict(self) -> dict[str, int]: ...
+
+class Generator:
+    """IDs on one node, leased from a node store: the node is never shared with another live
+    generator, and a restart never reissues a time its node used. Thread-safe; a context
+    manager that releases the node on exit. In a forked child it raises `Forked`."""
+
+    def __init__(
+        self,
+        layout: Optional[_LayoutArg] = None,
+        node: Union[int, Literal["auto"], None] = None,
+        *,
+        backend: Literal["file", "etcd"] = "file",
+        state_dir: Optional[_Path] = None,
+        etcd_endpoints: Union[str, Sequence[str]] = ...,
+        etcd_prefix: str = "/monoflake",
+        lease_ttl: float = 10,
+        etcd_ca: Optional[_Path] = None,
+        etcd_cert: Optional[_Path] = None,
+        etcd_key: Optional[_Path] = None,
+        etcd_user: Optional[str] = None,
+        etcd_password: Optional[str] = None,
+        max_lead: Optional[float] = None,
+        max_wait: Optional[float] = None,
+        start_offset_bits: int = 0,
+        reservation_window: Optional[float] = None,
+        future_reservation_tolerance: Optional[float] = None,
+        trust_future_reservation: bool = False,
+    ) -> None: ...
+    @staticmethod
+    def unleased(
+        layout: _LayoutArg,
+        node: int,
+        *,
+        max_lead: Optional[float] = None,
+        max_wait: Optional[float] = None,
+        start_offset_bits: int = 0,
+    ) -> Generator:
+        """A generator on a node you assign yourself: no lease, no time reservation."""
+    def next_id(self) -> int:
+        """One ID; waits (the GIL released) at the lead limit, for at most `max_wait`."""
+    def try_next_id(self) -> int:
+        """One ID without waiting: raises `WouldBlock` (with `retry_after`) instead."""
+    def next_ids(self, n: int) -> list[int]:
+        """`n` consecutive IDs, reserved at once."""
+    def next_ids_array(self, n: int) -> "array.array[int]":
+        """`n` consecutive IDs as ``array.array("Q")``: no int objects made (a buffer numpy
+        and database drivers take as is)."""
+    def try_next_ids(self, n: int) -> list[int]: ...
+    def check(self) -> None:
+        """Raises what a call would raise now, without issuing (a readiness probe)."""
+    def stats(self) -> Stats: ...
+    @property
+    def node(self) -> int: ...
+    @property
+    def layout(self) -> Layout: ...
+    @property
+    def leased(self) -> bool: ...
+    @property
+    def max_wait(self) -> float: ...
+    @property
+    def last_tick(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None:
+        """Stops issuing, writes the final reservation, gives the node up. Later calls raise
+        `LeaseLost`."""
+    def __enter__(self) -> Generator: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+class Opaque:
+    """A keyed permutation of a layout's IDs: `encrypt` hides time, node and order."""
+
+    def __init__(self, key: Union[bytes, str], layout: Optional[_LayoutArg] = None) -> None: ...
+    @staticmethod
+    def from_key_file(path: _Path, layout: Optional[_LayoutArg] = None) -> Opaque: ...
+    @property
+    def bits(self) -> int: ...
+    def encrypt(self, id: int) -> int: ...
+    def decrypt(self, opaque: int) -> int: ...
+
+class Error(Exception):
+    """Base of every monoflake error."""
+
+    kind: str
+    """The Rust variant, e.g. ``"AllNodesHeld"``."""
+
+class WouldBlock(Error):
+    retry_after: float
+
+class TimedOut(WouldBlock):
+    waited: float
+
+class Exhausted(Error):
+    expired_at_ms: int
+
+class LeaseLost(Error):
+    node: int
+    reason: str
+
+class Forked(Error):
+    node: int
+
+class NodeUnavailable(Error): ...
+class StoreError(Error): ...
+class InvalidLayout(Error, ValueError): ...
+class InvalidId(Error, ValueError): ...
+
+class OutOfRange(Error, ValueError):
+    field: str
+    value: int
+    max: int
+
+class InvalidKey(Error, ValueError): ...
+
+class InvalidConfig(Error, ValueError):
+    setting: str
+    value: str
+    allowed: str

@@ -1,0 +1,52 @@
+//! Conversions at the boundary that more than one class needs: an ID argument, and Unix
+//! milliseconds as an aware `datetime`.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyInt};
+
+use crate::errors::{Attr, Kind, raise};
+
+/// An ID argument: an `int` in `0..2**64`; anything else is `InvalidId` (a `ValueError`), or a
+/// `TypeError` when it is not an `int` at all.
+pub(crate) fn id_arg(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if value.cast::<PyInt>().is_err() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "an ID is an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    value.extract::<u64>().map_err(|_| {
+        raise(
+            value.py(),
+            Kind::InvalidId,
+            "InvalidId",
+            format!("{value} is not an ID: an ID is an int in 0..2**64"),
+            vec![("input", Attr::Str(value.to_string()))],
+        )
+    })
+}
+
+/// `unix_ms` as an aware `datetime` in UTC: the epoch plus a `timedelta` of milliseconds, so
+/// the value is exact (no float seconds).
+pub(crate) fn aware_datetime(py: Python<'_>, unix_ms: u64) -> PyResult<Bound<'_, PyAny>> {
+    static EPOCH: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    static TIMEDELTA: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let epoch = EPOCH.get_or_try_init(py, || -> PyResult<_> {
+        let datetime = py.import("datetime")?;
+        let utc = datetime.getattr("timezone")?.getattr("utc")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("tzinfo", utc)?;
+        Ok(datetime
+            .getattr("datetime")?
+            .call((1970, 1, 1), Some(&kwargs))?
+            .unbind())
+    })?;
+    let timedelta = TIMEDELTA.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py.import("datetime")?.getattr("timedelta")?.unbind())
+    })?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("milliseconds", unix_ms)?;
+    let delta = timedelta.bind(py).call((), Some(&kwargs))?;
+    epoch.bind(py).add(delta)
+}

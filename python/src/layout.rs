@@ -1,0 +1,315 @@
+//! `monoflake.Layout`: a preset or a spec, checked when made, and what a layout answers.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use monoflake::{Id, Layout, PRESETS};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::convert::aware_datetime;
+use crate::errors::to_py;
+
+/// A layout: bit widths, named node fields, epoch and tick, checked when made.
+#[pyclass(frozen, module = "monoflake", name = "Layout")]
+pub(crate) struct PyLayout {
+    pub(crate) layout: Layout,
+}
+
+/// A `layout=` argument: a `Layout`, or a preset name or spec.
+#[derive(FromPyObject)]
+pub(crate) enum LayoutArg {
+    Layout(Py<PyLayout>),
+    Text(String),
+}
+
+impl LayoutArg {
+    /// The layout object (made from the text when given text).
+    pub(crate) fn into_py_layout(self, py: Python<'_>) -> PyResult<Py<PyLayout>> {
+        match self {
+            LayoutArg::Layout(l) => Ok(l),
+            LayoutArg::Text(t) => Py::new(py, PyLayout::parse(py, &t)?),
+        }
+    }
+
+    /// The Rust layout.
+    pub(crate) fn into_layout(self, py: Python<'_>) -> PyResult<Layout> {
+        match self {
+            LayoutArg::Layout(l) => Ok(l.get().layout.clone()),
+            LayoutArg::Text(t) => Ok(PyLayout::parse(py, &t)?.layout),
+        }
+    }
+}
+
+/// The node fields `(name, bits)`, from the most significant bit.
+fn fields(layout: &Layout) -> Vec<(String, u32)> {
+    layout
+        .node_fields()
+        .iter()
+        .map(|f| (f.name().to_owned(), f.bits()))
+        .collect()
+}
+
+impl PyLayout {
+    pub(crate) fn parse(py: Python<'_>, text: &str) -> PyResult<PyLayout> {
+        text.parse()
+            .map(|layout| PyLayout { layout })
+            .map_err(|e| to_py(py, e))
+    }
+}
+
+#[pymethods]
+impl PyLayout {
+    /// A preset by name (`"twitter"`, `"discord"`, …) or a spec
+    /// (`"time=41,worker=10,sequence=12,epoch=2024-01-01"`).
+    #[new]
+    #[pyo3(signature = (spec = "twitter"))]
+    fn new(py: Python<'_>, spec: &str) -> PyResult<Self> {
+        PyLayout::parse(py, spec)
+    }
+
+    /// A custom layout from its parts; `node_fields` in order from the most significant bit.
+    #[staticmethod]
+    #[pyo3(signature = (*, time_bits, sequence_bits, node_fields, epoch_ms, tick_ms = 1,
+                        node_below_sequence = false, allow_sign_bit = false, name = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn custom(
+        py: Python<'_>,
+        time_bits: u32,
+        sequence_bits: u32,
+        node_fields: Vec<(String, u32)>,
+        epoch_ms: u64,
+        tick_ms: u64,
+        node_below_sequence: bool,
+        allow_sign_bit: bool,
+        name: Option<String>,
+    ) -> PyResult<Self> {
+        let mut builder = Layout::builder()
+            .time_bits(time_bits)
+            .sequence_bits(sequence_bits)
+            .epoch_ms(epoch_ms)
+            .tick_ms(tick_ms)
+            .node_below_sequence(node_below_sequence)
+            .allow_sign_bit(allow_sign_bit);
+        for (field, bits) in node_fields {
+            builder = builder.node_field(field, bits);
+        }
+        if let Some(name) = name {
+            builder = builder.name(name);
+        }
+        builder
+            .build()
+            .map(|layout| PyLayout { layout })
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// The preset names.
+    #[staticmethod]
+    fn presets() -> Vec<&'static str> {
+        PRESETS.to_vec()
+    }
+
+    /// The layout's name (`"twitter"`, `"custom"`, or the name given).
+    #[getter]
+    fn name(&self) -> &str {
+        self.layout.name()
+    }
+
+    /// The spec text, as `Layout(spec)` and the CLI's `--layout` take it.
+    #[getter]
+    fn spec(&self) -> String {
+        self.layout.to_string()
+    }
+
+    /// The name node stores keep this layout's claims under.
+    #[getter]
+    fn state_name(&self) -> String {
+        self.layout.state_name().into_owned()
+    }
+
+    #[getter]
+    fn time_bits(&self) -> u32 {
+        self.layout.time_bits()
+    }
+
+    #[getter]
+    fn node_bits(&self) -> u32 {
+        self.layout.node_bits()
+    }
+
+    #[getter]
+    fn sequence_bits(&self) -> u32 {
+        self.layout.sequence_bits()
+    }
+
+    #[getter]
+    fn total_bits(&self) -> u32 {
+        self.layout.total_bits()
+    }
+
+    /// The node fields `(name, bits)`, from the most significant bit.
+    #[getter]
+    fn node_fields(&self) -> Vec<(String, u32)> {
+        fields(&self.layout)
+    }
+
+    #[getter]
+    fn node_below_sequence(&self) -> bool {
+        self.layout.node_below_sequence()
+    }
+
+    #[getter]
+    fn allows_sign_bit(&self) -> bool {
+        self.layout.allows_sign_bit()
+    }
+
+    #[getter]
+    fn epoch_ms(&self) -> u64 {
+        self.layout.epoch_ms()
+    }
+
+    #[getter]
+    fn tick_ms(&self) -> u64 {
+        self.layout.tick_ms()
+    }
+
+    #[getter]
+    fn max_tick(&self) -> u64 {
+        self.layout.max_tick()
+    }
+
+    #[getter]
+    fn max_node(&self) -> u64 {
+        self.layout.max_node()
+    }
+
+    #[getter]
+    fn max_sequence(&self) -> u64 {
+        self.layout.max_sequence()
+    }
+
+    /// When the time field runs out, in Unix milliseconds.
+    #[getter]
+    fn expires_at_ms(&self) -> u64 {
+        self.layout.expires_at_ms()
+    }
+
+    /// When the time field runs out, as an aware `datetime` (UTC).
+    #[getter]
+    fn expires_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        aware_datetime(py, self.layout.expires_at_ms())
+    }
+
+    /// The tick (time-field value) at `unix_ms`.
+    fn tick_at(&self, unix_ms: u64) -> u64 {
+        self.layout.tick_at(unix_ms)
+    }
+
+    /// The Unix milliseconds at which `tick` starts.
+    fn unix_ms_of_tick(&self, tick: u64) -> u64 {
+        self.layout.unix_ms_of_tick(tick)
+    }
+
+    /// The ID with these parts (`tick` is the time-field value).
+    fn compose(&self, py: Python<'_>, tick: u64, node: u64, sequence: u64) -> PyResult<u64> {
+        self.layout
+            .compose(tick, node, sequence)
+            .map(Id::as_u64)
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// The ID with these parts, its time given in Unix milliseconds.
+    fn compose_at(&self, py: Python<'_>, unix_ms: u64, node: u64, sequence: u64) -> PyResult<u64> {
+        self.layout
+            .compose_at(unix_ms, node, sequence)
+            .map(Id::as_u64)
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// The node value made of named fields: `layout.node_from_fields(datacenter=1, worker=3)`.
+    #[pyo3(signature = (**fields))]
+    fn node_from_fields(
+        &self,
+        py: Python<'_>,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        let mut values = Vec::new();
+        if let Some(fields) = fields {
+            for (k, v) in fields {
+                values.push((k.extract::<String>()?, v.extract::<u64>()?));
+            }
+        }
+        let borrowed: Vec<(&str, u64)> = values.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        self.layout
+            .node_from_fields(&borrowed)
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// The named fields of a node value, as a dict.
+    fn node_fields_of<'py>(&self, py: Python<'py>, node: u64) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for (k, v) in self.layout.node_fields_of(node) {
+            dict.set_item(k, v)?;
+        }
+        Ok(dict)
+    }
+
+    /// `node` if it fits the layout, else `OutOfRange`.
+    fn check_node(&self, py: Python<'_>, node: u64) -> PyResult<u64> {
+        self.layout.check_node(node).map_err(|e| to_py(py, e))
+    }
+
+    fn __str__(&self) -> String {
+        self.layout.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        match Layout::preset(self.layout.name()) {
+            Ok(preset) if preset == self.layout => format!("Layout({:?})", self.layout.name()),
+            _ => format!("Layout({:?})", self.layout.to_string()),
+        }
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyLayout>()
+            .is_ok_and(|o| o.get().layout == self.layout)
+    }
+
+    fn __hash__(&self) -> u64 {
+        let mut h = DefaultHasher::new();
+        self.layout.hash(&mut h);
+        h.finish()
+    }
+
+    /// Pickles as its spec and name.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let layout = &slf.get().layout;
+        Ok((
+            slf.getattr("_restore")?,
+            PyTuple::new(slf.py(), [layout.to_string(), layout.name().to_owned()])?,
+        ))
+    }
+
+    /// The layout of `spec`, named `name` (for unpickling).
+    #[staticmethod]
+    fn _restore(py: Python<'_>, spec: &str, name: String) -> PyResult<Self> {
+        let layout = PyLayout::parse(py, spec)?.layout;
+        if layout.name() == name {
+            return Ok(PyLayout { layout });
+        }
+        PyLayout::custom(
+            py,
+            layout.time_bits(),
+            layout.sequence_bits(),
+            fields(&layout),
+            layout.epoch_ms(),
+            layout.tick_ms(),
+            layout.node_below_sequence(),
+            layout.allows_sign_bit(),
+            Some(name),
+        )
+    }
+}

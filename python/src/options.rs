@@ -1,0 +1,369 @@
+//! The keyword arguments of `Generator(...)` and `configure_default(...)`, converted once into
+//! plain Rust values, and the leased generator they build.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use monoflake::{Error, FileStore, Generator, GeneratorBuilder, Layout, Leased, NodeRequest};
+use monoflake::{LockedClock, NodeStore};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::{Attr, Kind, raise};
+use crate::layout::LayoutArg;
+
+/// A `node=` argument: `"auto"` or a node value.
+#[derive(FromPyObject)]
+pub(crate) enum NodeArg {
+    Exact(u64),
+    Text(String),
+}
+
+impl NodeArg {
+    pub(crate) fn request(self, py: Python<'_>) -> PyResult<NodeRequest> {
+        match self {
+            NodeArg::Exact(n) => Ok(NodeRequest::Exact(n)),
+            NodeArg::Text(t) if t == "auto" => Ok(NodeRequest::Any),
+            NodeArg::Text(t) => Err(invalid(py, "node", &t, "\"auto\" or an int")),
+        }
+    }
+}
+
+/// Where node IDs are claimed.
+#[derive(Clone, Debug)]
+enum Store {
+    /// The file store: `dir`, else the host-wide default (`$MONOFLAKE_STATE_DIR`, else
+    /// `/var/lib/monoflake`).
+    File { dir: Option<PathBuf> },
+    /// etcd, with what `EtcdStore::connect_with` needs (files already read).
+    #[cfg(feature = "etcd")]
+    Etcd(Box<Etcd>),
+}
+
+#[cfg(feature = "etcd")]
+#[derive(Clone, Debug)]
+struct Etcd {
+    endpoints: Vec<String>,
+    prefix: String,
+    ttl: Duration,
+    ca: Option<Vec<u8>>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+    user: Option<(String, String)>,
+}
+
+/// Everything a leased generator is built from.
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    layout: Layout,
+    node: NodeRequest,
+    store: Store,
+    tuning: Tuning,
+    reservation_window: Option<Duration>,
+    future_reservation_tolerance: Option<Duration>,
+    trust_future_reservation: bool,
+}
+
+/// The settings a plain (unleased) generator takes too.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Tuning {
+    max_lead: Option<Duration>,
+    max_wait: Option<Duration>,
+    start_offset_bits: u32,
+}
+
+impl Tuning {
+    pub(crate) fn new(
+        py: Python<'_>,
+        max_lead: Option<f64>,
+        max_wait: Option<f64>,
+        start_offset_bits: u32,
+    ) -> PyResult<Self> {
+        Ok(Tuning {
+            max_lead: seconds(py, "max_lead", max_lead)?,
+            max_wait: seconds(py, "max_wait", max_wait)?,
+            start_offset_bits,
+        })
+    }
+
+    pub(crate) fn apply(
+        self,
+        mut builder: GeneratorBuilder<LockedClock>,
+    ) -> GeneratorBuilder<LockedClock> {
+        if let Some(lead) = self.max_lead {
+            builder = builder.max_lead(lead);
+        }
+        if let Some(wait) = self.max_wait {
+            builder = builder.max_wait(wait);
+        }
+        builder.start_offset_bits(self.start_offset_bits)
+    }
+}
+
+/// The arguments as Python gives them, checked for type.
+pub(crate) struct Args {
+    layout: Layout,
+    node: NodeArg,
+    backend: String,
+    state_dir: Option<PathBuf>,
+    etcd_endpoints: Vec<String>,
+    etcd_prefix: String,
+    lease_ttl: f64,
+    etcd_ca: Option<PathBuf>,
+    etcd_cert: Option<PathBuf>,
+    etcd_key: Option<PathBuf>,
+    etcd_user: Option<String>,
+    etcd_password: Option<String>,
+    max_lead: Option<f64>,
+    max_wait: Option<f64>,
+    start_offset_bits: u32,
+    reservation_window: Option<f64>,
+    future_reservation_tolerance: Option<f64>,
+    trust_future_reservation: bool,
+}
+
+impl Args {
+    /// `layout`, `node` and the keyword-only settings of `Generator(...)` and
+    /// `configure_default(...)` (one list for both, so they cannot drift apart).
+    pub(crate) fn new(
+        py: Python<'_>,
+        what: &str,
+        layout: Option<LayoutArg>,
+        node: Option<NodeArg>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Args> {
+        let mut args = Args {
+            layout: match layout {
+                Some(l) => l.into_layout(py)?,
+                None => Layout::twitter(),
+            },
+            node: node.unwrap_or(NodeArg::Text("auto".into())),
+            backend: "file".into(),
+            state_dir: None,
+            etcd_endpoints: vec!["http://127.0.0.1:2379".into()],
+            etcd_prefix: "/monoflake".into(),
+            lease_ttl: 10.0,
+            etcd_ca: None,
+            etcd_cert: None,
+            etcd_key: None,
+            etcd_user: None,
+            etcd_password: None,
+            max_lead: None,
+            max_wait: None,
+            start_offset_bits: 0,
+            reservation_window: None,
+            future_reservation_tolerance: None,
+            trust_future_reservation: false,
+        };
+        let Some(kwargs) = kwargs else {
+            return Ok(args);
+        };
+        for (key, value) in kwargs {
+            let key: String = key.extract()?;
+            match key.as_str() {
+                "backend" => args.backend = value.extract()?,
+                "state_dir" => args.state_dir = value.extract()?,
+                "etcd_endpoints" => {
+                    args.etcd_endpoints = match value.extract::<String>() {
+                        Ok(one) => one.split(',').map(str::to_owned).collect(),
+                        Err(_) => value.extract()?,
+                    }
+                }
+                "etcd_prefix" => args.etcd_prefix = value.extract()?,
+                "lease_ttl" => args.lease_ttl = value.extract()?,
+                "etcd_ca" => args.etcd_ca = value.extract()?,
+                "etcd_cert" => args.etcd_cert = value.extract()?,
+                "etcd_key" => args.etcd_key = value.extract()?,
+                "etcd_user" => args.etcd_user = value.extract()?,
+                "etcd_password" => args.etcd_password = value.extract()?,
+                "max_lead" => args.max_lead = value.extract()?,
+                "max_wait" => args.max_wait = value.extract()?,
+                "start_offset_bits" => args.start_offset_bits = value.extract()?,
+                "reservation_window" => args.reservation_window = value.extract()?,
+                "future_reservation_tolerance" => {
+                    args.future_reservation_tolerance = value.extract()?
+                }
+                "trust_future_reservation" => args.trust_future_reservation = value.extract()?,
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "{what}() got an unexpected keyword argument '{key}'"
+                    )));
+                }
+            }
+        }
+        Ok(args)
+    }
+}
+
+impl Options {
+    /// Checks and converts the arguments; reads the etcd certificate files.
+    pub(crate) fn new(py: Python<'_>, args: Args) -> PyResult<Options> {
+        let etcd_extras = args.etcd_ca.is_some()
+            || args.etcd_cert.is_some()
+            || args.etcd_key.is_some()
+            || args.etcd_user.is_some();
+        let store = match args.backend.as_str() {
+            "file" if etcd_extras => {
+                return Err(invalid(
+                    py,
+                    "etcd_ca",
+                    "set",
+                    "the etcd_* settings only with backend=\"etcd\"",
+                ));
+            }
+            "file" => Store::File {
+                dir: args.state_dir,
+            },
+            "etcd" => etcd(py, &args)?,
+            other => {
+                return Err(invalid(py, "backend", other, "\"file\" or \"etcd\""));
+            }
+        };
+        Ok(Options {
+            layout: args.layout,
+            node: args.node.request(py)?,
+            store,
+            tuning: Tuning::new(py, args.max_lead, args.max_wait, args.start_offset_bits)?,
+            reservation_window: seconds(py, "reservation_window", args.reservation_window)?,
+            future_reservation_tolerance: seconds(
+                py,
+                "future_reservation_tolerance",
+                args.future_reservation_tolerance,
+            )?,
+            trust_future_reservation: args.trust_future_reservation,
+        })
+    }
+
+    /// Opens the store, claims a node and starts the keeper: file I/O, a network round trip,
+    /// possibly a wait for a reservation slightly ahead. Called with the GIL released.
+    pub(crate) fn build(&self) -> Result<Leased, Error> {
+        let store: Arc<dyn NodeStore> = match &self.store {
+            Store::File { dir: Some(dir) } => Arc::new(FileStore::open(dir)?),
+            Store::File { dir: None } => Arc::new(FileStore::open_default()?),
+            #[cfg(feature = "etcd")]
+            Store::Etcd(e) => {
+                let mut options = monoflake::EtcdOptions::new();
+                if let Some(ca) = &e.ca {
+                    options = options.ca_pem(ca.clone());
+                }
+                if let Some((cert, key)) = &e.identity {
+                    options = options.client_identity_pem(cert.clone(), key.clone());
+                }
+                if let Some((user, password)) = &e.user {
+                    options = options.user(user.clone(), password.clone());
+                }
+                let endpoints: Vec<&str> = e.endpoints.iter().map(String::as_str).collect();
+                Arc::new(monoflake::EtcdStore::connect_with(
+                    &endpoints, &e.prefix, e.ttl, &options,
+                )?)
+            }
+        };
+        let mut builder = self.tuning.apply(Generator::builder(self.layout.clone()));
+        if let Some(window) = self.reservation_window {
+            builder = builder.reservation_window(window);
+        }
+        if let Some(tolerance) = self.future_reservation_tolerance {
+            builder = builder.future_reservation_tolerance(tolerance);
+        }
+        builder
+            .trust_future_reservation(self.trust_future_reservation)
+            .build_leased(store, self.node)
+    }
+}
+
+#[cfg(feature = "etcd")]
+fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
+    if !(1.0..=3600.0).contains(&args.lease_ttl) || args.lease_ttl.fract() != 0.0 {
+        return Err(invalid(
+            py,
+            "lease_ttl",
+            &args.lease_ttl.to_string(),
+            "whole seconds from 1 to 3600",
+        ));
+    }
+    let read = |path: &Option<PathBuf>| -> PyResult<Option<Vec<u8>>> {
+        Ok(match path {
+            Some(p) => Some(std::fs::read(p)?),
+            None => None,
+        })
+    };
+    let identity = match (read(&args.etcd_cert)?, read(&args.etcd_key)?) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => {
+            return Err(invalid(
+                py,
+                "etcd_cert",
+                "one of etcd_cert and etcd_key",
+                "both or neither",
+            ));
+        }
+    };
+    let user = match (&args.etcd_user, &args.etcd_password) {
+        (Some(user), Some(password)) => Some((user.clone(), password.clone())),
+        (None, None) => None,
+        _ => {
+            return Err(invalid(
+                py,
+                "etcd_user",
+                "one of etcd_user and etcd_password",
+                "both or neither",
+            ));
+        }
+    };
+    Ok(Store::Etcd(Box::new(Etcd {
+        endpoints: args.etcd_endpoints.clone(),
+        prefix: args.etcd_prefix.clone(),
+        ttl: Duration::from_secs_f64(args.lease_ttl),
+        ca: read(&args.etcd_ca)?,
+        identity,
+        user,
+    })))
+}
+
+#[cfg(not(feature = "etcd"))]
+fn etcd(py: Python<'_>, _: &Args) -> PyResult<Store> {
+    Err(invalid(
+        py,
+        "backend",
+        "etcd",
+        "\"file\": this build has no etcd support (build it with `maturin build --release \
+         --features etcd`, which needs protoc)",
+    ))
+}
+
+/// A duration argument in seconds, `None` for the library's default.
+fn seconds(
+    py: Python<'_>,
+    setting: &'static str,
+    value: Option<f64>,
+) -> PyResult<Option<Duration>> {
+    value
+        .map(|s| {
+            Duration::try_from_secs_f64(s).map_err(|_| {
+                invalid(
+                    py,
+                    setting,
+                    &s.to_string(),
+                    "a number of seconds, 0 or more",
+                )
+            })
+        })
+        .transpose()
+}
+
+/// `InvalidConfig` for an argument checked here.
+pub(crate) fn invalid(py: Python<'_>, setting: &str, value: &str, allowed: &str) -> PyErr {
+    raise(
+        py,
+        Kind::InvalidConfig,
+        "InvalidConfig",
+        format!("invalid {setting} {value:?}: allowed is {allowed}"),
+        vec![
+            ("setting", Attr::Str(setting.to_owned())),
+            ("value", Attr::Str(value.to_owned())),
+            ("allowed", Attr::Str(allowed.to_owned())),
+        ],
+    )
+}
