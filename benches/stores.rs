@@ -1,8 +1,11 @@
-//! Node-store latencies: claim (+ release), renewal and reservation write, for the file store
-//! and, when `MONOFLAKE_BENCH_ETCD` names an endpoint (and the `etcd` feature is on), etcd.
+//! Node-store latencies: claim (+ release), renewal and reservation write, for the file store;
+//! when `MONOFLAKE_BENCH_ETCD` names an endpoint (and the `etcd` feature is on), etcd; when
+//! `MONOFLAKE_BENCH_PG` holds a connection string (and the `postgres` feature is on),
+//! PostgreSQL.
 //!
 //! `cargo bench --bench stores`
 //! `MONOFLAKE_BENCH_ETCD=http://127.0.0.1:2379 cargo bench --features etcd --bench stores`
+//! `MONOFLAKE_BENCH_PG=postgres://… cargo bench --features postgres --bench stores`
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +48,14 @@ fn stores(c: &mut Criterion) {
         let store =
             monoflake::EtcdStore::connect(&[&endpoint], &prefix, Duration::from_secs(10)).unwrap();
         bench_store(c, "etcd", Arc::new(store));
+    }
+    #[cfg(feature = "postgres")]
+    if let Ok(url) = std::env::var("MONOFLAKE_BENCH_PG") {
+        let options = monoflake::PgOptions::new()
+            .table(&format!("bench_{}", std::process::id()))
+            .unwrap();
+        let store = monoflake::PgStore::connect_with(&url, &options).unwrap();
+        bench_store(c, "postgres", Arc::new(store));
     }
 }
 

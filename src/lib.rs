@@ -21,6 +21,8 @@
 //!   precision above 2^53) and as `u64` in binary formats; `as_u64` for plain numbers.
 //! * `etcd`: `EtcdStore`, node IDs and reservations in etcd for a cluster (building it needs
 //!   `protoc`).
+//! * `postgres`: `PgStore`, node IDs and reservations in a PostgreSQL table, leases judged by
+//!   the database's clock (`postgres` with rustls for TLS).
 //! * `tracing`: forward clock steps, reservation failures and lost leases as `tracing` events.
 //!
 //! # One generator, shared by every thread
@@ -201,6 +203,8 @@ pub use crate::lease::{
 };
 #[cfg(feature = "etcd")]
 pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdOptions, EtcdStore};
+#[cfg(feature = "postgres")]
+pub use crate::lease::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgOptions, PgStore};
 #[cfg(unix)]
 pub use crate::lease::{DEFAULT_STATE_DIR, FileStore};
 pub use crate::opaque::{Opaque, OpaqueId, OpaqueKey};

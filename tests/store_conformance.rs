@@ -1,6 +1,6 @@
 //! One suite written against the `NodeStore` trait, run for every store: the file store
-//! always, etcd with the `etcd` feature (bash .ci/run builds with all features and installs
-//! etcd-server).
+//! always, etcd with the `etcd` feature, PostgreSQL with the `postgres` feature (bash .ci/run
+//! builds with all features and installs etcd-server and postgresql).
 
 mod common;
 
@@ -218,6 +218,52 @@ fn a_holder_ahead_whose_records_are_cleared_is_not_overlapped(
     assert!(issued.iter().all(|&id| id < first));
 }
 
+/// A holder pauses (a SIGSTOP, a long GC, a frozen VM) and stops renewing: once its lease
+/// expires another claimant takes the node and reads the reservation the paused holder had
+/// acknowledged. When the paused holder resumes, every renewal, reservation write and release
+/// of its old claim is `LeaseLost`, and none of them touches the successor's record. (Stores
+/// whose claims expire: etcd, PostgreSQL.)
+fn a_paused_holder_is_taken_over_and_fenced(paused: &dyn NodeStore, successor: &dyn NodeStore) {
+    let layout = tiny();
+    let held = paused.claim(&layout, NodeRequest::Exact(2)).unwrap();
+    paused.extend(&held, 1_800_000_000_000).unwrap();
+    // A liveness bound only: the lease expires within its TTL (seconds).
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let taken = loop {
+        match successor.claim(&layout, NodeRequest::Exact(2)) {
+            Ok(claim) => break claim,
+            Err(Error::NodeHeld { node: 2, .. }) => {
+                assert!(
+                    std::time::Instant::now() < give_up,
+                    "the paused holder's lease never expired"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    };
+    assert_eq!(taken.reserved_until_ms(), Some(1_800_000_000_000));
+    successor.extend(&taken, 1_800_000_009_000).unwrap();
+    // The paused holder resumes.
+    assert!(matches!(
+        paused.renew(&held),
+        Err(Error::LeaseLost { node: 2, .. })
+    ));
+    assert!(matches!(
+        paused.extend(&held, 1_800_000_099_000),
+        Err(Error::LeaseLost { node: 2, .. })
+    ));
+    assert!(matches!(
+        paused.release(held, 1_800_000_000_001),
+        Err(Error::LeaseLost { node: 2, .. })
+    ));
+    successor.renew(&taken).unwrap();
+    successor.release(taken, 1_800_000_009_000).unwrap();
+    let again = successor.claim(&layout, NodeRequest::Exact(2)).unwrap();
+    assert_eq!(again.reserved_until_ms(), Some(1_800_000_009_000));
+    successor.release(again, 1_800_000_009_000).unwrap();
+}
+
 /// The generator's clock steps forward an hour, twice, past the reservation and the lease's
 /// deadline as that clock sees them: a short wait for the keeper, never an error.
 fn a_forward_clock_step_is_ridden_through(store: Arc<dyn NodeStore>) {
@@ -295,6 +341,12 @@ fn etcd_store_conformance() {
             .unwrap(),
         )
     });
+    let paused_prefix = format!("{run}/paused");
+    let short = |prefix: &str| {
+        monoflake::EtcdStore::connect(&[&etcd.endpoint], prefix, std::time::Duration::from_secs(2))
+            .unwrap()
+    };
+    a_paused_holder_is_taken_over_and_fenced(&short(&paused_prefix), &short(&paused_prefix));
     // The store cleared under its holder, by a prefix deletion as an operator would.
     let cleared = |name: &str| {
         let prefix = format!("{run}/{name}");
@@ -323,4 +375,60 @@ fn etcd_store_conformance() {
     a_store_cleared_under_its_holder_fences_it(store, clear);
     let (store, clear) = cleared("ahead");
     a_holder_ahead_whose_records_are_cleared_is_not_overlapped(store, clear);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_store_conformance() {
+    use monoflake::{PgOptions, PgStore};
+    let pg = common::Pg::shared();
+    // Tables of this run's own, so a shared server's earlier rows do not interfere.
+    let run = format!(
+        "conformance_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            % 1_000_000
+    );
+    let store = |table: &str, ttl_s: u64| {
+        PgStore::connect_with(
+            &pg.url,
+            &PgOptions::new()
+                .table(table)
+                .unwrap()
+                .lease_ttl(std::time::Duration::from_secs(ttl_s)),
+        )
+        .unwrap()
+    };
+    let mut n = 0;
+    run_suite(|| {
+        n += 1;
+        Arc::new(store(&format!("{run}_t{n}"), 5))
+    });
+    let paused = format!("{run}_paused");
+    a_paused_holder_is_taken_over_and_fenced(&store(&paused, 2), &store(&paused, 2));
+    // The rows deleted under the holder, and the whole table dropped.
+    let deleted = format!("{run}_deleted");
+    a_store_cleared_under_its_holder_fences_it(Arc::new(store(&deleted, 3)), || {
+        pg.psql(&format!("DELETE FROM {deleted}"));
+    });
+    let dropped = format!("{run}_dropped");
+    a_store_cleared_under_its_holder_fences_it(Arc::new(store(&dropped, 3)), || {
+        pg.psql(&format!("DROP TABLE {dropped}"));
+    });
+    // A holder whose clock runs ahead, its rows deleted before it notices: it restores the
+    // time it used, and the claimant that found no row reads it again before issuing.
+    let ahead = format!("{run}_ahead");
+    a_holder_ahead_whose_records_are_cleared_is_not_overlapped(Arc::new(store(&ahead, 3)), || {
+        pg.psql(&format!("DELETE FROM {ahead}"));
+    });
+    let ahead_dropped = format!("{run}_ahead_dropped");
+    a_holder_ahead_whose_records_are_cleared_is_not_overlapped(
+        Arc::new(store(&ahead_dropped, 3)),
+        || {
+            pg.psql(&format!("DROP TABLE {ahead_dropped}"));
+        },
+    );
 }

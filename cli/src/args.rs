@@ -154,15 +154,29 @@ pub struct NodeArgs {
     /// The node ID to claim: `auto` for the lowest free one, or a number (an error if held).
     #[arg(long, default_value = "auto", value_parser = parse_node)]
     pub node: NodeArg,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Trust the node's time reservation however far ahead of this clock it is: the clock
+    /// moves forward to it (then slews back at 0.1 %). Only when this clock is wrong now and
+    /// was right when the reservation was written; by default such a node is refused (--node N)
+    /// or skipped (--node auto).
+    #[arg(long)]
+    pub trust_reservation: bool,
+}
+
+/// Which node store, and how to reach it: the flags `gen`, `serve` and `bench` share.
+#[derive(Debug, clap::Args)]
+pub struct StoreArgs {
     /// Where the file backend keeps lock and reservation files; refused if users it does not
     /// trust can write it [default: the host-wide $MONOFLAKE_STATE_DIR, else
     /// /var/lib/monoflake, made private to its first user; share it with a group (mode 2770)
     /// so that every service on the host takes a node of its own].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Where node IDs are claimed and time reservations kept.
-    #[arg(long, value_enum, default_value_t = Backend::File)]
-    pub backend: Backend,
+    /// Where node IDs are claimed and time reservations kept [default: file; `bench`
+    /// measures a store only when given one].
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
     /// etcd endpoints, comma-separated (with `--backend etcd`).
     #[arg(
         long,
@@ -191,15 +205,44 @@ pub struct NodeArgs {
     /// A file holding the etcd password (its first line).
     #[arg(long, value_name = "FILE", requires = "etcd_user")]
     pub etcd_password_file: Option<PathBuf>,
-    /// Lease TTL in whole seconds (with `--backend etcd`).
+    /// The PostgreSQL connection string (with `--backend postgres`): a URL,
+    /// postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=verify-full&sslrootcert=CA.pem, or
+    /// libpq's key=value form. Other users on this host can read a command line: prefer
+    /// --pg-url-file or $MONOFLAKE_PG_URL. Never printed.
+    #[arg(long, value_name = "URL", conflicts_with = "pg_url_file", value_parser = parse_secret)]
+    pub pg_url: Option<Secret>,
+    /// A file holding the PostgreSQL connection string (its first line), instead of
+    /// --pg-url or $MONOFLAKE_PG_URL.
+    #[arg(long, value_name = "FILE")]
+    pub pg_url_file: Option<PathBuf>,
+    /// The PostgreSQL table of node rows (`NAME` or `SCHEMA.NAME`), created when missing.
+    #[arg(long, value_name = "TABLE", default_value = "monoflake_nodes")]
+    pub pg_table: String,
+    /// Lease TTL in whole seconds (with `--backend etcd` or `postgres`).
     #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub lease_ttl: u64,
-    /// Trust the node's time reservation however far ahead of this clock it is: the clock
-    /// moves forward to it (then slews back at 0.1 %). Only when this clock is wrong now and
-    /// was right when the reservation was written; by default such a node is refused (--node N)
-    /// or skipped (--node auto).
-    #[arg(long)]
-    pub trust_reservation: bool,
+}
+
+/// A value never shown: its `Debug` is `Secret(<hidden>)`.
+#[derive(Clone)]
+pub struct Secret(#[cfg_attr(not(feature = "postgres"), allow(dead_code))] String);
+
+impl Secret {
+    /// The value, for the one place that uses it.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<hidden>)")
+    }
+}
+
+fn parse_secret(s: &str) -> Result<Secret, String> {
+    Ok(Secret(s.to_owned()))
 }
 
 /// `--node`: claim any free node, or exactly this one.
@@ -225,6 +268,9 @@ pub enum Backend {
     File,
     /// etcd leases, for clusters (needs the `etcd` feature).
     Etcd,
+    /// Rows in a PostgreSQL table, for services that already run PostgreSQL (the `postgres`
+    /// feature, in the default build).
+    Postgres,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -365,6 +411,10 @@ pub struct BenchArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// With --backend: also measure that node store's claims, renewals and reservation
+    /// writes (a share of --duration, on a layout of its own named `bench`).
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -433,5 +483,23 @@ mod tests {
         assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("5.s"), Ok(Duration::from_secs(5)));
         assert_eq!(parse_duration("60m"), Ok(MAX_DURATION));
+    }
+
+    #[test]
+    fn a_connection_string_given_as_a_flag_is_never_shown_by_debug() {
+        let cli = Cli::try_parse_from([
+            "monoflake",
+            "gen",
+            "--backend",
+            "postgres",
+            "--pg-url",
+            "postgres://u:hunter2@db/x",
+        ])
+        .unwrap();
+        let shown = format!("{cli:?}");
+        assert!(
+            !shown.contains("hunter2") && shown.contains("<hidden>"),
+            "{shown}"
+        );
     }
 }

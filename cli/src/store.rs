@@ -1,5 +1,5 @@
-//! The node store that the node flags (`NodeArgs`: `--backend`, `--state-dir`, `--etcd-*`)
-//! name, opened: `gen` and `serve` claim their node from it.
+//! The node store that the store flags (`StoreArgs`: `--backend`, `--state-dir`, `--etcd-*`,
+//! `--pg-*`) name, opened: `gen` and `serve` claim their node from it, `bench` measures it.
 //!
 //! Imports the flags and the failure type; no subcommand.
 
@@ -8,21 +8,38 @@ use std::sync::Arc;
 
 use monoflake::{Error, FileStore, NodeStore};
 
-use crate::args::{Backend, NodeArgs};
+use crate::args::{Backend, NodeArgs, StoreArgs};
 use crate::failure::Failure;
 
-/// Opens the store `--backend` names: the file store in `--state-dir` (or the host-wide
-/// default), or etcd at `--etcd-endpoints` with the TLS and credentials the `--etcd-*` flags
-/// give.
+/// Opens the store `--backend` names (the file store when none is named) for a node's
+/// claim.
 pub fn open_store(args: &NodeArgs) -> Result<Arc<dyn NodeStore>, Failure> {
+    open(&args.store, args.store.backend.unwrap_or(Backend::File))
+}
+
+/// Opens the store `--backend` names, if it names one (`bench` measures no store
+/// otherwise).
+pub fn open_named_store(args: &StoreArgs) -> Result<Option<Arc<dyn NodeStore>>, Failure> {
+    args.backend.map(|backend| open(args, backend)).transpose()
+}
+
+/// Opens `backend`: the file store in `--state-dir` (or the host-wide default), etcd at
+/// `--etcd-endpoints` with the TLS and credentials the `--etcd-*` flags give, or PostgreSQL
+/// at the connection string of `--pg-url-file`, `--pg-url` or `$MONOFLAKE_PG_URL`.
+fn open(args: &StoreArgs, backend: Backend) -> Result<Arc<dyn NodeStore>, Failure> {
     let etcd_security =
         args.etcd_ca.is_some() || args.etcd_cert.is_some() || args.etcd_user.is_some();
-    if etcd_security && args.backend != Backend::Etcd {
+    if etcd_security && backend != Backend::Etcd {
         return Err(Failure::usage(
             "--etcd-ca, --etcd-cert, --etcd-key and --etcd-user need --backend etcd",
         ));
     }
-    match args.backend {
+    if (args.pg_url.is_some() || args.pg_url_file.is_some()) && backend != Backend::Postgres {
+        return Err(Failure::usage(
+            "--pg-url and --pg-url-file need --backend postgres",
+        ));
+    }
+    match backend {
         Backend::File => Ok(Arc::new(open_file_store(args.state_dir.as_deref())?)),
         #[cfg(feature = "etcd")]
         Backend::Etcd => {
@@ -36,12 +53,60 @@ pub fn open_store(args: &NodeArgs) -> Result<Arc<dyn NodeStore>, Failure> {
             )?))
         }
         #[cfg(not(feature = "etcd"))]
-        Backend::Etcd => Err(Failure {
+        Backend::Etcd => Err(not_built("etcd")),
+        #[cfg(feature = "postgres")]
+        Backend::Postgres => {
+            let options = monoflake::PgOptions::new()
+                .table(&args.pg_table)?
+                .lease_ttl(std::time::Duration::from_secs(args.lease_ttl));
+            Ok(Arc::new(monoflake::PgStore::connect_with(
+                &pg_url(args)?,
+                &options,
+            )?))
+        }
+        #[cfg(not(feature = "postgres"))]
+        Backend::Postgres => Err(not_built("postgres")),
+    }
+}
+
+/// The failure for a backend this build left out.
+#[cfg(not(all(feature = "etcd", feature = "postgres")))]
+fn not_built(feature: &str) -> Failure {
+    Failure {
+        code: 2,
+        message: format!(
+            "this monoflake was built without the `{feature}` feature \
+             (cargo build --features {feature})"
+        ),
+    }
+}
+
+/// The PostgreSQL connection string: the first line of `--pg-url-file`, else `--pg-url`,
+/// else `$MONOFLAKE_PG_URL`. Never part of a message.
+#[cfg(feature = "postgres")]
+fn pg_url(args: &StoreArgs) -> Result<String, Failure> {
+    if let Some(path) = &args.pg_url_file {
+        let text = std::fs::read(path).map_err(|e| Failure {
             code: 2,
-            message: "this monoflake was built without the `etcd` feature \
-                      (cargo build --features etcd)"
-                .into(),
-        }),
+            message: format!("cannot read --pg-url-file {}: {e}", path.display()),
+        })?;
+        let text = String::from_utf8(text)
+            .map_err(|_| Failure::usage("the --pg-url-file is not UTF-8 text"))?;
+        let line = text.lines().next().unwrap_or("").trim().to_owned();
+        if line.is_empty() {
+            return Err(Failure::usage("the --pg-url-file is empty"));
+        }
+        return Ok(line);
+    }
+    if let Some(url) = &args.pg_url {
+        return Ok(url.expose().to_owned());
+    }
+    match std::env::var("MONOFLAKE_PG_URL") {
+        Ok(url) if !url.trim().is_empty() => Ok(url.trim().to_owned()),
+        _ => Err(Failure::usage(
+            "--backend postgres needs a connection string: --pg-url-file FILE, \
+             $MONOFLAKE_PG_URL or --pg-url URL",
+        )),
     }
 }
 
@@ -66,7 +131,7 @@ pub fn open_file_store(dir: Option<&Path>) -> Result<FileStore, Failure> {
 
 /// TLS and credentials for etcd from the `--etcd-*` flags (files read here).
 #[cfg(feature = "etcd")]
-fn etcd_options(args: &NodeArgs) -> Result<monoflake::EtcdOptions, Failure> {
+fn etcd_options(args: &StoreArgs) -> Result<monoflake::EtcdOptions, Failure> {
     let read = |path: &std::path::Path, what: &str| {
         std::fs::read(path).map_err(|e| Failure {
             code: 2,

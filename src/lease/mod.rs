@@ -6,7 +6,8 @@
 //!   claim, first reservation, first renewal, keeper start.
 //! * `keeper.rs`: the keeper thread: renewals, reservation extensions, the fence words.
 //! * `status.rs`: what the keeper knows, for refusals and statistics; store time ↔ ticks.
-//! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file.rs` and `etcd.rs` implement it.
+//! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres.rs`
+//!   implement it (`etcd_options.rs`, `postgres_options.rs`: how they connect).
 
 mod build;
 mod choose;
@@ -17,6 +18,10 @@ mod etcd_options;
 #[cfg(unix)]
 mod file;
 mod keeper;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_options;
 mod status;
 mod store;
 
@@ -32,6 +37,10 @@ pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
 pub use self::etcd_options::EtcdOptions;
 #[cfg(unix)]
 pub use self::file::{DEFAULT_STATE_DIR, FileStore};
+#[cfg(feature = "postgres")]
+pub use self::postgres::PgStore;
+#[cfg(feature = "postgres")]
+pub use self::postgres_options::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgOptions};
 use self::status::LeaseStatus;
 pub use self::store::{Claim, DEFAULT_CHECK_INTERVAL, NodeRequest, NodeStore};
 use crate::clock::TimeSource;

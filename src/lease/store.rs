@@ -140,11 +140,12 @@ pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 ///   and reads the node's reservation in the same step);
 /// * [`NodeStore::extend`] returns only once the new reservation is durable, and fails — rather
 ///   than succeeding — for a claimant that has lost its claim;
-/// * a claim dies with its holder: the process (file locks) or the lease (etcd).
+/// * a claim dies with its holder: the process (file locks) or the lease (etcd, PostgreSQL).
 ///
-/// Implementations: [`FileStore`](crate::FileStore) (one host, no server, the default) and
-/// `EtcdStore` (feature `etcd`, clusters). The same conformance suite
-/// (`tests/store_conformance.rs`) runs against each.
+/// Implementations: [`FileStore`](crate::FileStore) (one host, no server, the default),
+/// `EtcdStore` (feature `etcd`, clusters) and `PgStore` (feature `postgres`, rows in a
+/// PostgreSQL table). The same conformance suite (`tests/store_conformance.rs`) runs against
+/// each.
 ///
 /// # Example
 ///

@@ -212,6 +212,244 @@ mod etcd {
     }
 }
 
+#[cfg(feature = "postgres")]
+pub use pg::Pg;
+
+#[cfg(feature = "postgres")]
+mod pg {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::CommandExt;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::{TempDir, free_port};
+
+    /// The password of the test servers' `monoflake` role.
+    const PASSWORD: &str = "monoflake-test-secret";
+
+    /// The unprivileged user a server runs as when the tests run as root (PostgreSQL refuses
+    /// to run as root): `nobody`.
+    const NOBODY: u32 = 65534;
+
+    /// A PostgreSQL server of Debian's `postgresql` package on 127.0.0.1, on a free port,
+    /// initialised in a temporary directory (as `nobody` when the tests run as root), with a
+    /// `monoflake` role that logs in by password (SCRAM); stopped by its pid on drop.
+    pub struct Pg {
+        child: Option<Child>,
+        /// `postgres://monoflake:…@127.0.0.1:PORT/postgres` (plain text, loopback).
+        pub url: String,
+        pub port: u16,
+        bin: PathBuf,
+        data: PathBuf,
+        extra: Vec<String>,
+        _dir: Option<TempDir>,
+    }
+
+    /// Where Debian's `postgresql` puts initdb and postgres: the newest version's `bin`.
+    fn bin_dir() -> PathBuf {
+        if let Ok(dir) = std::env::var("MONOFLAKE_PG_BIN") {
+            return dir.into();
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .map(|d| d.filter_map(|e| Some(e.ok()?.path().join("bin"))).collect())
+            .unwrap_or_default();
+        found.retain(|p| p.join("initdb").exists());
+        found.sort_by_key(|p| {
+            p.parent()
+                .and_then(|v| v.file_name()?.to_str()?.parse::<u32>().ok())
+                .unwrap_or(0)
+        });
+        found.pop().expect(
+            "PostgreSQL is not installed: apt-get install -y postgresql (bash .ci/run does)",
+        )
+    }
+
+    fn as_server_user(command: &mut Command, dir: &Path) {
+        if std::fs::metadata(dir).unwrap().uid() == 0 {
+            command.uid(NOBODY).gid(NOBODY);
+        }
+    }
+
+    fn give_to_server_user(path: &Path) {
+        if std::fs::metadata(path).unwrap().uid() == 0 {
+            std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+    }
+
+    impl Pg {
+        /// The server the test command started (`MONOFLAKE_TEST_PG`, set by `.ci/run`), or a
+        /// private one. Tests that stop or restart the server use `start`.
+        pub fn shared() -> Pg {
+            match std::env::var("MONOFLAKE_TEST_PG") {
+                Ok(url) if !url.is_empty() => Pg {
+                    child: None,
+                    url,
+                    port: 0,
+                    bin: PathBuf::new(),
+                    data: PathBuf::new(),
+                    extra: Vec::new(),
+                    _dir: None,
+                },
+                _ => Pg::start(),
+            }
+        }
+
+        pub fn start() -> Pg {
+            Self::start_with(&[], |_| {})
+        }
+
+        /// A private server started with these `-c name=value` settings, after `prepare`
+        /// has had the data directory (to add certificates, rewrite pg_hba.conf).
+        pub fn start_with(settings: &[&str], prepare: impl FnOnce(&Path)) -> Pg {
+            let dir = TempDir::new("pg");
+            std::fs::set_permissions(
+                dir.path(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )
+            .unwrap();
+            let data = dir.path().join("data");
+            std::fs::create_dir(&data).unwrap();
+            give_to_server_user(&data);
+            let pwfile = dir.path().join("pw");
+            std::fs::write(&pwfile, PASSWORD).unwrap();
+            give_to_server_user(&pwfile);
+            let bin = bin_dir();
+            let mut initdb = Command::new(bin.join("initdb"));
+            initdb
+                .arg("-D")
+                .arg(&data)
+                .args([
+                    "-U",
+                    "monoflake",
+                    "--auth-local=trust",
+                    "--auth-host=scram-sha-256",
+                ])
+                .arg(format!("--pwfile={}", pwfile.display()))
+                .args(["-E", "UTF8", "--locale=C"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            as_server_user(&mut initdb, dir.path());
+            let out = initdb.output().expect("initdb");
+            assert!(
+                out.status.success(),
+                "initdb: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            prepare(&data);
+            let port = free_port();
+            let mut pg = Pg {
+                child: None,
+                url: format!("postgres://monoflake:{PASSWORD}@127.0.0.1:{port}/postgres"),
+                port,
+                bin,
+                data,
+                extra: settings.iter().map(|s| (*s).to_owned()).collect(),
+                _dir: Some(dir),
+            };
+            pg.resume();
+            pg
+        }
+
+        /// Starts the server again (after `stop`), on the same port and data.
+        pub fn resume(&mut self) {
+            assert!(self.child.is_none(), "already running");
+            let mut command = Command::new(self.bin.join("postgres"));
+            command
+                .arg("-D")
+                .arg(&self.data)
+                .args(["-p", &self.port.to_string()])
+                .args([
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    "unix_socket_directories=",
+                ]);
+            for s in &self.extra {
+                command.args(["-c", s]);
+            }
+            command.stdout(Stdio::null()).stderr(Stdio::null());
+            as_server_user(&mut command, self.data.parent().unwrap());
+            self.child = Some(command.spawn().expect("postgres"));
+            let start = Instant::now();
+            while !self.psql_ok("SELECT 1") {
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "PostgreSQL did not start"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+
+        fn psql_command(&self, sql: &str) -> Command {
+            let mut c = Command::new("psql");
+            c.arg(&self.url)
+                .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql])
+                .env("PGCONNECT_TIMEOUT", "5");
+            c
+        }
+
+        fn psql_ok(&self, sql: &str) -> bool {
+            self.psql_command(sql)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        }
+
+        /// Runs SQL with psql and returns its output (unaligned, tuples only).
+        pub fn psql(&self, sql: &str) -> String {
+            let out = self.psql_command(sql).output().expect("psql");
+            assert!(
+                out.status.success(),
+                "psql {sql}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        }
+
+        /// Stops the server by its pid (a fast shutdown: SIGINT) and waits for it.
+        pub fn stop(&mut self) {
+            if let Some(mut child) = self.child.take() {
+                super::signal(child.id(), "INT");
+                let _ = child.wait();
+            }
+        }
+
+        /// The data directory (for certificates and pg_hba.conf).
+        pub fn data(&self) -> &Path {
+            &self.data
+        }
+    }
+
+    impl Drop for Pg {
+        fn drop(&mut self) {
+            if let Some(mut child) = self.child.take() {
+                super::signal(child.id(), "INT");
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_secs(10) {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    /// Makes a file the server's (certificates and keys it reads), mode 0600.
+    pub fn server_file(path: &Path) {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        give_to_server_user(path);
+    }
+}
+
+#[cfg(feature = "postgres")]
+pub use pg::server_file as pg_server_file;
+
 /// Sends a signal by name to a process with the `kill` command.
 pub fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill")

@@ -18,6 +18,8 @@
 //! * `plan.rs`: which rows a run measures, and how long each measurement is;
 //! * `window.rs`: one measurement (threads from one gate through the phases) and the burst;
 //! * `report.rs`: the table and the JSON object;
+//! * `store.rs`: with `--backend`, the node store's claims, renewals and reservation writes,
+//!   timed (a fifth of the run);
 //! * this file: the run, from the plan through the measurements to the report.
 //!
 //! This file uses all three; `window.rs` and `report.rs` read the plan's warm-up, and
@@ -25,6 +27,7 @@
 
 mod plan;
 mod report;
+mod store;
 mod window;
 
 use std::io::Write;
@@ -34,12 +37,20 @@ use monoflake::{CoarseClock, DEFAULT_TICKER_INTERVAL, Generator, Layout, LockedC
 
 use self::plan::{MIN_MEASURED, Plan, WARM_UP, per_core_max_slots};
 use self::report::{Report, clock_name, threads_text};
+use self::store::StoreCosts;
 use self::window::{Kind, WAIT_SLICE, burst, stride, timer_overhead, window};
 use crate::args::{BenchArgs, ClockArg};
 use crate::failure::Failure;
+use crate::store::open_named_store;
 
 pub fn run(args: &BenchArgs) -> Result<(), Failure> {
     let layout = args.layout.clone();
+    // A store named with --backend takes a fifth of the run, measured first.
+    let store = open_named_store(&args.store)?;
+    let duration = match store {
+        Some(_) => args.duration.mul_f64(0.8),
+        None => args.duration,
+    };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = args.threads.map_or(cpus, |n| n as usize);
     let mut plan = Plan {
@@ -51,22 +62,31 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
     if args.threads.is_none() {
         // The default, every CPU, does not fit the default ten seconds past 20 CPUs: measure
         // the thread counts that fit, and say so (it was refused with exit 2).
-        plan.fit_to(args.duration);
+        plan.fit_to(duration);
     }
     let rows = plan.windows();
     let threads = plan.threads;
-    let slice = args.duration / rows as u32;
+    let slice = duration / rows as u32;
     let Some(measured) = slice.checked_sub(WARM_UP).filter(|m| *m >= MIN_MEASURED) else {
-        let least = plan.least();
+        let least = match store {
+            // The rows get four fifths of the run.
+            Some(_) => plan.least().mul_f64(1.25),
+            None => plan.least(),
+        };
         return Err(Failure {
             code: 2,
             message: format!(
                 "--duration {:?} is too short for {rows} measurement{} ({}) of {:?} each \
-                 ({WARM_UP:?} warm-up, {MIN_MEASURED:?} measured): give at least {least:?}{}",
+                 ({WARM_UP:?} warm-up, {MIN_MEASURED:?} measured){}: give at least {least:?}{}",
                 args.duration,
                 if rows == 1 { "" } else { "s" },
                 plan.describe(),
                 WARM_UP + MIN_MEASURED,
+                if store.is_some() {
+                    ", after the fifth the node store takes"
+                } else {
+                    ""
+                },
                 if threads == 1 {
                     ""
                 } else {
@@ -84,11 +104,22 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
             Plan::whole(cpus, per_core_for_all).least(),
         ));
     }
+    let costs = match &store {
+        Some(store) => {
+            progress(format_args!(
+                "measuring the node store {}",
+                store.describe()
+            ));
+            Some(store::measure(&**store, args.duration - duration)?)
+        }
+        None => None,
+    };
+    let costs = costs.as_ref();
     match args.clock {
-        ClockArg::Locked => measure(args, &layout, &plan, measured, LockedClock::new),
+        ClockArg::Locked => measure(args, &layout, &plan, measured, costs, LockedClock::new),
         ClockArg::Coarse => {
             let (clock, _ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL)?;
-            measure(args, &layout, &plan, measured, || clock.clone())
+            measure(args, &layout, &plan, measured, costs, || clock.clone())
         }
     }
 }
@@ -98,6 +129,7 @@ fn measure<C: TimeSource + Clone + 'static>(
     layout: &Layout,
     plan: &Plan,
     measured: Duration,
+    store: Option<&StoreCosts>,
     clock: impl Fn() -> C,
 ) -> Result<(), Failure> {
     let timer = quanta::Clock::new();
@@ -157,6 +189,7 @@ fn measure<C: TimeSource + Clone + 'static>(
         overhead,
         burst,
         rows: &rows,
+        store,
     };
     let mut out = std::io::stdout().lock();
     if args.json {

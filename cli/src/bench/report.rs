@@ -9,6 +9,7 @@ use monoflake::{DEFAULT_MAX_LEAD, Layout};
 use serde_json::{Value, json};
 
 use super::plan::WARM_UP;
+use super::store::StoreCosts;
 use super::window::Row;
 use crate::args::{BenchArgs, ClockArg, MAX_DURATION};
 
@@ -31,6 +32,8 @@ pub struct Report<'a> {
     pub overhead: u64,
     pub burst: (u64, f64),
     pub rows: &'a [Row],
+    /// The node store's costs, with `--backend`.
+    pub store: Option<&'a StoreCosts>,
 }
 
 /// Fewer ticks than this in a counted part, on a layout whose ticks are longer than the lead, and
@@ -322,6 +325,9 @@ impl Report<'_> {
                 );
             }
         }
+        if let Some(store) = self.store {
+            t += &store.table();
+        }
         t
     }
 
@@ -404,6 +410,7 @@ impl Report<'_> {
             "timer_overhead_ns": self.overhead,
             "hot_path": { "ids": self.burst.0, "ns_per_id": self.burst.1 },
             "rows": rows,
+            "store": self.store.map(StoreCosts::json),
         })
     }
 }
@@ -467,13 +474,23 @@ mod tests {
     }
 
     fn table_of(rows: &[Row]) -> String {
-        let args = BenchArgs {
-            layout: Layout::twitter(),
-            clock: ClockArg::Locked,
-            threads: Some(2),
-            duration: Duration::from_secs(1),
-            json: false,
+        use clap::Parser;
+        let parsed = crate::args::Cli::try_parse_from([
+            "monoflake",
+            "bench",
+            "--threads",
+            "2",
+            "--duration",
+            "1s",
+        ])
+        .unwrap();
+        let crate::args::Command::Bench(args) = parsed.command else {
+            unreachable!("parsed as bench")
         };
+        assert_eq!(
+            (args.layout.name(), args.clock),
+            ("twitter", ClockArg::Locked)
+        );
         let report = Report {
             args: &args,
             layout: &args.layout,
@@ -487,6 +504,7 @@ mod tests {
             overhead: 10,
             burst: (204_800, 20.0),
             rows,
+            store: None,
         };
         report.table()
     }

@@ -1,0 +1,573 @@
+//! How a [`PgStore`](super::PgStore) reaches PostgreSQL: its settings ([`PgOptions`]), the
+//! connection string read (secrets never repeated), and TLS (`sslmode=verify-full`, rustls).
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_postgres::config::{Host, SslMode, TargetSessionAttrs};
+
+/// The table a [`PgStore`](super::PgStore) keeps its rows in, by default.
+pub const DEFAULT_PG_TABLE: &str = "monoflake_nodes";
+
+/// The default lease TTL of a [`PgStore`](super::PgStore).
+pub const DEFAULT_PG_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// The shortest lease TTL a [`PgStore`](super::PgStore) accepts.
+const MIN_TTL: Duration = Duration::from_secs(1);
+
+/// Settings of a [`PgStore`](super::PgStore) beyond its connection string (feature
+/// `postgres`): the table, the lease TTL, and whether the table is created when missing.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// let options = monoflake::PgOptions::new()
+///     .table("ids.monoflake_nodes")?
+///     .lease_ttl(Duration::from_secs(5))
+///     .create_table(false);
+/// assert_eq!(options.table_name(), "ids.monoflake_nodes");
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct PgOptions {
+    pub(super) table: String,
+    pub(super) ttl: Duration,
+    pub(super) create_table: bool,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            table: DEFAULT_PG_TABLE.to_owned(),
+            ttl: DEFAULT_PG_LEASE_TTL,
+            create_table: true,
+        }
+    }
+}
+
+impl PgOptions {
+    /// The defaults: table [`DEFAULT_PG_TABLE`] (created when missing), lease TTL
+    /// [`DEFAULT_PG_LEASE_TTL`].
+    ///
+    /// ```
+    /// assert_eq!(monoflake::PgOptions::new().table_name(), monoflake::DEFAULT_PG_TABLE);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Keeps the rows in this table: a name, or `schema.name`, of lower-case ASCII letters,
+    /// digits and underscores (not starting with a digit), at most 63 bytes each.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for any other name (it is
+    /// written into SQL, so nothing that would need quoting is accepted).
+    ///
+    /// ```
+    /// assert!(monoflake::PgOptions::new().table("ids.nodes").is_ok());
+    /// assert!(monoflake::PgOptions::new().table("nodes; drop table x").is_err());
+    /// ```
+    pub fn table(mut self, name: &str) -> Result<Self, crate::Error> {
+        let parts: Vec<&str> = name.split('.').collect();
+        let good = |p: &str| {
+            !p.is_empty()
+                && p.len() <= 63
+                && p.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                && !p.as_bytes()[0].is_ascii_digit()
+        };
+        if parts.len() > 2 || !parts.iter().all(|p| good(p)) {
+            return Err(crate::Error::InvalidConfig {
+                setting: "table",
+                value: format!("{name:?}"),
+                allowed: "a name or schema.name of lower-case letters, digits and underscores, \
+                          not starting with a digit, each at most 63 bytes"
+                    .into(),
+            });
+        }
+        self.table = name.to_owned();
+        Ok(self)
+    }
+
+    /// The lease TTL of every claim (default [`DEFAULT_PG_LEASE_TTL`]; at least one second):
+    /// how long after its last renewal the database treats a claim as expired, judged by the
+    /// database's clock.
+    ///
+    /// ```
+    /// let options = monoflake::PgOptions::new().lease_ttl(std::time::Duration::from_secs(3));
+    /// # let _ = options;
+    /// ```
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl.max(MIN_TTL);
+        self
+    }
+
+    /// Whether to create the table when it is missing (default `true`). Turn it off when the
+    /// role monoflake connects as may not create tables: an operator then runs
+    /// [`PgStore::schema_sql`](super::PgStore::schema_sql) once.
+    ///
+    /// ```
+    /// let options = monoflake::PgOptions::new().create_table(false);
+    /// # let _ = options;
+    /// ```
+    pub fn create_table(mut self, create: bool) -> Self {
+        self.create_table = create;
+        self
+    }
+
+    /// The table's name, as given.
+    ///
+    /// ```
+    /// assert_eq!(monoflake::PgOptions::new().table_name(), "monoflake_nodes");
+    /// ```
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+}
+
+/// Where the server's certificate is checked against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Roots {
+    /// `sslrootcert=FILE`: the CA certificates in this PEM file.
+    File(PathBuf),
+    /// `sslrootcert=system`, or none given: the operating system's roots.
+    System,
+}
+
+/// How the connection is protected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Tls {
+    /// `sslmode=disable` (or no `sslmode` on a loopback or Unix-socket host): plain text.
+    Disable,
+    /// `sslmode=verify-full`: TLS, the certificate chain checked against `roots` and the
+    /// host name against the certificate; a client certificate when given.
+    VerifyFull {
+        roots: Roots,
+        identity: Option<(PathBuf, PathBuf)>,
+    },
+}
+
+/// A connection string, read: the driver's settings and the TLS wanted. Its `Debug` shows
+/// neither the password nor the string.
+pub(super) struct Connection {
+    pub(super) config: tokio_postgres::Config,
+    pub(super) tls: Tls,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("where", &describe_target(&self.config))
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The settings handled here rather than by the driver, which knows only `disable`,
+/// `prefer` and `require` and verifies nothing itself.
+const TLS_KEYS: [&str; 4] = ["sslmode", "sslrootcert", "sslcert", "sslkey"];
+
+/// Reads a connection string: a URL (`postgres://user:password@host:port/db?sslmode=…`) or
+/// libpq's `key=value` form. The error never repeats the string or a part of its values.
+pub(super) fn parse(text: &str, timeout: Duration) -> Result<Connection, String> {
+    let text = text.trim();
+    let (rest, tls_settings) =
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            split_url(text)?
+        } else {
+            split_key_values(text)?
+        };
+    let mut config = tokio_postgres::Config::from_str(&rest).map_err(|e| {
+        let detail = std::error::Error::source(&e)
+            .map(ToString::to_string)
+            .filter(|s| {
+                s.starts_with("invalid value for option") || s.starts_with("unknown option")
+            })
+            .unwrap_or_else(|| "check its syntax".into());
+        format!("the connection string cannot be read ({detail}; it is not shown here)")
+    })?;
+    let get = |key: &str| {
+        tls_settings
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    let tls = match get("sslmode") {
+        Some("disable") => Tls::Disable,
+        Some("verify-full") => {
+            let roots = match get("sslrootcert") {
+                None | Some("system") => Roots::System,
+                Some(path) => Roots::File(PathBuf::from(path)),
+            };
+            let identity = match (get("sslcert"), get("sslkey")) {
+                (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
+                (None, None) => None,
+                _ => {
+                    return Err(
+                        "sslcert and sslkey go together (a client certificate and its key)".into(),
+                    );
+                }
+            };
+            Tls::VerifyFull { roots, identity }
+        }
+        Some(mode @ ("allow" | "prefer" | "require" | "verify-ca")) => {
+            return Err(format!(
+                "sslmode={mode} is refused: it does not check that the server is the one named, \
+                 so whoever sits on the path could answer for it and hand out claims. Use \
+                 sslmode=verify-full (with sslrootcert=FILE, or the system's roots), or \
+                 sslmode=disable on a network you trust"
+            ));
+        }
+        Some(_) => {
+            return Err(
+                "unknown sslmode: use sslmode=verify-full, or sslmode=disable on a network you trust"
+                    .into(),
+            );
+        }
+        None if all_local(&config) => Tls::Disable,
+        None => {
+            return Err(
+                "the connection string names a host that is not on this machine but no \
+                 sslmode: say sslmode=verify-full (with sslrootcert=FILE, or the system's \
+                 roots), or sslmode=disable on a network you trust"
+                    .into(),
+            );
+        }
+    };
+    if tls == Tls::Disable && (get("sslcert").is_some() || get("sslrootcert").is_some()) {
+        return Err("sslrootcert, sslcert and sslkey need sslmode=verify-full".into());
+    }
+    config.ssl_mode(match tls {
+        Tls::Disable => SslMode::Disable,
+        Tls::VerifyFull { .. } => SslMode::Require,
+    });
+    // Every claim and renewal writes: a standby is of no use, so with several hosts the
+    // primary is the one taken.
+    config.target_session_attrs(TargetSessionAttrs::ReadWrite);
+    if config.get_application_name().is_none() {
+        config.application_name("monoflake");
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(timeout);
+    }
+    Ok(Connection { config, tls })
+}
+
+/// A URL's TLS settings taken out of its query; the rest, as written.
+fn split_url(text: &str) -> Result<(String, Vec<(String, String)>), String> {
+    let Some((base, query)) = text.split_once('?') else {
+        return Ok((text.to_owned(), Vec::new()));
+    };
+    let mut kept = Vec::new();
+    let mut tls = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = decode(key)?;
+        if TLS_KEYS.contains(&key.as_str()) {
+            tls.push((key, decode(value)?));
+        } else {
+            kept.push(pair);
+        }
+    }
+    let rest = if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    Ok((rest, tls))
+}
+
+/// Percent-decoding of a URL query part.
+fn decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or("the connection string has a bad %-escape (it is not shown here)")?;
+                out.push(hex);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| {
+        "the connection string is not UTF-8 once decoded (it is not shown here)".into()
+    })
+}
+
+/// The `key=value` form's TLS settings taken out; the rest, written back (each value
+/// quoted) for the driver.
+fn split_key_values(text: &str) -> Result<(String, Vec<(String, String)>), String> {
+    let bad = || {
+        "the connection string cannot be read: expected key=value pairs or a \
+                  postgres:// URL (it is not shown here)"
+            .to_owned()
+    };
+    let mut chars = text.chars().peekable();
+    let mut kept = Vec::new();
+    let mut tls = Vec::new();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            break;
+        }
+        let mut key = String::new();
+        while let Some(&c) = chars.peek() {
+            if c == '=' || c.is_whitespace() {
+                break;
+            }
+            key.push(c);
+            chars.next();
+        }
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.next() != Some('=') || key.is_empty() {
+            return Err(bad());
+        }
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'\'') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('\'') => break,
+                    Some('\\') => value.push(chars.next().ok_or_else(bad)?),
+                    Some(c) => value.push(c),
+                    None => return Err(bad()),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                chars.next();
+                if c == '\\' {
+                    value.push(chars.next().ok_or_else(bad)?);
+                } else {
+                    value.push(c);
+                }
+            }
+        }
+        if TLS_KEYS.contains(&key.as_str()) {
+            tls.push((key, value));
+        } else {
+            let quoted = value.replace('\\', "\\\\").replace('\'', "\\'");
+            kept.push(format!("{key}='{quoted}'"));
+        }
+    }
+    Ok((kept.join(" "), tls))
+}
+
+/// Whether every host named is this machine (a loopback address, `localhost`, a Unix
+/// socket), where plain text is the default.
+fn all_local(config: &tokio_postgres::Config) -> bool {
+    let hosts_local = config.get_hosts().iter().all(|h| match h {
+        Host::Tcp(name) => {
+            name == "localhost" || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        }
+        #[cfg(unix)]
+        Host::Unix(_) => true,
+    });
+    let addrs_local = config.get_hostaddrs().iter().all(IpAddr::is_loopback);
+    hosts_local && addrs_local
+}
+
+/// `host:port/db`, for messages: no user, no password.
+pub(super) fn describe_target(config: &tokio_postgres::Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let port = config
+                .get_ports()
+                .get(i)
+                .or(config.get_ports().first())
+                .copied()
+                .unwrap_or(5432);
+            match h {
+                Host::Tcp(name) if name.contains(':') => format!("[{name}]:{port}"),
+                Host::Tcp(name) => format!("{name}:{port}"),
+                #[cfg(unix)]
+                Host::Unix(path) => format!("{}:{port}", path.display()),
+            }
+        })
+        .collect();
+    let hosts = if hosts.is_empty() {
+        "localhost:5432".to_owned()
+    } else {
+        hosts.join(",")
+    };
+    let db = config
+        .get_dbname()
+        .or(config.get_user())
+        .unwrap_or("postgres");
+    format!("{hosts}/{db}")
+}
+
+/// The rustls connector for `verify-full`: the roots and the client identity read from their
+/// files.
+pub(super) fn rustls_connector(
+    roots: &Roots,
+    identity: Option<&(PathBuf, PathBuf)>,
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, String> {
+    let mut store = rustls::RootCertStore::empty();
+    match roots {
+        Roots::File(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("cannot read sslrootcert {}: {e}", path.display()))?;
+            let (added, _) = store.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(format!(
+                    "sslrootcert {} holds no usable CA certificate",
+                    path.display()
+                ));
+            }
+        }
+        Roots::System => {
+            let found = rustls_native_certs::load_native_certs();
+            store.add_parsable_certificates(found.certs);
+            if store.is_empty() {
+                return Err(
+                    "sslmode=verify-full without sslrootcert uses the system's CA \
+                            certificates, and none were found: give sslrootcert=FILE"
+                        .into(),
+                );
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(store);
+    let config = match identity {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("cannot read sslcert {}: {e}", cert.display()))?;
+            let key_der = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("cannot read sslkey {}: {e}", key.display()))?;
+            builder
+                .with_client_auth_cert(chain, key_der)
+                .map_err(|e| format!("sslcert and sslkey do not make a client identity: {e}"))?
+        }
+    };
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(2);
+
+    #[test]
+    fn a_url_keeps_its_settings_and_gives_up_its_tls_ones() {
+        let c = parse(
+            "postgres://ids:s3cr%40t@db.example:6432/ids?sslmode=verify-full&sslrootcert=/ca.pem&application_name=x",
+            T,
+        )
+        .unwrap();
+        assert_eq!(
+            c.tls,
+            Tls::VerifyFull {
+                roots: Roots::File("/ca.pem".into()),
+                identity: None
+            }
+        );
+        assert_eq!(c.config.get_password(), Some(&b"s3cr@t"[..]));
+        assert_eq!(c.config.get_application_name(), Some("x"));
+        assert_eq!(describe_target(&c.config), "db.example:6432/ids");
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("s3cr") && !shown.contains("ids:"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn key_values_are_read_too_with_quotes_and_escapes() {
+        let c = parse(
+            "host=127.0.0.1 port=5433 user=ids password='a \\'b\\' c' dbname=x sslmode=disable",
+            T,
+        )
+        .unwrap();
+        assert_eq!(c.tls, Tls::Disable);
+        assert_eq!(c.config.get_password(), Some(&b"a 'b' c"[..]));
+        assert_eq!(describe_target(&c.config), "127.0.0.1:5433/x");
+    }
+
+    #[test]
+    fn plain_text_is_the_default_only_on_this_machine() {
+        for local in [
+            "postgres://u@127.0.0.1/db",
+            "postgres://u@localhost:5433/db",
+            "postgres://u@[::1]/db",
+            "host=/run/postgresql user=u",
+        ] {
+            assert_eq!(parse(local, T).unwrap().tls, Tls::Disable, "{local}");
+        }
+        let e = parse("postgres://u:pw@db.example/db", T).unwrap_err();
+        assert!(e.contains("sslmode=verify-full"), "{e}");
+    }
+
+    #[test]
+    fn modes_that_check_nothing_are_refused_and_the_string_is_never_repeated() {
+        for mode in ["prefer", "require", "verify-ca", "allow"] {
+            let e = parse(&format!("postgres://u:hunter2@h/db?sslmode={mode}"), T).unwrap_err();
+            assert!(e.contains("refused") && !e.contains("hunter2"), "{e}");
+        }
+        for bad in [
+            "postgres://u:hunter2@h:notaport/db?sslmode=disable",
+            "postgres://u:hunter2@h/db?sslmode=disable&bogus=hunter2",
+            "user=u password=hunter2 =oops",
+            "postgres://u:hunter2@h/db?sslmode=%zz",
+        ] {
+            let e = parse(bad, T).unwrap_err();
+            assert!(!e.contains("hunter2"), "{bad}: {e}");
+        }
+        let e = parse("postgres://u@h/db?sslmode=verify-full&sslcert=/c.pem", T).unwrap_err();
+        assert!(e.contains("go together"), "{e}");
+    }
+
+    #[test]
+    fn table_names_are_plain_identifiers() {
+        for good in ["t", "monoflake_nodes", "ids.nodes_2"] {
+            assert!(PgOptions::new().table(good).is_ok(), "{good}");
+        }
+        for bad in ["", "Nodes", "1t", "a.b.c", "a-b", "a\"b", &"x".repeat(64)] {
+            assert!(PgOptions::new().table(bad).is_err(), "{bad}");
+        }
+    }
+}

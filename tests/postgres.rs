@@ -1,0 +1,364 @@
+//! The PostgreSQL store against real servers (Debian's `postgresql`, started on 127.0.0.1 by
+//! each test or by `.ci/run`): TLS and its refusals, client certificates, secrets never shown,
+//! claimants racing, an unusable row, a server restarted under a holder.
+#![cfg(feature = "postgres")]
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use monoflake::{Error, Generator, Layout, NodeRequest, NodeStore, PgOptions, PgStore};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+
+/// A table of this test's own on a shared server.
+fn table(tag: &str) -> PgOptions {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    PgOptions::new()
+        .table(&format!("{tag}_{}_{nanos}", std::process::id()))
+        .unwrap()
+}
+
+fn layout(node_bits: u32) -> Layout {
+    Layout::builder()
+        .name("pgtest")
+        .node_field("n", node_bits)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn claimants_racing_for_any_node_each_get_their_own_until_none_is_left() {
+    let pg = common::Pg::shared();
+    let options = table("race");
+    let layout = layout(4); // 16 nodes
+    // Some rows exist already (released), some nodes have none: both kinds are handed out.
+    let store = PgStore::connect_with(&pg.url, &options).unwrap();
+    for node in [1, 2, 5, 9] {
+        let c = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+        store.release(c, 0).unwrap();
+    }
+    // Connected first, so that every claimant reaches the barrier; then all claim at once.
+    let stores: Vec<PgStore> = (0..16)
+        .map(|_| PgStore::connect_with(&pg.url, &options).unwrap())
+        .collect();
+    let barrier = Barrier::new(16);
+    let claims: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = stores
+            .iter()
+            .map(|store| {
+                let barrier = &barrier;
+                let layout = &layout;
+                s.spawn(move || {
+                    barrier.wait();
+                    (store, store.claim(layout, NodeRequest::Any))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let claims: Vec<_> = claims
+        .into_iter()
+        .map(|(store, claim)| (store, claim.unwrap()))
+        .collect();
+    let mut nodes: Vec<u64> = claims.iter().map(|(_, c)| c.node()).collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, (0..16).collect::<Vec<_>>());
+    assert!(matches!(
+        store.claim(&layout, NodeRequest::Any),
+        Err(Error::AllNodesHeld { count: 16, .. })
+    ));
+    for (s, c) in claims {
+        s.release(c, 0).unwrap();
+    }
+}
+
+#[test]
+fn the_connection_string_is_never_shown() {
+    let pg = common::Pg::shared();
+    let wrong = pg
+        .url
+        .replacen("monoflake-test-secret", "wrong-hunter2-secret", 1);
+    assert_ne!(wrong, pg.url);
+    let e = PgStore::connect(&wrong).unwrap_err();
+    for shown in [e.to_string(), format!("{e:?}")] {
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("authentication failed"), "{shown}");
+    }
+    let store = PgStore::connect_with(&pg.url, &table("shown")).unwrap();
+    for shown in [format!("{store:?}"), store.describe()] {
+        assert!(
+            !shown.contains("monoflake-test-secret") && !shown.contains("monoflake:"),
+            "{shown}"
+        );
+        assert!(shown.contains("127.0.0.1"), "{shown}");
+    }
+}
+
+#[test]
+fn a_missing_table_is_created_or_reported() {
+    let pg = common::Pg::shared();
+    let options = table("missing").create_table(false);
+    let e = PgStore::connect_with(&pg.url, &options).unwrap_err();
+    assert!(
+        matches!(e, Error::Store { .. }) && e.to_string().contains("does not exist"),
+        "{e}"
+    );
+    // An operator creates it with the SQL the store would have run.
+    pg.psql(&PgStore::schema_sql(&options));
+    let store = PgStore::connect_with(&pg.url, &options).unwrap();
+    let c = store.claim(&layout(2), NodeRequest::Any).unwrap();
+    store.release(c, 0).unwrap();
+}
+
+#[test]
+fn the_schema_in_the_operations_guide_is_the_one_created() {
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md"))
+            .unwrap();
+    let sql = PgStore::schema_sql(&PgOptions::new());
+    assert!(guide.contains(&sql), "docs/operations.md must show:\n{sql}");
+}
+
+/// A row whose reservation is negative (only possible once the table's checks are dropped)
+/// is refused by number and skipped, counted and named by a claim of any node.
+#[test]
+fn an_unusable_row_is_skipped_by_any_and_refused_by_number() {
+    let pg = common::Pg::shared();
+    let options = table("unusable");
+    let store = PgStore::connect_with(&pg.url, &options).unwrap();
+    let layout = layout(1); // nodes 0 and 1
+    let c = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    store.release(c, 5).unwrap();
+    let t = options.table_name();
+    pg.psql(&format!(
+        "ALTER TABLE {t} DROP CONSTRAINT {t}_reserved_until_ms_check; \
+         UPDATE {t} SET reserved_until_ms = -5 WHERE node = 1"
+    ));
+    let e = store.claim(&layout, NodeRequest::Exact(1)).unwrap_err();
+    assert!(matches!(e, Error::DamagedReservation { .. }), "{e:?}");
+    let first = store.claim(&layout, NodeRequest::Any).unwrap();
+    assert_eq!((first.node(), first.unusable()), (0, 1));
+    match store.claim(&layout, NodeRequest::Any) {
+        Err(Error::AllNodesHeld {
+            count: 2,
+            unusable: 1,
+            unusable_reasons,
+            ..
+        }) => assert_eq!(unusable_reasons, ["node 1: its reservation is negative"]),
+        other => panic!("{other:?}"),
+    }
+    store.release(first, 0).unwrap();
+}
+
+/// The server stops under a holder and comes back: while it is away renewals fail as an
+/// unreachable store (not a lost lease) and the generator stops within its confirm bound;
+/// once it is back the store connects again and the holder goes on, on the same claim.
+#[test]
+fn a_restarted_server_is_ridden_through_by_a_holder() {
+    let mut pg = common::Pg::start();
+    let store: Arc<dyn NodeStore> = Arc::new(
+        PgStore::connect_with(
+            &pg.url,
+            &PgOptions::new().lease_ttl(Duration::from_secs(30)),
+        )
+        .unwrap(),
+    );
+    let layout = layout(3);
+    let g = Generator::builder(layout.clone())
+        .build_leased(Arc::clone(&store), NodeRequest::Any)
+        .unwrap();
+    let before = g.next_id().unwrap();
+    pg.stop();
+    let stopped = Instant::now();
+    // Stops within its confirm bound (2 x 500 ms); a liveness bound here.
+    let refusal = loop {
+        match g.try_next_id() {
+            Ok(id) => assert!(id > before),
+            Err(Error::WouldBlock { .. }) => {}
+            Err(e) => break e,
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(30), "never stopped");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        matches!(refusal, Error::ReservationUnavailable { .. }),
+        "{refusal:?}"
+    );
+    pg.resume();
+    let resumed = Instant::now();
+    let after = loop {
+        match g.next_id() {
+            Ok(id) => break id,
+            Err(_) => {
+                assert!(resumed.elapsed() < Duration::from_secs(30), "never resumed");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    assert!(after > before);
+    assert_eq!(g.stats().lease_losses, 0);
+    g.release().unwrap();
+}
+
+/// A CA, and certificates it signs.
+fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+}
+
+fn signed(ca: &CertifiedIssuer<'static, KeyPair>, names: &[&str], cn: &str) -> (String, String) {
+    let mut params =
+        CertificateParams::new(names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, ca).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+/// `sslmode=verify-full`: the server's certificate must chain to `sslrootcert` and name the
+/// host; a client certificate logs in where pg_hba.conf asks for one; plain text and the
+/// modes that check nothing are refused.
+#[test]
+fn tls_verify_full_with_passwords_and_client_certificates() {
+    let dir = common::TempDir::new("pg-tls");
+    let authority = ca("monoflake test CA");
+    let stranger = ca("someone else's CA");
+    let (server_cert, server_key) = signed(&authority, &["localhost"], "localhost");
+    let (client_cert, client_key) = signed(&authority, &[], "certuser");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let ca_file = write("ca.pem", &authority.pem());
+    let stranger_file = write("stranger.pem", &stranger.pem());
+    let cert_file = write("client.pem", &client_cert);
+    let key_file = write("client.key", &client_key);
+    let ca_pem = authority.pem();
+    let pg = common::Pg::start_with(
+        &[
+            "ssl=on",
+            "ssl_cert_file=server.crt",
+            "ssl_key_file=server.key",
+            "ssl_ca_file=ca.crt",
+        ],
+        |data| {
+            for (name, text) in [
+                ("server.crt", server_cert.as_str()),
+                ("server.key", server_key.as_str()),
+                ("ca.crt", ca_pem.as_str()),
+            ] {
+                std::fs::write(data.join(name), text).unwrap();
+                common::pg_server_file(&data.join(name));
+            }
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\n\
+                 hostssl all certuser 127.0.0.1/32 cert\n\
+                 hostssl all monoflake 127.0.0.1/32 scram-sha-256\n",
+            )
+            .unwrap();
+        },
+    );
+    pg.psql("CREATE ROLE certuser LOGIN; GRANT CREATE ON SCHEMA public TO certuser");
+    let port = pg.port;
+    let password = "monoflake-test-secret";
+    let verified = |user: &str, host: &str, extra: &str| {
+        format!(
+            "postgres://{user}@{host}:{port}/postgres?sslmode=verify-full&sslrootcert={}{extra}",
+            ca_file.display()
+        )
+    };
+    let works = |url: &str| {
+        let store = PgStore::connect_with(url, &table("tls")).unwrap_or_else(|e| panic!("{e}"));
+        let c = store.claim(&layout(2), NodeRequest::Any).unwrap();
+        store.extend(&c, 1_900_000_000_000).unwrap();
+        store.renew(&c).unwrap();
+        store.release(c, 1_900_000_000_000).unwrap();
+    };
+    let refused = |url: &str, why: &str| {
+        let e = PgStore::connect_with(url, &table("tls")).unwrap_err();
+        let shown = format!("{e} {e:?}");
+        assert!(matches!(e, Error::Store { .. }), "{shown}");
+        assert!(!shown.contains(password), "{shown}");
+        assert!(shown.contains(why), "expected {why:?} in {shown}");
+    };
+    // A password over verified TLS, and a client certificate.
+    works(&verified(&format!("monoflake:{password}"), "localhost", ""));
+    works(&verified(
+        "certuser",
+        "localhost",
+        &format!(
+            "&sslcert={}&sslkey={}",
+            cert_file.display(),
+            key_file.display()
+        ),
+    ));
+    // The certificate names localhost, not 127.0.0.1.
+    refused(
+        &verified(&format!("monoflake:{password}"), "127.0.0.1", ""),
+        "TLS",
+    );
+    // Signed by a CA we do not trust.
+    refused(
+        &format!(
+            "postgres://monoflake:{password}@localhost:{port}/postgres?sslmode=verify-full&sslrootcert={}",
+            stranger_file.display()
+        ),
+        "TLS",
+    );
+    // No client certificate where pg_hba.conf asks for one.
+    refused(&verified("certuser", "localhost", ""), "certificate");
+    // Plain text: the server accepts only TLS.
+    refused(
+        &format!("postgres://monoflake:{password}@127.0.0.1:{port}/postgres?sslmode=disable"),
+        "pg_hba.conf",
+    );
+    // Modes that would not check the server are refused before connecting.
+    refused(
+        &format!("postgres://monoflake:{password}@localhost:{port}/postgres?sslmode=require"),
+        "refused",
+    );
+}
+
+/// The validity a renewal returns, counted from the start of the call, ends before the
+/// database's expiry of the lease: the holder stops before the database could hand the node
+/// to anyone else.
+#[test]
+fn a_renewal_s_validity_ends_before_the_database_s_expiry() {
+    let pg = common::Pg::shared();
+    let options = table("validity").lease_ttl(Duration::from_secs(4));
+    let store = PgStore::connect_with(&pg.url, &options).unwrap();
+    let claim = store.claim(&layout(2), NodeRequest::Any).unwrap();
+    for _ in 0..5 {
+        let start = Instant::now();
+        let valid = store.renew(&claim).unwrap().expect("a lease that expires");
+        // What the database has left, asked after the renewal: its expiry lies at or after
+        // `asked + left_ms` on the monotonic clock's scale.
+        let left_ms: f64 = pg
+            .psql(&format!(
+                "SELECT extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000 \
+                 FROM {} WHERE node = {}",
+                options.table_name(),
+                claim.node()
+            ))
+            .parse()
+            .unwrap();
+        let answered = start.elapsed();
+        let expiry = answered + Duration::from_secs_f64(left_ms.max(0.0) / 1000.0);
+        assert!(
+            valid < expiry,
+            "the holder's deadline {valid:?} after the renewal's start is past the database's \
+             expiry {expiry:?}"
+        );
+        assert!(valid > Duration::from_secs(3), "{valid:?} of a 4 s lease");
+    }
+    store.release(claim, 0).unwrap();
+}
