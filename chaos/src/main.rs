@@ -26,6 +26,7 @@ mod report;
 mod run;
 mod scenarios;
 mod slots;
+mod world;
 
 use std::process::ExitCode;
 

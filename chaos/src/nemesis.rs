@@ -18,8 +18,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::etcd::MEMBERS;
 use crate::procs::{now_ms, signal};
-use crate::run::World;
 use crate::slots::{Kind, Pace, Slot, Spec, StoreArgs, start_holder};
+use crate::world::World;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FaultKind {

@@ -15,9 +15,9 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,16 +30,12 @@ use crate::etcd::Cluster;
 use crate::faketime::Clocks;
 use crate::fsys::Disk;
 use crate::nemesis::{self, FaultKind, Nemesis, Record, SlotKind};
-use crate::pg::{self, Message, Results};
+use crate::pg::{self, Results};
 use crate::procs::{Log, Pids, now_ms, signal};
 use crate::report::{self, Judged, KindRow};
 use crate::scenarios;
 use crate::slots::{Kind, Slot, StoreArgs, supervise};
-
-/// The Twitter layout as a spec, and under other field names with the epoch in Unix ms.
-pub const TWITTER_SPEC: &str =
-    "time=41,datacenter=5,worker=5,sequence=12,epoch=2010-11-04T01:42:54.657Z,tick=1ms";
-pub const RENAMED_SPEC: &str = "time=41,machine=10,sequence=12,epoch=1288834974657";
+use crate::world::{RENAMED_SPEC, TWITTER_SPEC, World};
 
 /// The soak's slots: name, kind, on etcd.
 const SLOTS: [(&str, Kind, bool); 8] = [
@@ -55,42 +51,6 @@ const SLOTS: [(&str, Kind, bool); 8] = [
 
 /// The soak's tables: the file store's generators, etcd's.
 pub const SOAK_TABLES: [&str; 2] = ["soak_file", "soak_etcd"];
-
-/// Everything the run's parts share.
-#[derive(Debug)]
-pub struct World {
-    pub run_dir: PathBuf,
-    pub procs_dir: PathBuf,
-    pub monoflake: PathBuf,
-    pub me: PathBuf,
-    pub log: Log,
-    pub pids: Arc<Pids>,
-    pub checker: Checker,
-    pub clocks: Arc<Clocks>,
-    pub etcd: Cluster,
-    pub disk: Arc<Disk>,
-    pub rate: u64,
-    pub ttl: u64,
-    pub seed: u64,
-    pub pg_results: Arc<Mutex<Results>>,
-    pg: mpsc::UnboundedSender<Message>,
-    streams: AtomicU64,
-}
-
-impl World {
-    /// A new stream number (one generator's run of IDs that must increase).
-    pub fn stream(&self) -> u64 {
-        self.streams.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Returns once every ID observed so far is in the database.
-    pub async fn sync_db(&self) {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.pg.send(Message::Sync(tx)).is_ok() {
-            let _ = tokio::time::timeout(Duration::from_secs(120), rx).await;
-        }
-    }
-}
 
 pub fn main(args: RunArgs) -> ExitCode {
     let seed = args.seed.unwrap_or_else(rand::random);

@@ -24,8 +24,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::procs::signal;
-use crate::run::{RENAMED_SPEC, World};
 use crate::slots::{Pace, Proc, Spec, StoreArgs, start_holder, start_serve};
+use crate::world::{RENAMED_SPEC, World};
 
 /// Every scenario, in the order they run.
 pub const ALL: [&str; 8] = [

@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use crate::checker::{Source, Src, node_of};
 use crate::clients::{Grpc, Http, Refused};
 use crate::procs::{now_ms, signal};
-use crate::run::World;
+use crate::world::World;
 
 /// How long a process may take to exit after SIGTERM (or, for the holder, the end of its
 /// input) before it is reported as hung and killed: the service drains for 3 s at most,
