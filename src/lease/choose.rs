@@ -1,6 +1,7 @@
 //! Which node to take for [`NodeRequest::Any`]: the free node that costs the build the least
 //! wait. A node with a record at most `max_lead` ahead of the clock costs nothing (its IDs are
-//! honest within the lead) and ends the search; a node with no record costs the unrecorded
+//! honest within the lead) and ends the search, as does one that costs no more than a tick
+//! and [`SETTLED_SLACK_MS`] (a node just released); a node with no record costs the unrecorded
 //! wait; a node further ahead costs the time until it is `max_lead` ahead; one further ahead
 //! than the tolerance is refused (a clock that is or was wrong) unless told to trust it.
 
@@ -19,6 +20,13 @@ const MAX_PASSED_OVER: usize = 64;
 /// is held: another claimant may be holding free nodes it passed over for a moment, and gives
 /// them back once its own search ends.
 const RACE_RETRIES: u32 = 8;
+
+/// A wait this short ends the search like no wait at all: a released node's record is the
+/// end of the last tick its holder issued, up to `max_lead` plus a tick ahead of that
+/// holder's clock, which may read a few ms apart from this one — and looking further costs
+/// more than that (each node held and given back is a durable write). Added to the layout's
+/// tick.
+const SETTLED_SLACK_MS: u64 = 10;
 
 /// The longest single wait between two searches.
 const RACE_WAIT_CAP: Duration = Duration::from_millis(250);
@@ -172,7 +180,10 @@ fn search_any(
             Ok(claim) => {
                 unusable = unusable.max(claim.unusable());
                 let unrecorded = claim.reserved_until_ms().is_none();
-                if !unrecorded && cost(&claim, now, limits) == Some(Cost::Wait(0)) {
+                let settled = layout.tick_ms().saturating_add(SETTLED_SLACK_MS);
+                if !unrecorded
+                    && matches!(cost(&claim, now, limits), Some(Cost::Wait(w)) if w <= settled)
+                {
                     break Ok(Some(claim));
                 }
                 passed.push(claim);
