@@ -257,7 +257,7 @@ impl<C: TimeSource> Generator<C> {
     /// The error for a step that did not issue (lead limit or end of the time field).
     #[cold]
     #[inline(never)]
-    fn refuse(&self, step: Step) -> Error {
+    pub(super) fn refuse(&self, step: Step) -> Error {
         // A refusal at the lead limit issues nothing and is frequent under sustained demand
         // (one per paced slot): it does not ask the pid, only the fork count (a load). The
         // other refusals ask both. (A forked child's common case moves its copy of the state
@@ -294,7 +294,7 @@ impl<C: TimeSource> Generator<C> {
     /// the process id too, then the fence.
     #[cold]
     #[inline(never)]
-    fn check_slow(&self, forked: bool, now: u64, last_tick: u64) -> Result<(), Error> {
+    pub(super) fn check_slow(&self, forked: bool, now: u64, last_tick: u64) -> Result<(), Error> {
         let forked = forked || self.core.fence.another_process();
         if forked || self.core.fence.refuses(now, last_tick) {
             return Err(self.fenced(forked, now));

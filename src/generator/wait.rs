@@ -84,7 +84,7 @@ impl<C: TimeSource> Generator<C> {
     /// retries `attempt` while it reports `WouldBlock`, backing off, for at most `max_wait`.
     #[cold]
     #[inline(never)]
-    fn waiting<T>(
+    pub(super) fn waiting<T>(
         &self,
         mut retry_after: Duration,
         mut attempt: impl FnMut() -> Result<T, Error>,

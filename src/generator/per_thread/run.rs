@@ -1,0 +1,242 @@
+//! A slot's run: the plain numbers one thread advances (the state and what the common case
+//! needs of its tick), the common case on them, and the general step — the same pure
+//! `next_state` every flavour uses, with no compare-exchange: the state belongs to one thread.
+
+use std::cell::Cell;
+
+use super::super::step::{InTick, Step, next_state};
+use super::{SEALED, Shared};
+use crate::Error;
+use crate::clock::TimeSource;
+use crate::sync::{AtomicU64, Ordering};
+
+/// The numbers of one slot held by one thread. Plain cells: only the owning thread reads or
+/// writes them (the type is neither `Send` nor `Sync`).
+#[derive(Debug)]
+pub(crate) struct Run {
+    /// The last state value issued (or the one the slot was claimed at): `tick <<
+    /// sequence_bits | sequence`, the sequence without the slot bits.
+    pub(super) state: Cell<u64>,
+    /// The common case's window of time for the state's tick (Unix ns): the clock must read
+    /// in `[from_ns, from_ns + width_ns)` (`InTick`).
+    from_ns: Cell<u64>,
+    width_ns: Cell<u64>,
+    /// The last state value of the state's tick: the common case needs the state below it.
+    end: Cell<u64>,
+    /// The state's tick, for the fence's one-word check.
+    tick: Cell<u64>,
+    /// The ID of the tick's sequence 0 in this slot (time, node and slot bits in place).
+    tick_id: Cell<u64>,
+    /// The state before the first value issued since the last count was handed to the slot
+    /// (the slot's `issued` counter): `state - counted` values are not counted yet.
+    counted: Cell<u64>,
+    /// Which slot.
+    pub(super) slot: Cell<usize>,
+    /// The slot's node and slot bits, in place.
+    fixed: Cell<u64>,
+}
+
+impl Run {
+    /// A run that matches nothing (the state is sealed: every call goes to the general step).
+    pub(super) const fn empty() -> Run {
+        Run {
+            state: Cell::new(SEALED),
+            from_ns: Cell::new(0),
+            width_ns: Cell::new(0),
+            end: Cell::new(0),
+            tick: Cell::new(u64::MAX),
+            tick_id: Cell::new(0),
+            counted: Cell::new(SEALED),
+            slot: Cell::new(0),
+            fixed: Cell::new(0),
+        }
+    }
+
+    /// Takes over `slot`, claimed at state `state`.
+    pub(super) fn start<C: TimeSource>(&self, shared: &Shared<C>, slot: usize, state: u64) {
+        self.slot.set(slot);
+        self.fixed.set(shared.fixed(slot));
+        self.counted.set(state);
+        self.enter(shared, state);
+    }
+
+    /// The numbers this run hands back with its slot: (slot, state, the state counted up to).
+    pub(super) fn parts(&self) -> (usize, u64, u64) {
+        (self.slot.get(), self.state.get(), self.counted.get())
+    }
+
+    /// Copies another run's numbers (parking a run in the thread's registry and back).
+    pub(super) fn copy_from(&self, other: &Run) {
+        self.state.set(other.state.get());
+        self.from_ns.set(other.from_ns.get());
+        self.width_ns.set(other.width_ns.get());
+        self.end.set(other.end.get());
+        self.tick.set(other.tick.get());
+        self.tick_id.set(other.tick_id.get());
+        self.counted.set(other.counted.get());
+        self.slot.set(other.slot.get());
+        self.fixed.set(other.fixed.get());
+    }
+
+    /// Moves the state to `state` and works out its tick's numbers.
+    fn enter<C: TimeSource>(&self, shared: &Shared<C>, state: u64) {
+        let g = &shared.base;
+        let p = &g.params;
+        let tick = state >> p.sequence_bits;
+        // A coarse reading may lag: the common case then takes only the clock's own tick, as
+        // the general step re-reads the precise clock before it issues in a borrowed one.
+        let behind_ns = if g.clock.is_coarse() { 0 } else { p.behind_ns };
+        // The window of the tick as a whole: with the state at its first value, the next one
+        // always has room (sequence_bits >= 1), so the width is the tick's, or 0 where the
+        // layout's ticks do not fit in a u64.
+        let window = InTick::of(tick.wrapping_shl(p.sequence_bits), behind_ns, p);
+        self.state.set(state);
+        self.from_ns.set(window.from_ns);
+        self.width_ns.set(window.width_ns);
+        self.end
+            .set(tick.wrapping_shl(p.sequence_bits) | p.sequence_mask);
+        self.tick.set(tick);
+        self.tick_id
+            .set(g.out.id(tick.wrapping_shl(p.sequence_bits)).as_u64() | self.fixed.get());
+    }
+
+    /// The common case: the clock in the state's tick (or, on the locked clock, in a tick
+    /// borrowed less than the lead ahead of it), room in the tick's sequence, the fence open
+    /// for the tick, and no fork. Then the next state is `state + 1` — what `next_state`
+    /// issues there (`InTick`) — and this returns its ID; otherwise `None`, and nothing moved.
+    /// Three loads (the clock, the fence's word, the process generation) and no
+    /// read-modify-write.
+    #[inline(always)]
+    pub(super) fn common<C: TimeSource>(&self, shared: &Shared<C>) -> Option<u64> {
+        let g = &shared.base;
+        let cur = self.state.get();
+        let now_ns = g.clock.now_ns();
+        // Evaluated without short-circuits: one branch.
+        let ok = (now_ns.wrapping_sub(self.from_ns.get()) < self.width_ns.get())
+            & (cur < self.end.get())
+            & !g.core.fence.refuses_in(self.tick.get())
+            & !g.core.fence.forked();
+        if ok {
+            let next = cur + 1;
+            self.state.set(next);
+            Some(self.tick_id.get() | (next & g.out.sequence_mask) << g.out.sequence_shift)
+        } else {
+            None
+        }
+    }
+
+    /// The general step for `n >= 1` values: the clock (the precise one before anything
+    /// depends on a coarse reading), `next_state`, the fence, and — when the values enter a
+    /// later tick — the tick published in the slot before anything is issued in it (what a
+    /// seal finds). Returns the first and last state values issued.
+    #[inline(never)]
+    pub(super) fn general<C: TimeSource>(
+        &self,
+        shared: &Shared<C>,
+        n: u64,
+    ) -> Result<(u64, u64), Error> {
+        let g = &shared.base;
+        let p = &g.params;
+        let forked = g.core.fence.forked();
+        let cur = self.state.get();
+        let mut clock = g.now_of(g.clock.now_ns());
+        let mut precise = !g.clock.is_coarse();
+        let (first, last) = loop {
+            let step = next_state(cur, clock, n, p);
+            if !precise && step.wants_precise_time(clock.tick, p.sequence_bits) {
+                clock = g.now_of(g.clock.precise_now_ns());
+                precise = true;
+                continue;
+            }
+            match step {
+                Step::Issue { first, last } => break (first, last),
+                // A sealed slot (claimed after the seal, or sealed while its holder moved on)
+                // says why its fence closed, whether or not this thread has seen the fence's
+                // words yet — unless the layout's own last value is the same number.
+                Step::Exhausted { .. }
+                    if cur == SEALED
+                        && p.max_tick << p.sequence_bits | p.sequence_mask != SEALED =>
+                {
+                    return Err(g.fence_error(false, clock.tick));
+                }
+                Step::Exhausted { for_good: true } if !g.core.fence.is_closed() => {
+                    // Pin the state at its largest value: every later call fails too,
+                    // whatever a clock does afterwards.
+                    self.pin(shared, p.max_tick << p.sequence_bits | p.sequence_mask);
+                    return Err(g.refuse(step));
+                }
+                _ => return Err(g.refuse(step)),
+            }
+        };
+        let now = clock.tick;
+        let last_tick = last >> p.sequence_bits;
+        let later_tick = last_tick > cur >> p.sequence_bits;
+        // Fence: as the shared generator's general path (the pid, too, when moving into a
+        // later tick or taking a batch).
+        if forked | later_tick | (n > 1) | g.core.fence.refuses(now, last_tick) {
+            g.check_slow(forked, now, last_tick)?;
+        }
+        if later_tick {
+            // Published before anything is issued in it: a seal (one read-modify-write of
+            // this word) either comes after this and finds the tick, or before it and this
+            // finds the seal. Issuing inside a tick found here needs no more: the final
+            // reservation covers the whole tick.
+            let before = publish(&shared.slot(self.slot.get()).state, last);
+            if before == SEALED {
+                self.pin(shared, SEALED);
+                return Err(g.fence_error(false, now));
+            }
+            g.count_jump_or_borrow(cur, first, last, now);
+        }
+        // Hand the values issued since the last count to the slot's counter, off the common
+        // path; the run counts again from here.
+        shared.count(self.slot.get(), cur.wrapping_sub(self.counted.get()));
+        self.counted.set(first - 1);
+        if later_tick {
+            self.enter(shared, last);
+        } else {
+            self.state.set(last);
+        }
+        Ok((first, last))
+    }
+
+    /// Moves the state to `state` for good (the end of the time field, or sealed), counting
+    /// what was issued before.
+    fn pin<C: TimeSource>(&self, shared: &Shared<C>, state: u64) {
+        self.flush(shared);
+        self.enter(shared, state);
+        self.counted.set(state);
+    }
+
+    /// The ID of state value `state` in this run's slot.
+    pub(super) fn id_of<C: TimeSource>(&self, shared: &Shared<C>, state: u64) -> u64 {
+        shared.base.out.id(state).as_u64() | self.fixed.get()
+    }
+
+    /// Hands the values issued since the last count to the slot's counter.
+    pub(super) fn flush<C: TimeSource>(&self, shared: &Shared<C>) {
+        let state = self.state.get();
+        if state != SEALED {
+            shared.count(self.slot.get(), state.wrapping_sub(self.counted.get()));
+            self.counted.set(state);
+        }
+    }
+}
+
+/// Publishes `state`, in a later tick than the word holds, in a slot's word, and returns what
+/// the word held: [`SEALED`] if the slot was sealed (the word stays sealed).
+#[cfg(not(monoflake_broken_slots))]
+fn publish(word: &AtomicU64, state: u64) -> u64 {
+    // Ordering: Relaxed; the seal's swap and this fetch_max are read-modify-writes of one
+    // atomic, whose modification order decides which came first.
+    word.fetch_max(state, Ordering::Relaxed)
+}
+
+/// A deliberately broken publication (a load, then a plain store that may overwrite a seal
+/// in between), compiled only to check that the loom models catch it.
+#[cfg(monoflake_broken_slots)]
+fn publish(word: &AtomicU64, state: u64) -> u64 {
+    let before = word.load(Ordering::Relaxed);
+    word.store(state, Ordering::Relaxed);
+    before
+}
