@@ -27,6 +27,7 @@ define_snowflake_id!(
 #[allow(dead_code)] // each bench uses part of this module
 pub fn wide() -> Layout {
     Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .name("wide")
         .node_field("n", 1)
         .sequence_bits(21)

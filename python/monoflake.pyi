@@ -165,8 +165,13 @@ class Stats:
     issued: int
     borrowed_ticks: int
     max_lead_ticks: int
-    would_block: int
-    waits: int
+    would_block_returned: int
+    waiting_calls: int
+    wait_retries: int
+    wait_spins: int
+    wait_yields: int
+    wait_sleeps: int
+    timed_out: int
     reanchors: int
     max_skew_ns: int
     skew_ns: int

@@ -15,7 +15,7 @@ use std::time::Duration;
 /// use monoflake::{Error, Layout};
 ///
 /// // 37 + 20 + 16 = 73 bits cannot fit in a 64-bit ID.
-/// let err = Layout::builder()
+/// let err = Layout::builder().epoch_ms(Layout::twitter().epoch_ms())
 ///     .time_bits(37)
 ///     .node_field("server", 20)
 ///     .sequence_bits(16)
@@ -68,6 +68,19 @@ pub enum Error {
     },
     /// A layout's tick is zero milliseconds.
     ZeroTick,
+    /// A custom layout was built without an epoch
+    /// ([`LayoutBuilder::epoch`](crate::LayoutBuilder::epoch)): a default epoch nobody chose
+    /// is how layouts run out early.
+    MissingEpoch,
+    /// The epoch given to [`LayoutBuilder::epoch`](crate::LayoutBuilder::epoch) (or
+    /// [`LayoutBuilder::epoch_at`](crate::LayoutBuilder::epoch_at)) is not one.
+    #[non_exhaustive]
+    InvalidEpoch {
+        /// The epoch as given.
+        input: String,
+        /// What is wrong with it, and the forms accepted.
+        reason: String,
+    },
     /// A layout's epoch lies after the current time.
     #[non_exhaustive]
     EpochInFuture {
@@ -119,6 +132,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The operating system's random source failed (making an
+    /// [`OpaqueKey`](crate::OpaqueKey)).
+    #[non_exhaustive]
+    RandomSource {
+        /// What the system said.
+        reason: String,
+    },
     /// An ID uses bits its layout does not have.
     #[non_exhaustive]
     IdTooWide {
@@ -165,12 +185,15 @@ pub enum Error {
         /// When the time field ran out, in Unix milliseconds.
         expired_at_ms: u64,
     },
-    /// The node's time reservation could not be extended in time, so issuing stopped.
+    /// The node store has not acknowledged what issuing needs — the time reservation could
+    /// not be extended, or the claim has not been confirmed for two check intervals (see
+    /// [`Leased`](crate::Leased)) — so issuing is paused. It resumes, with the same node, once
+    /// the store answers; the error is retryable.
     #[non_exhaustive]
     ReservationUnavailable {
-        /// The node ID whose reservation could not be written.
+        /// The node ID held.
         node: u64,
-        /// What the store said.
+        /// What is missing, and what the store said.
         reason: String,
     },
     /// The claim on the node ID was lost (not renewed before its deadline, taken over, or
@@ -189,8 +212,9 @@ pub enum Error {
         /// The node ID the parent holds.
         node: u64,
     },
-    /// Fork detection (`pthread_atfork`) could not be set up, so a generator cannot be built
-    /// safely.
+    /// Fork detection could not be set up (Linux before 4.14 has no `MADV_WIPEONFORK`;
+    /// `pthread_atfork` failed elsewhere), so a generator cannot be built safely; or the
+    /// process-wide default cannot be rebuilt in this forked child.
     #[non_exhaustive]
     ForkDetection {
         /// What the system said.
@@ -338,6 +362,15 @@ impl fmt::Display for Error {
                 "invalid layout name {name:?}: 1 to 64 characters of [A-Za-z0-9_.-], not . or .."
             ),
             Error::ZeroTick => write!(f, "the tick must be at least 1 ms, got 0"),
+            Error::MissingEpoch => write!(
+                f,
+                "the layout has no epoch: choose the instant its time field counts from, close \
+                 to the first ID it will issue (LayoutBuilder::epoch(\"2024-01-01\"), epoch_at, \
+                 epoch_ms); a default epoch nobody chose is how layouts run out early"
+            ),
+            Error::InvalidEpoch { input, reason } => {
+                write!(f, "invalid epoch {input:?}: {reason}")
+            }
             Error::EpochInFuture { epoch_ms, now_ms } => write!(
                 f,
                 "epoch {epoch_ms} (unix ms) is {} ms in the future (now {now_ms})",
@@ -378,6 +411,9 @@ impl fmt::Display for Error {
                 write!(f, "invalid ID {input:?}: {reason}")
             }
             Error::InvalidKey { reason } => write!(f, "invalid opaque-ID key: {reason}"),
+            Error::RandomSource { reason } => {
+                write!(f, "the operating system's random source failed: {reason}")
+            }
             Error::IdTooWide { id, layout_bits } => write!(
                 f,
                 "ID {id} uses {} bits but the layout has only {layout_bits}",
@@ -415,8 +451,8 @@ impl fmt::Display for Error {
             ),
             Error::ReservationUnavailable { node, reason } => write!(
                 f,
-                "node {node}: the time reservation could not be extended ({reason}); issuing \
-                 stopped"
+                "node {node}: issuing is paused until the node store confirms the claim and the \
+                 time it needs ({reason})"
             ),
             Error::LeaseLost { node, reason } => {
                 write!(
@@ -430,7 +466,7 @@ impl fmt::Display for Error {
                  must not issue under the parent's node (build a new generator in the child)"
             ),
             Error::ForkDetection { reason } => {
-                write!(f, "cannot set up fork detection: {reason}")
+                write!(f, "fork detection: {reason}")
             }
             Error::InvalidConfig {
                 setting,
@@ -490,7 +526,7 @@ impl fmt::Display for Error {
                      {} ahead of this clock, more than the {} accepted: a holder once ran with \
                      its clock ahead, or this clock is behind. Check the clock or use another \
                      node; if this clock is wrong now and was right then, trust the reservation \
-                     (GeneratorBuilder::trust_future_reservation, monoflake --trust-reservation)",
+                     (GeneratorBuilder::trust_future_reservation)",
                     crate::id::rfc3339(*reserved_until_ms),
                     human_duration(*ahead),
                     human_duration(*tolerance)
@@ -512,7 +548,8 @@ impl fmt::Display for Error {
                 f,
                 "the reservation {} is damaged: {reason}. It is not read as a smaller time. If \
                  the clock has passed every ID this node issued (a window after its last use), \
-                 delete the file; otherwise restore it, or claim another node",
+                 delete the file; otherwise claim another node until then (never restore it from \
+                 a backup: a backup holds an earlier time)",
                 path.display()
             ),
             Error::UntrustedState { path, reason } => write!(
@@ -622,7 +659,7 @@ impl Error {
     /// use monoflake::{Generator, Layout, ManualClock};
     ///
     /// // A clock that stands still, one ID per tick, no lead: the second call must wait a tick.
-    /// let layout = Layout::builder().sequence_bits(1).build()?;
+    /// let layout = Layout::builder().epoch_ms(Layout::twitter().epoch_ms()).sequence_bits(1).build()?;
     /// let g = Generator::builder(layout)
     ///     .clock(ManualClock::new(1_700_000_000_000))
     ///     .max_lead(Duration::ZERO)
@@ -659,6 +696,8 @@ impl Error {
                 | Error::InvalidFieldName { .. }
                 | Error::InvalidLayoutName { .. }
                 | Error::ZeroTick
+                | Error::MissingEpoch
+                | Error::InvalidEpoch { .. }
                 | Error::EpochInFuture { .. }
                 | Error::UnknownPreset { .. }
                 | Error::InvalidLayoutSpec { .. }

@@ -6,7 +6,8 @@
 //! child was made — libc's `fork`, a raw `syscall(SYS_fork)`, glibc's `_Fork`, `clone` without
 //! `CLONE_VM` — with no handler to run (BoringSSL keeps its random generator fork-safe this
 //! way). The page holds one word, this process's **generation**: `1` in a process that was
-//! never forked, its parent's plus one in a child, written by the first caller there.
+//! never forked, in a child one more than the largest its ancestors armed, written by the
+//! first caller there.
 //!
 //! A [`ForkWatch`] remembers the generation it was made in; [`ForkWatch::forked`] compares it
 //! with the word: a child reads `0`, or its own larger generation once something armed it,
@@ -74,24 +75,41 @@ mod imp {
 
     /// The largest generation armed in this memory. It is not in the wiped page, so a child
     /// starts from its parent's and arms the next one.
-    // Ordering: Relaxed; a lone counter.
+    // Ordering: Relaxed; raised before the word shows a generation, which the word's Release
+    // orders (see `arm`).
     static LAST: AtomicU64 = AtomicU64::new(0);
 
     pub(super) fn watch() -> Result<ForkWatch, Error> {
         let word = word()?;
-        // Ordering: Relaxed throughout: the word publishes nothing but itself.
-        let mut armed = word.load(Ordering::Relaxed);
-        if armed == 0 {
-            // A process's first call (a child's page was wiped): arm the next generation.
-            // Threads racing here compute the same value; one store wins, the others read it.
-            let next = LAST.load(Ordering::Relaxed) + 1;
-            armed = match word.compare_exchange(0, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => next,
-                Err(other) => other,
-            };
-            LAST.fetch_max(armed, Ordering::Relaxed);
+        Ok(ForkWatch {
+            armed: arm(word, &LAST),
+            word,
+        })
+    }
+
+    /// The generation in `word`, armed on a process's first call (a child's page was wiped)
+    /// as the one after `last`, the largest armed in this memory.
+    ///
+    /// `last` is raised before the word shows the new generation: a fork can copy this
+    /// memory between any two stores of another thread, and a child whose `last` were
+    /// behind a generation its parent already handed out would arm that same generation
+    /// again — and read its parent's generators, and its default, as its own.
+    pub(super) fn arm(word: &AtomicU64, last: &AtomicU64) -> u64 {
+        // Ordering: Acquire, paired with the Release below: a generation read from the word
+        // comes after `last` was raised to it.
+        let armed = word.load(Ordering::Acquire);
+        if armed != 0 {
+            return armed;
         }
-        Ok(ForkWatch { armed, word })
+        // Threads racing here compute the same value (or a later one, past the first's
+        // raise: harmless); one store wins, the others read it.
+        // Ordering: Relaxed; ordered before the word's store by its Release.
+        let next = last.load(Ordering::Relaxed) + 1;
+        last.fetch_max(next, Ordering::Relaxed);
+        match word.compare_exchange(0, next, Ordering::Release, Ordering::Acquire) {
+            Ok(_) => next,
+            Err(other) => other,
+        }
     }
 
     #[inline(always)]
@@ -190,5 +208,45 @@ mod imp {
     #[inline(always)]
     pub(super) fn forked(watch: &ForkWatch) -> bool {
         watch.guard.clone().detected_fork()
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    /// What a fork copies at any instant: a word armed with generation `g` and `LAST` at
+    /// least `g`. Were `LAST` behind, a child forked in between would arm `g` again — its
+    /// parent's generation — and take the parent's generators (and default) for its own.
+    /// A reader that loads the word, then `LAST`, must never see the word ahead.
+    #[test]
+    fn the_last_generation_is_recorded_before_the_word_shows_it() {
+        let word = AtomicU64::new(0);
+        let last = AtomicU64::new(0);
+        let done = AtomicBool::new(false);
+        let mut ahead = 0u64;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    // A child's first call: its page reads zero.
+                    word.store(0, Ordering::Relaxed);
+                    super::imp::arm(&word, &last);
+                }
+            });
+            // Samples while the other thread arms (on a loaded machine, across its
+            // preemptions too).
+            let mut armed_samples = 0;
+            while armed_samples < 2_000_000 {
+                let w = word.load(Ordering::Acquire);
+                let l = last.load(Ordering::Acquire);
+                armed_samples += u64::from(w != 0);
+                ahead += u64::from(w > l);
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(
+            ahead, 0,
+            "the word showed a generation LAST did not have yet"
+        );
     }
 }

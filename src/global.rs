@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, TryLockError};
 use crate::fork::ForkWatch;
 use crate::{Error, FileStore, Generator, Id, Layout, Leased, NodeRequest};
 
-type Builder = Box<dyn Fn() -> Result<Leased, Error> + Send>;
+type Builder = Arc<dyn Fn() -> Result<Leased, Error> + Send + Sync>;
 
 /// How many process generations (a process, its forked child, that child's child ...) get a
 /// default generator of their own.
@@ -17,8 +17,14 @@ const GENERATIONS: usize = 64;
 static DEFAULTS: [OnceLock<Leased>; GENERATIONS] = [const { OnceLock::new() }; GENERATIONS];
 
 /// How each generation builds its default (`configure_default`); a child without one of its
-/// own uses the nearest ancestor's. Locked while that generation builds its default.
+/// own uses the nearest ancestor's. Locked only to set it or to take a copy, never while a
+/// default is built: a child forked while its parent builds (which takes a while: a claim, a
+/// reservation write, perhaps a wait) finds its parent's unlocked.
 static CONFIGS: [Mutex<Option<Builder>>; GENERATIONS] = [const { Mutex::new(None) }; GENERATIONS];
+
+/// Locked while a generation builds its default (and while it is configured), so that it
+/// builds one. Only that generation's threads take it: a child's index is past its parent's.
+static BUILDS: [Mutex<()>; GENERATIONS] = [const { Mutex::new(()) }; GENERATIONS];
 
 /// This process generation's index into [`DEFAULTS`] and [`CONFIGS`].
 fn index() -> Result<usize, Error> {
@@ -102,52 +108,55 @@ pub fn default_generator() -> Result<&'static Leased, Error> {
 /// own, else an ancestor's, else the embedded default.
 #[cold]
 fn build(index: usize) -> Result<&'static Leased, Error> {
-    // Only this process's threads lock this generation's slot: a child's index is past every
-    // one its parent used.
-    let own = CONFIGS[index]
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let _building = BUILDS[index].lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(g) = DEFAULTS[index].get() {
         return Ok(g); // built by another thread while this one waited
     }
-    let leased = match own.as_ref() {
+    let leased = match nearest_config(index)? {
         Some(build) => build()?,
-        None => match inherited(index)? {
-            Some(leased) => leased,
-            None => Generator::builder(Layout::twitter())
-                .build_leased(Arc::new(FileStore::open_default()?), NodeRequest::Any)?,
-        },
+        None => Generator::builder(Layout::twitter())
+            .build_leased(Arc::new(FileStore::open_default()?), NodeRequest::Any)?,
     };
-    // Nobody else fills this slot: this thread holds its generation's lock.
+    // Nobody else fills this slot: this thread holds its generation's build lock.
     Ok(DEFAULTS[index].get_or_init(|| leased))
 }
 
-/// A default built with the nearest ancestor's configuration, if any ancestor configured one.
-fn inherited(index: usize) -> Result<Option<Leased>, Error> {
+/// The configuration of generation `index`, else of its nearest ancestor that has one.
+fn nearest_config(index: usize) -> Result<Option<Builder>, Error> {
+    let own = CONFIGS[index]
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    if own.is_some() {
+        return Ok(own);
+    }
     for ancestor in (0..index).rev() {
-        // An ancestor's lock can be held only by a thread of that ancestor that was
-        // configuring or building when this process was forked: it will never be released
-        // here, so it is not waited for.
+        // An ancestor's lock can be held only by a thread of that ancestor that was setting
+        // or copying its configuration when this process was forked (a few instructions): it
+        // will never be released here, so it is not waited for.
         let config = match CONFIGS[ancestor].try_lock() {
-            Ok(config) => config,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Ok(config) => config.clone(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().clone(),
             Err(TryLockError::WouldBlock) => {
                 return Err(Error::ForkDetection {
                     reason: "this process was forked while another thread of its parent was \
-                             configuring or building the default generator; build a generator \
-                             in this process yourself"
+                             setting or reading the default generator's configuration; build \
+                             a generator in this process yourself"
                         .into(),
                 });
             }
         };
-        if let Some(build) = config.as_ref() {
-            return build().map(Some);
+        if config.is_some() {
+            return Ok(config);
         }
     }
     Ok(None)
 }
 
 /// Sets how the default generator is built; call it before the first [`next_id`].
+///
+/// `build` runs again in every forked child that calls [`next_id`] (each claims a node of its
+/// own), also in a child forked while a thread of the parent was running it: hence `Sync`.
 ///
 /// # Errors
 ///
@@ -172,15 +181,16 @@ fn inherited(index: usize) -> Result<Option<Leased>, Error> {
 /// # Ok::<(), monoflake::Error>(())
 /// ```
 pub fn configure_default(
-    build: impl Fn() -> Result<Leased, Error> + Send + 'static,
+    build: impl Fn() -> Result<Leased, Error> + Send + Sync + 'static,
 ) -> Result<(), Error> {
     let index = index()?;
-    let mut config = CONFIGS[index]
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    // A build under way finishes first (and then the default exists).
+    let _building = BUILDS[index].lock().unwrap_or_else(PoisonError::into_inner);
     if DEFAULTS[index].get().is_some() {
         return Err(Error::DefaultAlreadyBuilt);
     }
-    *config = Some(Box::new(build));
+    *CONFIGS[index]
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(build));
     Ok(())
 }

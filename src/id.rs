@@ -11,6 +11,11 @@ use crate::{Error, Layout};
 /// IDs compare as their numbers: IDs from one generator are strictly increasing, and IDs from
 /// different nodes are ordered by time first (k-sorted).
 ///
+/// With the `serde` feature an `Id` implements `Serialize` and `Deserialize`: a decimal string
+/// in human-readable formats (JSON; JavaScript numbers lose precision above 2^53), read back
+/// from a string or from a number up to 2^53 − 1, and a `u64` in binary formats (bincode,
+/// postcard); `#[serde(with = "monoflake::as_u64")]` keeps plain numbers.
+///
 /// # Example
 ///
 /// ```

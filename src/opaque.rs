@@ -1,18 +1,22 @@
-//! Opaque public IDs: a keyed, reversible permutation of a layout's bit space.
+//! Opaque public IDs: a keyed, reversible permutation of a layout's bit space, its key, and
+//! the public ID's own type.
 
 use std::fmt;
 use std::hash::Hasher;
+use std::str::FromStr;
 
 use siphasher::sip::SipHasher24;
 
 use crate::layout::mask;
-use crate::{Error, Id, Layout};
+use crate::{Encoded, Encoding, Error, Id, Layout};
 
 /// Feistel rounds; four make a strong pseudo-random permutation (Luby–Rackoff), eight leave a
 /// margin.
 const ROUNDS: u64 = 8;
 
-/// A 128-bit key for [`Opaque`].
+/// A 128-bit key for [`Opaque`]: made with [`OpaqueKey::generate`], kept as 32 hex digits
+/// ([`OpaqueKey::to_hex`]) in a secrets store or a key file, read back with
+/// [`OpaqueKey::from_hex`] or [`OpaqueKey::from_file_contents`].
 ///
 /// Its `Debug` does not print the key.
 ///
@@ -36,11 +40,33 @@ impl fmt::Debug for OpaqueKey {
 }
 
 impl OpaqueKey {
-    /// A key from 16 bytes (e.g. from a secrets store or `/dev/urandom`).
+    /// A new key from the operating system's random source (`getrandom(2)` on Linux).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RandomSource`] when the operating system cannot supply random bytes.
+    ///
+    /// ```
+    /// use monoflake::OpaqueKey;
+    /// let key = OpaqueKey::generate()?;
+    /// assert_ne!(key, OpaqueKey::generate()?);
+    /// // Keep it as 32 hex digits; every public ID made with it depends on it.
+    /// assert_eq!(OpaqueKey::from_hex(&key.to_hex())?, key);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn generate() -> Result<Self, Error> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| Error::RandomSource {
+            reason: e.to_string(),
+        })?;
+        Ok(Self::from_bytes(bytes))
+    }
+
+    /// A key from 16 bytes (e.g. from a secrets store).
     ///
     /// ```
     /// let key = monoflake::OpaqueKey::from_bytes([7; 16]);
-    /// # let _ = key;
+    /// assert_eq!(key.to_bytes(), [7; 16]);
     /// ```
     pub fn from_bytes(bytes: [u8; 16]) -> Self {
         let (a, b) = bytes.split_at(8);
@@ -48,6 +74,30 @@ impl OpaqueKey {
             k0: u64::from_le_bytes(a.try_into().unwrap_or_default()),
             k1: u64::from_le_bytes(b.try_into().unwrap_or_default()),
         }
+    }
+
+    /// The key's 16 bytes, as [`OpaqueKey::from_bytes`] takes them.
+    ///
+    /// ```
+    /// let bytes = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+    /// assert_eq!(monoflake::OpaqueKey::from_bytes(bytes).to_bytes(), bytes);
+    /// ```
+    pub fn to_bytes(&self) -> [u8; 16] {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&self.k0.to_le_bytes());
+        bytes[8..].copy_from_slice(&self.k1.to_le_bytes());
+        bytes
+    }
+
+    /// The key as 32 lowercase hex digits, as [`OpaqueKey::from_hex`] reads them and
+    /// `monoflake keygen` writes them.
+    ///
+    /// ```
+    /// let key = monoflake::OpaqueKey::from_bytes([0xab; 16]);
+    /// assert_eq!(key.to_hex(), "abababababababababababababababab");
+    /// ```
+    pub fn to_hex(&self) -> String {
+        self.to_bytes().iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// A key from 32 hex digits (surrounding whitespace ignored), as in a key file made by
@@ -167,16 +217,19 @@ impl OpaqueKey {
 /// `2^total_bits`; js-safe ones stay below 2^53). It protects nothing once the key leaks, and
 /// rotating the key changes every public ID.
 ///
+/// The public ID is its own type, [`OpaqueId`]: a private [`Id`] cannot be sent where a
+/// public one belongs, nor decoded into parts, by mistake.
+///
 /// # Example
 ///
 /// ```
-/// use monoflake::{Layout, Opaque, OpaqueKey};
+/// use monoflake::{Layout, Opaque, OpaqueId, OpaqueKey};
 ///
 /// let layout = Layout::js_safe();
 /// let opaque = Opaque::new(&layout, OpaqueKey::from_hex("00112233445566778899aabbccddeeff")?);
 /// let id = layout.compose(123_456, 7, 1)?;
-/// let public = opaque.encrypt(id)?;
-/// assert_ne!(public, id);
+/// let public: OpaqueId = opaque.encrypt(id)?;
+/// assert_ne!(public.as_u64(), id.as_u64());
 /// assert!(public.as_u64() < 1 << 53);
 /// assert_eq!(opaque.decrypt(public)?, id);
 /// # Ok::<(), monoflake::Error>(())
@@ -240,8 +293,7 @@ impl Opaque {
         l << self.half | r
     }
 
-    fn check(&self, id: Id) -> Result<u64, Error> {
-        let v = id.as_u64();
+    fn check(&self, v: u64) -> Result<u64, Error> {
         if self.bits < 64 && v >> self.bits != 0 {
             return Err(Error::IdTooWide {
                 id: v,
@@ -264,17 +316,18 @@ impl Opaque {
     /// assert_eq!(o.decrypt(o.encrypt(id)?)?, id);
     /// # Ok::<(), monoflake::Error>(())
     /// ```
-    pub fn encrypt(&self, id: Id) -> Result<Id, Error> {
-        self.check(id).map(|x| self.walk(x, Self::forward))
+    pub fn encrypt(&self, id: Id) -> Result<OpaqueId, Error> {
+        self.check(id.as_u64())
+            .map(|x| OpaqueId(self.walk(x, Self::forward)))
     }
 
     /// Cycle-walking: the network permutes `2 * half` bits; apply `step` until the value is
     /// back in the layout's space. Started inside it, this is a permutation of that space.
-    fn walk(&self, mut x: u64, step: fn(&Self, u64) -> u64) -> Id {
+    fn walk(&self, mut x: u64, step: fn(&Self, u64) -> u64) -> u64 {
         loop {
             x = step(self, x);
             if self.bits == 64 || x >> self.bits == 0 {
-                return Id::from_u64(x);
+                return x;
             }
         }
     }
@@ -286,12 +339,108 @@ impl Opaque {
     /// [`Error::IdTooWide`] when the value uses bits the layout does not have.
     ///
     /// ```
-    /// use monoflake::{Error, Id, Layout, Opaque, OpaqueKey};
+    /// use monoflake::{Error, Layout, Opaque, OpaqueId, OpaqueKey};
     /// let o = Opaque::new(&Layout::js_safe(), OpaqueKey::from_bytes([9; 16]));
-    /// assert!(matches!(o.decrypt(Id::from_u64(1 << 60)), Err(Error::IdTooWide { .. })));
+    /// assert!(matches!(o.decrypt(OpaqueId::from_u64(1 << 60)), Err(Error::IdTooWide { .. })));
     /// ```
-    pub fn decrypt(&self, opaque: Id) -> Result<Id, Error> {
-        self.check(opaque).map(|x| self.walk(x, Self::backward))
+    pub fn decrypt(&self, opaque: OpaqueId) -> Result<Id, Error> {
+        self.check(opaque.0)
+            .map(|x| Id::from_u64(self.walk(x, Self::backward)))
+    }
+}
+
+/// A public ID made by [`Opaque::encrypt`]: a number that reveals neither time, node nor order
+/// without the key, and maps back to its [`Id`] with [`Opaque::decrypt`].
+///
+/// A type of its own, so that a private ID and a public one cannot be mixed up: it has no
+/// [`parts`](Id::parts), an `Id` is not accepted where an `OpaqueId` is expected, and the
+/// only way between them is the key. It is written and read like an `Id`: decimal
+/// (`Display`, `FromStr`), the fixed-width [`Encoding`]s, and with the `serde` feature as a
+/// decimal string in human-readable formats (a `u64` in binary ones).
+///
+/// ```
+/// use monoflake::{Encoding, Layout, Opaque, OpaqueId, OpaqueKey};
+///
+/// let opaque = Opaque::new(&Layout::twitter(), OpaqueKey::from_bytes([3; 16]));
+/// let id = Layout::twitter().compose_at(1_700_000_000_000, 5, 0)?;
+/// let public = opaque.encrypt(id)?;
+/// // To the outside: a decimal number, or a short fixed-width string.
+/// let text = public.to_string();
+/// let short = public.encode(Encoding::Base62);
+/// // Back from the outside.
+/// assert_eq!(text.parse::<OpaqueId>()?, public);
+/// assert_eq!(OpaqueId::decode(&short, Encoding::Base62)?, public);
+/// assert_eq!(opaque.decrypt(public)?, id);
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpaqueId(u64);
+
+impl OpaqueId {
+    /// Wraps a number received from outside (a URL, a request) as a public ID.
+    ///
+    /// ```
+    /// assert_eq!(monoflake::OpaqueId::from_u64(42).as_u64(), 42);
+    /// ```
+    pub const fn from_u64(value: u64) -> OpaqueId {
+        OpaqueId(value)
+    }
+
+    /// The public ID as a number.
+    ///
+    /// ```
+    /// assert_eq!(monoflake::OpaqueId::from_u64(7).as_u64(), 7);
+    /// ```
+    pub const fn as_u64(self) -> u64 {
+        self.0
+    }
+
+    /// Writes the public ID in `encoding`, as [`Id::encode`] writes an ID.
+    ///
+    /// ```
+    /// use monoflake::{Encoding, OpaqueId};
+    /// assert_eq!(&*OpaqueId::from_u64(61).encode(Encoding::Base62), "0000000000z");
+    /// ```
+    pub fn encode(self, encoding: Encoding) -> Encoded {
+        Id::from_u64(self.0).encode(encoding)
+    }
+
+    /// Reads a public ID written in `encoding`, as [`Id::decode`] reads an ID.
+    ///
+    /// # Errors
+    ///
+    /// As [`Id::decode`]: [`Error::InvalidId`] with the first bad character and its position.
+    ///
+    /// ```
+    /// use monoflake::{Encoding, OpaqueId};
+    /// assert_eq!(OpaqueId::decode("0000000000z", Encoding::Base62)?.as_u64(), 61);
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn decode(text: &str, encoding: Encoding) -> Result<OpaqueId, Error> {
+        Id::decode(text, encoding).map(|id| OpaqueId(id.as_u64()))
+    }
+}
+
+impl fmt::Display for OpaqueId {
+    /// Decimal.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl FromStr for OpaqueId {
+    type Err = Error;
+
+    /// Parses a decimal public ID, as `Id`'s `FromStr` parses an ID.
+    ///
+    /// ```
+    /// use monoflake::{Error, OpaqueId};
+    /// assert_eq!("42".parse::<OpaqueId>()?.as_u64(), 42);
+    /// assert!(matches!("4x2".parse::<OpaqueId>(), Err(Error::InvalidId { position: Some(1), .. })));
+    /// # Ok::<(), Error>(())
+    /// ```
+    fn from_str(s: &str) -> Result<OpaqueId, Error> {
+        s.parse::<Id>().map(|id| OpaqueId(id.as_u64()))
     }
 }
 

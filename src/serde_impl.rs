@@ -1,12 +1,12 @@
-//! serde support (feature `serde`): IDs as decimal strings, because JavaScript numbers lose
-//! precision above 2^53.
+//! serde support (feature `serde`): IDs and public IDs as decimal strings, because
+//! JavaScript numbers lose precision above 2^53.
 
 use std::fmt;
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::Id;
+use crate::{Id, OpaqueId};
 
 /// The largest integer a JavaScript number holds exactly.
 const MAX_SAFE: u64 = (1 << 53) - 1;
@@ -80,6 +80,39 @@ impl<'de> Deserialize<'de> for Id {
         } else {
             deserializer.deserialize_u64(RawVisitor)
         }
+    }
+}
+
+impl Serialize for OpaqueId {
+    /// As an [`Id`]: a decimal string in human-readable formats, a `u64` in binary ones.
+    ///
+    /// ```
+    /// let public = monoflake::OpaqueId::from_u64(175_928_847_299_117_063);
+    /// assert_eq!(serde_json::to_string(&public).unwrap(), r#""175928847299117063""#);
+    /// ```
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Id::from_u64(self.as_u64()).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for OpaqueId {
+    /// As an [`Id`]: from a decimal string, or a number no larger than 2^53 - 1, in
+    /// human-readable formats; from a `u64` in binary ones.
+    ///
+    /// ```
+    /// use monoflake::OpaqueId;
+    /// let public: OpaqueId = serde_json::from_str(r#""175928847299117063""#).unwrap();
+    /// assert_eq!(public.as_u64(), 175_928_847_299_117_063);
+    /// // A private ID's type is not a public one's: a struct says which it holds.
+    /// #[derive(serde::Deserialize)]
+    /// struct Order {
+    ///     id: OpaqueId,
+    /// }
+    /// let order: Order = serde_json::from_str(r#"{"id":"42"}"#).unwrap();
+    /// assert_eq!(order.id, OpaqueId::from_u64(42));
+    /// ```
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<OpaqueId, D::Error> {
+        Id::deserialize(deserializer).map(|id| OpaqueId::from_u64(id.as_u64()))
     }
 }
 

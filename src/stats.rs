@@ -4,42 +4,83 @@ use std::fmt;
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// A snapshot of a generator's counters, from [`Generator::stats`](crate::Generator::stats).
+/// A snapshot of a generator's counters, from [`Generator::stats`](crate::Generator::stats)
+/// (and [`PerCore::stats`](crate::PerCore::stats), [`Leased::stats`](crate::Leased::stats)).
 ///
 /// * `borrowed_ticks` and `max_lead_ticks` grow when the sequence fills faster than the clock
-///   ticks; `would_block` and `waits` when even the lead ran out — a sign to pick a layout with
-///   more sequence bits, or to spread load over more nodes.
+///   ticks. When even the lead runs out, a call that does not wait (`try_next_id`,
+///   `try_next_ids`) returns [`Error::WouldBlock`](crate::Error::WouldBlock)
+///   (`would_block_returned`), and a call that waits (`next_id`, `next_ids`) spins, yields or
+///   sleeps and tries again (`waiting_calls`, `wait_spins`, `wait_yields`, `wait_sleeps`;
+///   `timed_out` when it gave up). Often in normal operation: a layout with more sequence
+///   bits, or more nodes, would serve the load.
 /// * `reanchors`, `skew_ns`, `max_skew_ns` and `slew_left_ns` come from the clock: a large
 ///   skew means the monotonic clock drifted, the host slept, or the wall clock was stepped; the
 ///   clock steps forward to the wall clock and slews back to it (see
 ///   [`LockedClock`](crate::LockedClock)).
-/// * The reservation and lease counters come from the node store, when the generator is leased.
+/// * The node, reservation and lease counters come from the node store, when the generator is
+///   leased.
+///
+/// Which calls move each counter is said on each field. A compare-exchange lost to another
+/// thread (which waits 2 µs before it tries again) is not counted: the count would be one more
+/// write on the contended path.
 ///
 /// # Example
 ///
 /// ```
-/// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
-/// for _ in 0..10 {
-///     generator.next_id()?;
-/// }
+/// use std::time::Duration;
+/// use monoflake::{Error, Generator, Layout, ManualClock};
+///
+/// // Two IDs per tick, no lead, a clock that stands still: the third call must wait.
+/// let layout = Layout::builder().epoch_ms(1_288_834_974_657).sequence_bits(1).build()?;
+/// let generator = Generator::builder(layout)
+///     .clock(ManualClock::new(1_700_000_000_000))
+///     .max_lead(Duration::ZERO)
+///     .max_wait(Duration::from_millis(1))
+///     .build()?;
+/// generator.next_id()?;
+/// generator.next_id()?;
+/// assert!(matches!(generator.try_next_id(), Err(Error::WouldBlock { .. })));
+/// assert!(matches!(generator.next_id(), Err(Error::TimedOut { .. })));
 /// let stats = generator.stats();
-/// assert_eq!(stats.issued, 10);
+/// assert_eq!((stats.issued, stats.would_block_returned), (2, 1));
+/// assert_eq!((stats.waiting_calls, stats.timed_out), (1, 1));
+/// assert_eq!(
+///     stats.wait_retries,
+///     stats.wait_spins + stats.wait_yields + stats.wait_sleeps
+/// );
 /// println!("{stats}");
 /// # Ok::<(), monoflake::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// IDs issued.
+    /// IDs issued (by every call).
     pub issued: u64,
-    /// Ticks entered ahead of the clock because the sequence was full.
+    /// Ticks entered ahead of the clock because the sequence was full (by any issuing call).
     pub borrowed_ticks: u64,
     /// The furthest the time field ran ahead of the clock, in ticks.
     pub max_lead_ticks: u64,
-    /// Calls refused with `WouldBlock` (the lead limit reached).
-    pub would_block: u64,
-    /// Sleeps taken by the waiting calls (`next_id`, `next_ids`).
-    pub waits: u64,
+    /// [`Error::WouldBlock`](crate::Error::WouldBlock) returned to callers: by `try_next_id`
+    /// and `try_next_ids` at the lead limit, or while a leased generator's next reservation is
+    /// being written. The waiting calls never return it (their retries are counted below).
+    pub would_block_returned: u64,
+    /// Calls of `next_id` and `next_ids` that met the lead limit (or a reservation being
+    /// written) and waited, whatever came of it.
+    pub waiting_calls: u64,
+    /// The tries those waiting calls made again: one after each spin, yield and sleep
+    /// (`wait_spins + wait_yields + wait_sleeps`).
+    pub wait_retries: u64,
+    /// Busy-waits of the waiting calls: for a slot that opens within 20 µs (at the lead limit
+    /// each ID's slot opens at its own time), or the first few steps of the back-off.
+    pub wait_spins: u64,
+    /// Times the waiting calls yielded their thread (the back-off after the spins).
+    pub wait_yields: u64,
+    /// Sleeps taken by the waiting calls (at least 50 µs each), once spinning and yielding are
+    /// used up.
+    pub wait_sleeps: u64,
+    /// Waiting calls that gave up after `max_wait` with [`Error::TimedOut`](crate::Error::TimedOut).
+    pub timed_out: u64,
     /// Times the clock stepped forward to the wall clock.
     pub reanchors: u64,
     /// The largest difference seen between the clock and the wall clock, in nanoseconds.
@@ -57,8 +98,10 @@ pub struct Stats {
     /// damaged or untrusted reservation, a lock file that is a directory or a link (the final
     /// error names them when no node is left).
     pub nodes_skipped_unusable: u64,
-    /// How long the claim waited for a reservation slightly ahead of the clock (a holder that
-    /// crashed moments ago), in milliseconds.
+    /// How long building the leased generator waited, in milliseconds: for a reservation
+    /// more than `max_lead` ahead of the clock, for a node with no record, and between
+    /// searches that met another claimant (see "What a build waits for" under
+    /// [`GeneratorBuilder::build_leased`](crate::GeneratorBuilder::build_leased)).
     pub claim_wait_ms: u64,
     /// Reservations written to the node store.
     pub reservation_writes: u64,
@@ -71,19 +114,26 @@ pub struct Stats {
 }
 
 impl fmt::Display for Stats {
-    /// One line, e.g. `issued 10, borrowed ticks 0 (max lead 0), would-block 0, waits 0, ...`.
+    /// One line, e.g. `issued 10, borrowed ticks 0 (max lead 0), would-block returned 0,
+    /// waiting calls 0 (retries 0: spins 0, yields 0, sleeps 0; timed out 0), ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "issued {}, borrowed ticks {} (max lead {}), would-block {}, waits {}, forward steps \
-             {} (skew {} µs, max {} µs, slewing {} µs), nodes skipped ahead {} (unusable {}), claim \
-             wait {} ms, \
-             reservation writes {} (failed {}), lease renewals {} (lost {})",
+            "issued {}, borrowed ticks {} (max lead {}), would-block returned {}, waiting \
+             calls {} (retries {}: spins {}, yields {}, sleeps {}; timed out {}), forward \
+             steps {} (skew {} µs, max {} µs, slewing {} µs), nodes skipped ahead {} \
+             (unusable {}), claim wait {} ms, reservation writes {} (failed {}), lease renewals \
+             {} (lost {})",
             self.issued,
             self.borrowed_ticks,
             self.max_lead_ticks,
-            self.would_block,
-            self.waits,
+            self.would_block_returned,
+            self.waiting_calls,
+            self.wait_retries,
+            self.wait_spins,
+            self.wait_yields,
+            self.wait_sleeps,
+            self.timed_out,
             self.reanchors,
             self.skew_ns / 1000,
             self.max_skew_ns / 1000,
@@ -108,8 +158,12 @@ pub(crate) struct Counters {
     pub skipped: AtomicU64,
     pub borrowed_ticks: AtomicU64,
     pub max_lead_ticks: AtomicU64,
-    pub would_block: AtomicU64,
-    pub waits: AtomicU64,
+    pub would_block_returned: AtomicU64,
+    pub waiting_calls: AtomicU64,
+    pub wait_spins: AtomicU64,
+    pub wait_yields: AtomicU64,
+    pub wait_sleeps: AtomicU64,
+    pub timed_out: AtomicU64,
     /// The last state value issued before the generator was sealed (0 until then).
     pub sealed_state: AtomicU64,
 }
@@ -120,8 +174,12 @@ impl Counters {
             skipped: AtomicU64::new(0),
             borrowed_ticks: AtomicU64::new(0),
             max_lead_ticks: AtomicU64::new(0),
-            would_block: AtomicU64::new(0),
-            waits: AtomicU64::new(0),
+            would_block_returned: AtomicU64::new(0),
+            waiting_calls: AtomicU64::new(0),
+            wait_spins: AtomicU64::new(0),
+            wait_yields: AtomicU64::new(0),
+            wait_sleeps: AtomicU64::new(0),
+            timed_out: AtomicU64::new(0),
             sealed_state: AtomicU64::new(0),
         }
     }

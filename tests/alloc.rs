@@ -41,6 +41,7 @@ fn allocations_during(f: impl FnOnce()) -> usize {
 #[test]
 fn issuing_ids_allocates_nothing() {
     let wide = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .node_field("n", 1)
         .sequence_bits(21)
         .build()

@@ -60,6 +60,7 @@ fn run<G: IdGenerator + Sync, C: TimeSource>(
 
 fn small(sequence_bits: u32, tick_ms: u64) -> Layout {
     Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .sequence_bits(sequence_bits)
         .node_field("n", 4)
         .tick_ms(tick_ms)

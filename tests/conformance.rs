@@ -77,7 +77,22 @@ fn a_frozen_clock_fails_loudly(g: &impl IdGenerator) {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), n);
-    assert!(g.stats().would_block >= 2);
+    // Two `WouldBlock`s returned; the waiting call retried inside and gave up.
+    let stats = g.stats();
+    assert_eq!(
+        (
+            stats.would_block_returned,
+            stats.waiting_calls,
+            stats.timed_out
+        ),
+        (2, 1, 1),
+        "{stats:?}"
+    );
+    assert!(stats.wait_retries >= 1, "{stats:?}");
+    assert_eq!(
+        stats.wait_retries,
+        stats.wait_spins + stats.wait_yields + stats.wait_sleeps
+    );
 }
 
 fn frozen() -> Arc<ManualClock> {

@@ -107,8 +107,77 @@ fn consecutive_ids_lose_their_order_when_opaque() {
     );
     // The parts do not survive either: the time of an opaque ID is not the time of the ID.
     let id = g.next_id().unwrap();
-    let p = o.encrypt(id).unwrap().parts(&layout).unwrap();
+    // (An `OpaqueId` has no parts; read as an ID's number, its time is not the ID's.)
+    let p = Id::from_u64(o.encrypt(id).unwrap().as_u64())
+        .parts(&layout)
+        .unwrap();
     assert_ne!(p.tick(), id.parts(&layout).unwrap().tick());
+}
+
+#[test]
+fn generated_keys_are_random_and_round_trip_through_hex() {
+    let keys: Vec<OpaqueKey> = (0..64).map(|_| OpaqueKey::generate().unwrap()).collect();
+    for (i, key) in keys.iter().enumerate() {
+        assert!(keys[..i].iter().all(|other| other != key), "a repeated key");
+        let hex = key.to_hex();
+        assert_eq!(hex.len(), 32);
+        assert!(
+            hex.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_eq!(OpaqueKey::from_hex(&hex).unwrap(), *key);
+        assert_eq!(
+            OpaqueKey::from_file_contents(format!("{hex}\n").as_bytes()).unwrap(),
+            *key
+        );
+        assert_eq!(OpaqueKey::from_bytes(key.to_bytes()), *key);
+    }
+    // Every bit of the 128 is used: across 64 keys each is set in some and clear in others.
+    let (mut ones, mut zeros) = ([false; 128], [false; 128]);
+    for key in &keys {
+        for (i, byte) in key.to_bytes().iter().enumerate() {
+            for bit in 0..8 {
+                let set = byte >> bit & 1 == 1;
+                ones[i * 8 + bit] |= set;
+                zeros[i * 8 + bit] |= !set;
+            }
+        }
+    }
+    assert!(ones.iter().chain(&zeros).all(|&seen| seen));
+}
+
+#[test]
+fn public_ids_are_written_and_read_like_ids() {
+    let layout = Layout::discord();
+    let o = Opaque::new(&layout, OpaqueKey::from_bytes([5; 16]));
+    let id = layout.compose_at(1_700_000_000_000, 7, 3).unwrap();
+    let public = o.encrypt(id).unwrap();
+    assert_eq!(public.to_string(), public.as_u64().to_string());
+    assert_eq!(
+        public.to_string().parse::<monoflake::OpaqueId>().unwrap(),
+        public
+    );
+    for encoding in [
+        Encoding::Decimal,
+        Encoding::Hex,
+        Encoding::Base32,
+        Encoding::Base62,
+    ] {
+        let text = public.encode(encoding);
+        assert_eq!(&*text, &*Id::from_u64(public.as_u64()).encode(encoding));
+        assert_eq!(
+            monoflake::OpaqueId::decode(&text, encoding).unwrap(),
+            public
+        );
+    }
+    assert!(matches!(
+        "12x".parse::<monoflake::OpaqueId>(),
+        Err(monoflake::Error::InvalidId {
+            position: Some(2),
+            ..
+        })
+    ));
+    assert_eq!(o.decrypt(public).unwrap(), id);
 }
 
 #[test]
@@ -197,6 +266,34 @@ mod serde_tests {
         );
     }
 
+    /// A public ID travels as an ID does (a string in JSON, a u64 in bincode), and a struct
+    /// that holds one cannot be filled from a private `Id` by mistake: only the key maps one
+    /// to the other.
+    #[test]
+    fn public_ids_serialize_as_ids_do() {
+        use monoflake::{Layout, Opaque, OpaqueId, OpaqueKey};
+
+        #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+        struct Public {
+            id: OpaqueId,
+        }
+        let o = Opaque::new(&Layout::twitter(), OpaqueKey::from_bytes([8; 16]));
+        let id = Layout::twitter()
+            .compose_at(1_700_000_000_000, 1, 0)
+            .unwrap();
+        let public = Public {
+            id: o.encrypt(id).unwrap(),
+        };
+        let json = serde_json::to_string(&public).unwrap();
+        assert_eq!(json, format!(r#"{{"id":"{}"}}"#, public.id));
+        assert_eq!(serde_json::from_str::<Public>(&json).unwrap(), public);
+        let bytes = bincode::serialize(&public).unwrap();
+        assert_eq!(bytes, public.id.as_u64().to_le_bytes());
+        assert_eq!(bincode::deserialize::<Public>(&bytes).unwrap(), public);
+        assert!(serde_json::from_str::<Public>(r#"{"id":"12x"}"#).is_err());
+        assert!(serde_json::from_str::<Public>(r#"{"id":9007199254740992}"#).is_err());
+    }
+
     /// bincode is not self-describing: an `Id` is a plain u64 there, and reads back, over the
     /// whole range, inside a struct too.
     #[test]
@@ -225,7 +322,11 @@ mod serde_tests {
 
 #[test]
 fn stats_count_what_happened() {
-    let layout = Layout::builder().sequence_bits(2).build().unwrap();
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(2)
+        .build()
+        .unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let g = Generator::builder(layout)
         .clock(Arc::clone(&clock))
@@ -248,8 +349,15 @@ fn stats_count_what_happened() {
     assert_eq!(s.issued, 16);
     assert_eq!(s.borrowed_ticks, 3); // ticks +1, +2, and the batch's carry into the next tick
     assert_eq!(s.max_lead_ticks, 2);
-    assert!(s.would_block >= 2, "{s:?}");
-    assert!(s.waits >= 1, "{s:?}");
+    // One refusal returned; one waiting call that spun, yielded, slept and gave up.
+    assert_eq!(
+        (s.would_block_returned, s.waiting_calls, s.timed_out),
+        (1, 1, 1),
+        "{s:?}"
+    );
+    assert_eq!((s.wait_spins, s.wait_yields), (6, 10), "{s:?}");
+    assert!(s.wait_sleeps >= 1, "{s:?}");
+    assert_eq!(s.wait_retries, 16 + s.wait_sleeps, "{s:?}");
     assert!(
         s.to_string()
             .starts_with("issued 16, borrowed ticks 3 (max lead 2)"),

@@ -270,6 +270,7 @@ fn a_forked_child_is_refused_as_forked_where_its_tick_fills() {
     let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));
     // One sequence bit, no lead: the second value of a tick is its last.
     let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .sequence_bits(1)
         .node_field("n", 2)
         .build()

@@ -24,6 +24,7 @@ fn ten_million_ids_from_two_threads_are_distinct_and_increasing_per_thread() {
 #[test]
 fn four_threads_on_a_wide_layout() {
     let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .node_field("n", 1)
         .sequence_bits(21)
         .build()
@@ -78,6 +79,7 @@ fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
     // tick) ticks +0 to +2 are whole; the last tick the lead allows, +3, is paced: one slot
     // per quarter of the clock's tick, so only its first slot is open yet.
     let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .sequence_bits(2)
         .node_field("n", 4)
         .build()
@@ -172,6 +174,7 @@ fn exhausted_at_the_end_of_the_time_field_and_forever_after() {
 #[test]
 fn batches_race_single_ids_without_overlap() {
     let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .node_field("n", 2)
         .sequence_bits(16)
         .build()
@@ -201,7 +204,11 @@ fn batches_race_single_ids_without_overlap() {
 
 #[test]
 fn a_batch_spans_ticks_and_an_empty_batch_is_empty() {
-    let layout = Layout::builder().sequence_bits(3).build().unwrap();
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(3)
+        .build()
+        .unwrap();
     let g = Generator::builder(layout.clone())
         .clock(ManualClock::new(T0))
         .build()
@@ -285,7 +292,11 @@ fn a_stopped_ticker_neither_freezes_nor_blocks_the_generator() {
     let (clock, ticker) = CoarseClock::start(Duration::from_millis(1)).unwrap();
     drop(ticker); // the coarse reading now stands still, as after fork() or on a stalled host
     let frozen = clock.now_ms();
-    let layout = Layout::builder().sequence_bits(1).build().unwrap(); // 2 IDs per ms
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(1)
+        .build()
+        .unwrap(); // 2 IDs per ms
     let g = Generator::builder(layout.clone())
         .clock(clock.clone())
         .max_lead(Duration::ZERO)
@@ -333,7 +344,11 @@ fn per_core_slots_never_collide_and_keep_each_threads_order() {
         assert_eq!(g.stats().issued, 4 * per_thread as u64);
     }
     // The slots take sequence bits: not all of them.
-    let two_bits = Layout::builder().sequence_bits(2).build().unwrap();
+    let two_bits = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(2)
+        .build()
+        .unwrap();
     assert!(matches!(
         Generator::builder(two_bits).build_per_core(4),
         Err(Error::OutOfRange {
@@ -381,7 +396,7 @@ fn batches_compose_like_single_ids_in_every_layout_order() {
 }
 
 /// `next_id` and `next_ids` at the lead limit wait for the clock, then issue in the tick it
-/// reaches. The clock is moved only once the generator has reported `WouldBlock` (no timing:
+/// reaches. The clock is moved only once the waiting call has begun to wait (no timing:
 /// the mover waits for that evidence, however late either thread runs).
 #[test]
 fn next_id_and_next_ids_wait_at_the_lead_limit_then_issue_when_the_clock_moves() {
@@ -404,11 +419,11 @@ fn next_id_and_next_ids_wait_at_the_lead_limit_then_issue_when_the_clock_moves()
     let first: Vec<Id> = (0..4).map(|_| g.next_id().unwrap()).collect();
     assert!(matches!(g.try_next_id(), Err(Error::WouldBlock { .. })));
     for (tick, wanted) in [(11, 1), (12, 3)] {
-        let refused = g.stats().would_block;
+        let waiting = g.stats().waiting_calls;
         let mover = {
             let (g, clock) = (Arc::clone(&g), Arc::clone(&clock));
             std::thread::spawn(move || {
-                while g.stats().would_block == refused {
+                while g.stats().waiting_calls == waiting {
                     std::thread::yield_now();
                 }
                 clock.set_ms(T0 + tick);

@@ -99,6 +99,7 @@ fn js_safe_ids_stay_below_2_pow_53_for_the_whole_lifetime() {
 #[test]
 fn the_73_bit_game_server_layout_is_refused_with_its_numbers() {
     let err = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .time_bits(37)
         .node_field("server", 20)
         .sequence_bits(16)
@@ -148,6 +149,7 @@ fn invalid_layouts_get_exact_errors() {
         b().node_field("dc", 5)
             .node_field("worker", 6)
             .allow_sign_bit(true)
+            .epoch("2024-01-01")
             .build()
             .is_ok()
     );
@@ -177,6 +179,51 @@ fn invalid_layouts_get_exact_errors() {
         Layout::preset("snowflake"),
         Err(Error::UnknownPreset { .. })
     ));
+    // The epoch: required, read from text or a SystemTime, never silently Twitter's.
+    assert!(matches!(b().build(), Err(Error::MissingEpoch)));
+    assert!(b().build().unwrap_err().to_string().contains("no epoch"));
+    let at = |text: &str| b().epoch(text).build().map(|l| l.epoch_ms());
+    assert_eq!(at("2024-01-01").unwrap(), 1_704_067_200_000);
+    assert_eq!(
+        at(" 2016-05-20T08:00:00+08:00\n").unwrap(),
+        1_463_702_400_000
+    );
+    assert_eq!(at("1288834974657").unwrap(), Layout::twitter().epoch_ms());
+    for bad in [
+        "",
+        "yesterday",
+        "2024-13-01",
+        "2024-01-01T00:00:00",
+        "1969-12-31",
+    ] {
+        match at(bad) {
+            Err(Error::InvalidEpoch { input, reason, .. }) => {
+                assert_eq!(input, bad);
+                assert!(reason.contains("RFC 3339"), "{bad:?}: {reason}");
+            }
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+    let since = |ms: u64| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    let l = b().epoch_at(since(1_582_136_402_123)).build().unwrap();
+    assert_eq!(l.epoch_ms(), 1_582_136_402_123);
+    // Rounded down to the millisecond.
+    let finer = since(1_582_136_402_123) + std::time::Duration::from_nanos(999_999);
+    assert_eq!(
+        b().epoch_at(finer).build().unwrap().epoch_ms(),
+        1_582_136_402_123
+    );
+    let before_1970 = std::time::UNIX_EPOCH - std::time::Duration::from_secs(1);
+    assert!(matches!(
+        b().epoch_at(before_1970).build(),
+        Err(Error::InvalidEpoch { .. })
+    ));
+    assert!(matches!(
+        b().epoch_at(since(4_102_444_800_000)).build(),
+        Err(Error::EpochInFuture { .. })
+    ));
+    // The last epoch given counts.
+    assert!(b().epoch("nonsense").epoch_ms(0).build().is_ok());
 }
 
 #[test]
@@ -231,6 +278,7 @@ fn any_layout() -> impl Strategy<Value = Layout> {
         "fits",
         |(time, node, seq, low, tick)| {
             let mut b = Layout::builder()
+                .epoch_ms(Layout::twitter().epoch_ms())
                 .time_bits(time)
                 .sequence_bits(seq)
                 .tick_ms(tick);

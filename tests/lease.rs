@@ -173,7 +173,11 @@ fn a_forward_clock_step_is_ridden_through() {
         assert!(t < until, "issued {t} beyond the reservation {until}");
     }
     let stats = leased.stats();
-    assert!(stats.would_block >= 1, "{stats:?}");
+    // Asked to wait at least once: returned by `try_next_id`, or waited out by `next_id`.
+    assert!(
+        stats.would_block_returned + stats.waiting_calls >= 1,
+        "{stats:?}"
+    );
     assert_eq!(stats.lease_losses, 0);
     assert_eq!(stats.reservation_failures, 0);
 }
@@ -312,9 +316,126 @@ fn any_node_prefers_settled_nodes_and_skips_absurd_reservations() {
             let text = e.to_string();
             assert!(text.contains("2100-01-01T00:00:00.000Z"), "{text}");
             assert!(text.contains("years ahead"), "{text}");
+            // The library's way to act on it, not a command line's flag.
+            assert!(text.contains("trust_future_reservation"), "{text}");
+            assert!(!text.contains("--"), "{text}");
         }
         other => panic!("{other:?}"),
     }
+    drop(g);
+}
+
+/// A generator dropped and built again on the same store takes its node back at once: the
+/// released node's record is at most a tick ahead of the clock, which costs no wait, where a
+/// never-used node would cost two and a half check intervals and start `max_lead` ahead.
+#[test]
+fn a_dropped_generator_s_node_comes_back_at_once() {
+    let dir = common::TempDir::new("comes-back");
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let layout = Layout::twitter();
+    let max_lead_ms = monoflake::DEFAULT_MAX_LEAD.as_millis() as u64;
+    let wall_ms = || monoflake::LockedClock::new().now_ms();
+    let build = || {
+        Generator::builder(layout.clone())
+            .build_leased(Arc::clone(&store), NodeRequest::Any)
+            .unwrap()
+    };
+    // A store's first build: node 0 has no record, the build waits 250 ms and its IDs start
+    // up to max_lead ahead; released at once, its record is at most one tick beyond that.
+    let fresh = build();
+    assert_eq!((fresh.node(), fresh.stats().claim_wait_ms), (0, 250));
+    let mut last = fresh.next_ids(1000).unwrap().last().unwrap();
+    drop(fresh);
+    // A release writes the end of the last tick issued; a tick is issued at most `max_lead`
+    // ahead of the holder's clock, so the node comes back with no more wait than that tick and
+    // the two clocks' disagreement — a few milliseconds, never the 250 ms a never-used node
+    // costs (the wait is a difference of clock readings, not a sleep the machine can stretch).
+    let settled_wait_ms = 249;
+    let again = build();
+    assert_eq!(again.node(), 0, "the released node, not a never-used one");
+    assert!(
+        again.stats().claim_wait_ms <= settled_wait_ms,
+        "{:?}",
+        again.stats()
+    );
+    assert!(again.next_id().unwrap() > last);
+    drop(again);
+    // From then on, round after round: the same node, not the never-used wait, IDs within
+    // max_lead of the clock and above everything issued before.
+    for round in 0..5 {
+        let leased = build();
+        let stats = leased.stats();
+        assert_eq!(
+            (leased.node(), stats.nodes_skipped_ahead),
+            (0, 0),
+            "round {round}"
+        );
+        assert!(
+            stats.claim_wait_ms <= settled_wait_ms,
+            "round {round}: {stats:?}"
+        );
+        let first = leased.next_id().unwrap();
+        let after = wall_ms();
+        assert!(first > last, "round {round}");
+        assert!(
+            first.parts(&layout).unwrap().unix_ms() <= after + max_lead_ms,
+            "round {round}: {} ahead of the clock",
+            first
+                .parts(&layout)
+                .unwrap()
+                .unix_ms()
+                .saturating_sub(after)
+        );
+        // A burst that borrows ticks ahead (within the lead) before the drop.
+        last = leased.next_ids(40_000).unwrap().last().unwrap();
+        drop(leased);
+    }
+    // Nodes 1 and up were never claimed: nothing was written for them.
+    assert!(!dir.path().join("twitter/node-1.reservation").exists());
+}
+
+/// A node reserved further ahead than this generator's lead costs the time until it is
+/// `max_lead` ahead: it is taken over a never-used node when that is the shorter wait, and the
+/// never-used node that ended the search is given back with the floor its claim would have
+/// started at.
+#[test]
+fn any_node_takes_the_least_wait() {
+    let dir = common::TempDir::new("least-wait");
+    let layout = small_layout("least", 2);
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let build = || {
+        Generator::builder(layout.clone())
+            .clock(ManualClock::new(T0))
+            .build_leased(Arc::clone(&store), NodeRequest::Any)
+            .unwrap()
+    };
+    let record = |node| {
+        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+        claim.reserved_until_ms() // dropped: the lock goes, the record stays as it was
+    };
+    // With the default 100 ms lead: node 0 (140 ms ahead) costs 40 ms, node 1 (2 s ahead)
+    // 1.9 s, node 2 (never used) 250 ms.
+    leave_record(&*store, &layout, 0, T0 + 140);
+    leave_record(&*store, &layout, 1, T0 + 2_000);
+    let g = build();
+    assert_eq!((g.node(), g.stats().claim_wait_ms), (0, 40));
+    assert_eq!(
+        g.next_id().unwrap().parts(&layout).unwrap().unix_ms(),
+        T0 + 140
+    );
+    assert_eq!(record(1), Some(T0 + 2_000), "passed over, unchanged");
+    assert_eq!(record(2), Some(T0 + 250 + 100), "given back with its floor");
+    assert_eq!(record(3), None, "the search stopped at node 2");
+    drop(g);
+    // Node 0 reserved 400 ms ahead costs 300 ms; node 2 costs 250, as node 3 (never used)
+    // does: the lower of the two.
+    leave_record(&*store, &layout, 0, T0 + 400);
+    let g = build();
+    assert_eq!((g.node(), g.stats().claim_wait_ms), (2, 250));
+    assert_eq!(
+        g.next_id().unwrap().parts(&layout).unwrap().unix_ms(),
+        T0 + 350
+    );
     drop(g);
 }
 
@@ -577,6 +698,7 @@ fn racing_claims_of_any_node_both_succeed_when_nodes_are_free() {
 /// A layout with `node_bits` node bits (few nodes, so "every node held" is reachable).
 fn small_layout(name: &'static str, node_bits: u32) -> Layout {
     Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .name(name)
         .node_field("n", node_bits)
         .build()
@@ -588,4 +710,36 @@ fn small_layout(name: &'static str, node_bits: u32) -> Layout {
 fn leave_record(store: &dyn NodeStore, layout: &Layout, node: u64, until_ms: u64) {
     let claim = store.claim(layout, NodeRequest::Exact(node)).unwrap();
     store.release(claim, until_ms).unwrap();
+}
+
+/// A claim the store says is gone (taken over, deleted) stops issuing with `LeaseLost` giving
+/// the store's reason as it is — not wrapped in "not renewed within its validity", which is
+/// the deadline's reason, nor in another `LeaseLost`, nor as `ReservationUnavailable`.
+#[test]
+fn a_claim_the_store_says_is_lost_is_refused_with_the_stores_reason() {
+    let dir = common::TempDir::new("lost-reason");
+    let store = common::Flaky::new(dir.path(), None);
+    let leased = Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    leased.next_id().unwrap();
+    store.fail_renew.store(2, Ordering::SeqCst);
+    // Issue until refused for good (a liveness bound only): every refusal is the same.
+    let start = std::time::Instant::now();
+    let refused = loop {
+        match leased.try_next_id() {
+            Ok(_) | Err(Error::WouldBlock { .. }) => {}
+            Err(e) => break e,
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
+    };
+    for e in [refused, leased.try_next_id().unwrap_err()] {
+        match &e {
+            Error::LeaseLost {
+                node: 0, reason, ..
+            } => assert_eq!(reason, "taken over"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(e.to_string().matches("lease was lost").count(), 1, "{e}");
+    }
 }

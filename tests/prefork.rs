@@ -9,72 +9,20 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::Arc;
 
 use monoflake::{FileStore, Generator, Id, Layout, NodeRequest};
 
+use common::workers::{read_ids, wait, work};
+
 /// IDs each worker takes.
 const PER_WORKER: usize = 250_000;
-
-// glibc's `_Fork` (2.34 and later): a fork that runs no `pthread_atfork` handlers.
-unsafe extern "C" {
-    fn _Fork() -> libc::pid_t;
-}
 
 /// Forks the way `how` names; the child runs `child` and `_exit`s with its code.
 fn spawn(how: &str, child: impl FnOnce() -> i32) -> libc::pid_t {
     // SAFETY: the parent is quiet while it forks (its only other threads are the default
-    // generator's keeper, asleep, and the test harness's, waiting), so the child may allocate;
-    // the child runs `child` and leaves with `_exit`, running no destructor of the parent's.
-    let pid = unsafe {
-        match how {
-            "fork" => libc::fork(),
-            "SYS_fork" => libc::syscall(libc::SYS_fork) as libc::pid_t,
-            "_Fork" => _Fork(),
-            other => panic!("no fork called {other}"),
-        }
-    };
-    assert!(pid >= 0, "{how} failed");
-    if pid == 0 {
-        let code = child();
-        // SAFETY: leaves the child at once.
-        unsafe { libc::_exit(code) };
-    }
-    pid
-}
-
-fn wait(pid: libc::pid_t) -> i32 {
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(libc::WIFEXITED(status), "worker {pid} was killed");
-    libc::WEXITSTATUS(status)
-}
-
-/// Takes `n` IDs from the process-wide default and writes them to `file` (8 bytes each);
-/// the exit code says what failed.
-fn work(n: usize, file: &Path) -> i32 {
-    let mut bytes = Vec::with_capacity(n * 8);
-    for _ in 0..n {
-        match monoflake::next_id() {
-            Ok(id) => bytes.extend_from_slice(&id.as_u64().to_le_bytes()),
-            Err(monoflake::Error::Forked { .. }) => return 3,
-            Err(_) => return 4,
-        }
-    }
-    if std::fs::write(file, bytes).is_err() {
-        return 5;
-    }
-    0
-}
-
-fn read_ids(file: &Path) -> Vec<u64> {
-    std::fs::read(file)
-        .unwrap()
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    // generator's keeper, asleep, and the test harness's, waiting), so the child may allocate.
+    unsafe { common::workers::spawn(how, child) }
 }
 
 #[test]

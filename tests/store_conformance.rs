@@ -11,6 +11,7 @@ use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore, Tim
 /// Four node IDs: small enough to run out of.
 fn tiny() -> Layout {
     Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .name("tiny")
         .node_field("n", 2)
         .build()
@@ -152,6 +153,71 @@ fn a_store_cleared_under_its_holder_fences_it(store: Arc<dyn NodeStore>, clear: 
     assert!(g.stats().lease_losses >= 1);
 }
 
+/// The store's records are removed under a holder whose clock runs 2 s ahead of the next
+/// claimant's (a wall clock stepped back under it: its clock slews instead of going back),
+/// and the claimant finds no record before the holder notices. The holder, finding its claim
+/// gone, writes back the time it used (`NodeStore::restore`); the claimant, which reads its
+/// node's record again after its wait (`NodeStore::reservation`), and every later claimant,
+/// start above everything the holder issued. Without that, the claimant's floor (its clock
+/// plus its wait and lead) lies below the holder's last IDs.
+fn a_holder_ahead_whose_records_are_cleared_is_not_overlapped(
+    store: Arc<dyn NodeStore>,
+    clear: impl Fn(),
+) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let ahead = Arc::new(monoflake::ManualClock::new(now + 2_000));
+    let layout = tiny();
+    let holder = Generator::builder(layout.clone())
+        .clock(Arc::clone(&ahead))
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(1))
+        .unwrap();
+    let mut issued: Vec<u64> = (0..3000)
+        .map(|_| holder.next_id().unwrap().as_u64())
+        .collect();
+    clear();
+    // The claimant takes the node with no record, before the holder has noticed.
+    let claim = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    assert_eq!(claim.reserved_until_ms(), None);
+    // The holder notices at its next check, stops, and restores (a liveness bound only).
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        match holder.try_next_id() {
+            Ok(id) => issued.push(id.as_u64()),
+            Err(Error::LeaseLost { .. }) => break,
+            Err(_) => {}
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the holder never stopped"
+        );
+    }
+    let last_ms = issued
+        .iter()
+        .map(|&id| {
+            monoflake::Id::from_u64(id)
+                .parts(&layout)
+                .unwrap()
+                .unix_ms()
+        })
+        .max()
+        .unwrap();
+    let again = store.reservation(&claim).unwrap();
+    assert!(
+        again.is_some_and(|until| until > last_ms),
+        "the claimant read {again:?} again; the holder issued up to {last_ms}"
+    );
+    store.release(claim, 0).unwrap();
+    // A generator built on the node now starts above every ID the holder issued.
+    let next = Generator::builder(layout)
+        .build_leased(store, NodeRequest::Exact(1))
+        .unwrap();
+    let first = next.next_id().unwrap().as_u64();
+    assert!(issued.iter().all(|&id| id < first));
+}
+
 /// The generator's clock steps forward an hour, twice, past the reservation and the lease's
 /// deadline as that clock sees them: a short wait for the keeper, never an error.
 fn a_forward_clock_step_is_ridden_through(store: Arc<dyn NodeStore>) {
@@ -197,6 +263,11 @@ fn file_store_conformance() {
     a_store_cleared_under_its_holder_fences_it(Arc::new(FileStore::open(&doomed).unwrap()), || {
         std::fs::remove_dir_all(&doomed).unwrap()
     });
+    let ahead = dir.path().join("ahead");
+    a_holder_ahead_whose_records_are_cleared_is_not_overlapped(
+        Arc::new(FileStore::open(&ahead).unwrap()),
+        || std::fs::remove_dir_all(&ahead).unwrap(),
+    );
 }
 
 #[cfg(feature = "etcd")]
@@ -224,23 +295,32 @@ fn etcd_store_conformance() {
             .unwrap(),
         )
     });
-    let prefix = format!("{run}/cleared");
-    let store = monoflake::EtcdStore::connect(
-        &[&etcd.endpoint],
-        &prefix,
-        std::time::Duration::from_secs(3),
-    )
-    .unwrap();
-    a_store_cleared_under_its_holder_fences_it(Arc::new(store), || {
-        let out = std::process::Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &etcd.endpoint, "del", "--prefix", &prefix])
-            .output()
-            .expect("etcdctl is not installed: apt-get install -y etcd-client");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
+    // The store cleared under its holder, by a prefix deletion as an operator would.
+    let cleared = |name: &str| {
+        let prefix = format!("{run}/{name}");
+        let store = monoflake::EtcdStore::connect(
+            &[&etcd.endpoint],
+            &prefix,
+            std::time::Duration::from_secs(3),
+        )
+        .unwrap();
+        let endpoint = etcd.endpoint.clone();
+        let clear = move || {
+            let out = std::process::Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .args(["--endpoints", &endpoint, "del", "--prefix", &prefix])
+                .output()
+                .expect("etcdctl is not installed: apt-get install -y etcd-client");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        (Arc::new(store) as Arc<dyn NodeStore>, clear)
+    };
+    let (store, clear) = cleared("cleared");
+    a_store_cleared_under_its_holder_fences_it(store, clear);
+    let (store, clear) = cleared("ahead");
+    a_holder_ahead_whose_records_are_cleared_is_not_overlapped(store, clear);
 }

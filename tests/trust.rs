@@ -58,6 +58,25 @@ fn as_nobody(commands: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Claims as `store.claim` does, but waits out `NodeHeld`: a lock released in this process
+/// stays held for as long as a child that another test's thread forked meanwhile (to run
+/// `setpriv`) keeps its copy of the descriptor, until it execs.
+fn claim_settled(
+    store: &FileStore,
+    layout: &Layout,
+    request: NodeRequest,
+) -> Result<monoflake::Claim, Error> {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match store.claim(layout, request) {
+            Err(Error::NodeHeld { .. }) if std::time::Instant::now() < give_up => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
@@ -274,7 +293,7 @@ fn untrusted_records_are_refused_and_any_node_skips_them() {
     ];
     for (node, file, says) in cases {
         untrusted(
-            store.claim(&layout, NodeRequest::Exact(node)),
+            claim_settled(&store, &layout, NodeRequest::Exact(node)),
             &dir.join(file),
             says,
         );
@@ -391,8 +410,16 @@ fn a_state_directory_replaced_under_a_holder_is_detected_not_followed() {
         }
         other => panic!("{other:?}"),
     }
-    // Nothing was written into the new directory.
-    assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0);
+    // Nothing was locked, followed or replaced in the new directory: the holder only wrote
+    // back the time it used, as a restored record of its own, for a claimant that finds no
+    // reservation (see store_conformance.rs).
+    let written: Vec<String> = std::fs::read_dir(state.join("twitter"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(std::fs::read_dir(&state).unwrap().count(), 1);
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(written[0].starts_with("node-0.restored."), "{written:?}");
     let new = Generator::builder(Layout::twitter())
         .build_leased(
             Arc::new(FileStore::open(&state).unwrap()),
@@ -406,4 +433,208 @@ fn a_state_directory_replaced_under_a_holder_is_detected_not_followed() {
     );
     drop(old);
     new.release().unwrap();
+}
+
+/// A store opened with a relative path keeps the directory that path named when it was
+/// opened, wherever the process moves afterwards (a daemon's `chdir("/")`): its holder keeps
+/// its node, and a later claim through it is made in the same directory. (Before, the holder
+/// lost its lease at its next check, "state was removed", and the next claim made a new
+/// directory under the new working directory and took node 0 again there.)
+#[test]
+fn a_relative_state_directory_stays_the_one_opened_after_a_chdir() {
+    let base = common::TempDir::new("trust-relative");
+    let elsewhere = base.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let before = std::env::current_dir().unwrap();
+    std::env::set_current_dir(base.path()).unwrap();
+    let store = Arc::new(FileStore::open("state").unwrap());
+    let holder = Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    std::env::set_current_dir(&elsewhere).unwrap();
+    // Several checks later (a liveness bound only), the holder still issues.
+    let renewed = holder.stats().lease_renewals;
+    let start = std::time::Instant::now();
+    while holder.stats().lease_renewals < renewed + 5 {
+        holder.next_id().unwrap();
+        assert!(start.elapsed() < std::time::Duration::from_secs(60));
+    }
+    assert_eq!(holder.stats().lease_losses, 0);
+    let second = Generator::builder(Layout::twitter())
+        .build_leased(store, NodeRequest::Any)
+        .unwrap();
+    std::env::set_current_dir(before).unwrap();
+    assert_eq!((holder.node(), second.node()), (0, 1));
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    holder.release().unwrap();
+    second.release().unwrap();
+}
+
+/// A state directory opened while private and then opened to everyone (an operator's
+/// `chmod 0777` under running services) is refused at the next claim through the same store,
+/// as a fresh open refuses it: whoever may write it now could have forged its records.
+#[test]
+fn a_state_directory_opened_to_others_after_it_was_opened_is_refused_at_the_next_claim() {
+    let base = common::TempDir::new("trust-chmod");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    drop(
+        store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap(),
+    );
+    set_mode(&state, 0o777);
+    untrusted(
+        store.claim(&Layout::twitter(), NodeRequest::Exact(0)),
+        &state,
+        "lets every user write it",
+    );
+    set_mode(&state, 0o700);
+    drop(
+        store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap(),
+    );
+}
+
+/// `migrate_v1` rewrites the version-1 reservations it can trust and stops with an error at
+/// the first it cannot — a link, a file others can write — naming it, rather than leaving
+/// it refused at every claim while it reports nothing to migrate.
+#[test]
+fn migrating_version_1_reservations_names_a_file_it_cannot_trust() {
+    let base = common::TempDir::new("trust-migrate");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    let dir = state.join("twitter");
+    std::fs::create_dir_all(&dir).unwrap();
+    set_mode(&dir, 0o700);
+    let v1 = "monoflake-reservation v1\nuntil_ms=5000\n";
+    std::fs::write(dir.join("node-3.reservation"), v1).unwrap();
+    let outside = base.path().join("outside");
+    std::fs::write(&outside, v1).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("node-4.reservation")).unwrap();
+    untrusted(
+        store.migrate_v1(),
+        &dir.join("node-4.reservation"),
+        "symbolic link",
+    );
+    // The one before it was migrated.
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(3))
+        .unwrap();
+    assert_eq!(claim.reserved_until_ms(), Some(5000));
+    drop(claim);
+    std::fs::remove_file(dir.join("node-4.reservation")).unwrap();
+    std::fs::write(dir.join("node-4.reservation"), v1).unwrap();
+    set_mode(&dir.join("node-4.reservation"), 0o666);
+    untrusted(
+        store.migrate_v1(),
+        &dir.join("node-4.reservation"),
+        "lets every user write it",
+    );
+    set_mode(&dir.join("node-4.reservation"), 0o600);
+    assert_eq!(
+        store.migrate_v1().unwrap(),
+        vec![dir.join("node-4.reservation")]
+    );
+}
+
+/// A reservation that is a hard link — another node's reservation, or a file elsewhere — is
+/// refused like a hard-linked lock file: its value is not this node's (node 1 would have
+/// started at node 0's lower reservation).
+#[test]
+fn a_hard_linked_reservation_is_refused() {
+    let base = common::TempDir::new("trust-hard-link");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    let layout = Layout::twitter();
+    let zero = store.claim(&layout, NodeRequest::Exact(0)).unwrap();
+    store.release(zero, 1_000).unwrap();
+    let dir = state.join("twitter");
+    std::fs::hard_link(
+        dir.join("node-0.reservation"),
+        dir.join("node-1.reservation"),
+    )
+    .unwrap();
+    for node in [0, 1] {
+        untrusted(
+            claim_settled(&store, &layout, NodeRequest::Exact(node)),
+            &dir.join(format!("node-{node}.reservation")),
+            "hard link",
+        );
+    }
+}
+
+/// Sets a POSIX access control list giving uid `uid` read, write and search on `path` (with
+/// a mask that lets it): what `setfacl -m u:UID:rwx PATH` does. False where the file system
+/// keeps no such lists.
+fn grant_acl_write(path: &Path, uid: u32) -> bool {
+    const UNDEFINED: u32 = u32::MAX;
+    // Entries in the order the kernel wants: owner, named user, owning group, mask, others.
+    let entries: [(u16, u16, u32); 5] = [
+        (0x01, 7, UNDEFINED),
+        (0x02, 7, uid),
+        (0x04, 7, UNDEFINED),
+        (0x10, 7, UNDEFINED),
+        (0x20, 0, UNDEFINED),
+    ];
+    let mut value = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in entries {
+        value.extend_from_slice(&tag.to_le_bytes());
+        value.extend_from_slice(&perm.to_le_bytes());
+        value.extend_from_slice(&id.to_le_bytes());
+    }
+    let path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: both strings are NUL-terminated and `value` lives across the call.
+    #[allow(unsafe_code)]
+    let set = unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if set != 0 {
+        eprintln!(
+            "skipped: no access control lists here ({})",
+            std::io::Error::last_os_error()
+        );
+    }
+    set == 0
+}
+
+/// A shared directory (`2770`) whose access control list lets a user outside the group write
+/// it — `setfacl -m u:backup:rwx`, or a default list inherited from its parent — is refused,
+/// and so is a record with such a list: the mode alone shows only the list's mask as the
+/// group's bits. (Before, `nobody`, given such a list and no group, planted a layout directory
+/// of its own in the state directory — setgid, so its files carried the group — with a forged
+/// reservation that a root holder read.)
+#[test]
+fn an_access_control_list_letting_another_user_write_is_refused() {
+    let base = common::TempDir::new("trust-acl");
+    let state = base.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    set_mode(&state, 0o2770);
+    let store = FileStore::open(&state).unwrap();
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(0))
+        .unwrap();
+    store.release(claim, 1_000).unwrap();
+    let reservation = state.join("twitter/node-0.reservation");
+    if !grant_acl_write(&reservation, NOBODY) {
+        return;
+    }
+    untrusted(
+        claim_settled(&store, &Layout::twitter(), NodeRequest::Exact(0)),
+        &reservation,
+        "access control list lets uid 65534 write it",
+    );
+    assert!(grant_acl_write(&state, NOBODY));
+    untrusted(
+        FileStore::open(&state),
+        &state,
+        "access control list lets uid 65534 write it",
+    );
 }

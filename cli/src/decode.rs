@@ -171,7 +171,7 @@ impl Decoder<'_> {
     ) -> Result<(), Failure> {
         tally.total += 1;
         let id = parse_id(input, self.format).and_then(|id| match &self.opaque {
-            Some(o) => o.decrypt(id),
+            Some(o) => o.decrypt(monoflake::OpaqueId::from_u64(id.as_u64())),
             None => Ok(id),
         });
         match id.and_then(|id| Ok((id, id.parts(self.layout)?))) {

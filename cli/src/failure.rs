@@ -34,8 +34,14 @@ impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         let code = if e.is_bad_input() { 2 } else { 1 };
         let mut message = e.to_string();
-        if let Error::LegacyReservation { .. } = e {
-            message.push_str("; with monoflake: `monoflake state migrate --state-dir DIR`");
+        match e {
+            Error::LegacyReservation { .. } => {
+                message.push_str("; with monoflake: `monoflake state migrate --state-dir DIR`");
+            }
+            Error::ReservationAhead { .. } => {
+                message.push_str(" (with monoflake: --trust-reservation)");
+            }
+            _ => {}
         }
         Failure { code, message }
     }

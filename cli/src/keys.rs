@@ -8,18 +8,11 @@ use monoflake::OpaqueKey;
 use crate::args::KeygenArgs;
 use crate::failure::Failure;
 
-/// `monoflake keygen`: 16 bytes from the operating system's random source, written as 32 hex
-/// digits and a newline, to standard output or to a new file of mode 0600.
+/// `monoflake keygen`: a new key from the operating system's random source
+/// ([`OpaqueKey::generate`]), written as 32 hex digits and a newline, to standard output or to
+/// a new file of mode 0600.
 pub fn run(args: &KeygenArgs) -> Result<(), Failure> {
-    let mut key = [0u8; 16];
-    getrandom::fill(&mut key).map_err(|e| Failure {
-        code: 1,
-        message: format!("the operating system's random source failed: {e}"),
-    })?;
-    let mut text = String::with_capacity(33);
-    for byte in key {
-        text.push_str(&format!("{byte:02x}"));
-    }
+    let mut text = OpaqueKey::generate()?.to_hex();
     text.push('\n');
     // The key must read back as it was written.
     OpaqueKey::from_file_contents(text.as_bytes())?;

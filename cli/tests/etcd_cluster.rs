@@ -116,7 +116,7 @@ fn stopping_etcd_stops_a_running_generator_within_its_confirm_bound() {
     let ids = reader.finish();
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("could not be extended") && err.contains("has not been confirmed for 1000 ms"),
+        err.contains("issuing is paused") && err.contains("has not been confirmed for 1000 ms"),
         "{err}"
     );
     // Every ID was issued before the confirm bound: two check intervals (1 s) after the last

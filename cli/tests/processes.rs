@@ -114,7 +114,8 @@ fn restart_with_the_clock_set_back_an_hour() {
     assert!(out.stdout.is_empty());
     assert!(
         err.contains("node 0's time reservation runs to")
-            && err.contains("min ahead of this clock"),
+            && err.contains("min ahead of this clock")
+            && err.contains("(with monoflake: --trust-reservation)"),
         "{err}"
     );
     // Trusting the reservation: the same node, every ID above the earlier ones.

@@ -19,6 +19,7 @@ const T0: u64 = 1_700_000_000_000;
 /// Two sequence bits: four IDs per tick.
 fn two_bit_layout() -> Layout {
     Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .sequence_bits(2)
         .node_field("n", 2)
         .build()
@@ -28,6 +29,7 @@ fn two_bit_layout() -> Layout {
 /// One sequence bit: two IDs per tick, so two threads taking two IDs each force the carry.
 fn one_bit_layout() -> Layout {
     Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
         .sequence_bits(1)
         .node_field("n", 2)
         .build()
@@ -168,7 +170,11 @@ fn three_threads_against_zero_lead() {
 #[test]
 fn a_batch_races_single_ids() {
     loom::model(|| {
-        let layout = Layout::builder().sequence_bits(2).build().unwrap();
+        let layout = Layout::builder()
+            .epoch_ms(Layout::twitter().epoch_ms())
+            .sequence_bits(2)
+            .build()
+            .unwrap();
         let g = Arc::new(
             Generator::builder(layout)
                 .clock(ManualClock::new(T0))

@@ -21,11 +21,17 @@ const T0: u64 = 1_700_000_000_000;
 /// `T0`, with a lead of 10 ms.
 fn one_slot() -> Arc<PerThread<ManualClock>> {
     Arc::new(
-        Generator::builder(Layout::builder().sequence_bits(2).build().unwrap())
-            .clock(ManualClock::new(T0))
-            .max_lead(Duration::from_millis(10))
-            .build_per_thread(1)
-            .unwrap(),
+        Generator::builder(
+            Layout::builder()
+                .epoch_ms(Layout::twitter().epoch_ms())
+                .sequence_bits(2)
+                .build()
+                .unwrap(),
+        )
+        .clock(ManualClock::new(T0))
+        .max_lead(Duration::from_millis(10))
+        .build_per_thread(1)
+        .unwrap(),
     )
 }
 
@@ -78,11 +84,17 @@ fn a_slot_handed_over_goes_on_from_its_last_state() {
 fn a_seal_racing_a_holder_moving_into_a_later_tick() {
     loom::model(|| {
         let g = Arc::new(
-            Generator::builder(Layout::builder().sequence_bits(1).build().unwrap())
-                .clock(ManualClock::new(T0))
-                .max_lead(Duration::from_millis(10))
-                .build_per_thread(1)
-                .unwrap(),
+            Generator::builder(
+                Layout::builder()
+                    .epoch_ms(Layout::twitter().epoch_ms())
+                    .sequence_bits(1)
+                    .build()
+                    .unwrap(),
+            )
+            .clock(ManualClock::new(T0))
+            .max_lead(Duration::from_millis(10))
+            .build_per_thread(1)
+            .unwrap(),
         );
         let holder = {
             let g = Arc::clone(&g);

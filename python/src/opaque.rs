@@ -1,6 +1,6 @@
 //! `monoflake.Opaque`: IDs mapped through a keyed permutation, and back.
 
-use monoflake::{Id, Opaque, OpaqueKey};
+use monoflake::{Id, Opaque, OpaqueId, OpaqueKey};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -68,14 +68,14 @@ impl PyOpaque {
     fn encrypt(&self, id: &Bound<'_, PyAny>) -> PyResult<u64> {
         self.opaque
             .encrypt(Id::from_u64(id_arg(id)?))
-            .map(Id::as_u64)
+            .map(OpaqueId::as_u64)
             .map_err(|e| to_py(id.py(), e))
     }
 
     /// The ID whose opaque form is `opaque`.
     fn decrypt(&self, opaque: &Bound<'_, PyAny>) -> PyResult<u64> {
         self.opaque
-            .decrypt(Id::from_u64(id_arg(opaque)?))
+            .decrypt(OpaqueId::from_u64(id_arg(opaque)?))
             .map(Id::as_u64)
             .map_err(|e| to_py(opaque.py(), e))
     }

@@ -79,12 +79,26 @@ impl<C: TimeSource> Generator<C> {
 
     /// [`Generator::try_next_id`] beyond the common case: a new tick, a borrow, a refusal, or
     /// a compare-exchange lost to another thread. Out of line, so the common case needs no
-    /// stack frame; its answer goes straight to the caller's.
+    /// stack frame; its answer goes straight to the caller's. `RETURNED`: the answer goes to
+    /// the caller of `try_next_id` (a `WouldBlock` is counted as returned); otherwise a waiting
+    /// call retries it.
     #[inline(never)]
-    pub(super) fn try_next_id_beyond(&self, miss: Miss) -> Result<Id, Error> {
+    pub(super) fn try_next_id_beyond<const RETURNED: bool>(&self, miss: Miss) -> Result<Id, Error> {
         let now_ns = miss.now_ns.unwrap_or_else(|| self.clock.now_ns());
-        self.reserve_from(1, miss.cur, now_ns, miss.lost)
-            .map(|(first, _)| self.out.id(first))
+        let answer = self
+            .reserve_from(1, miss.cur, now_ns, miss.lost)
+            .map(|(first, _)| self.out.id(first));
+        if RETURNED && matches!(answer, Err(Error::WouldBlock { .. })) {
+            self.returned_would_block();
+        }
+        answer
+    }
+
+    /// Counts a [`Error::WouldBlock`] returned to a caller of `try_next_id` or `try_next_ids`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn returned_would_block(&self) {
+        Counters::add(&self.counters.would_block_returned, 1);
     }
 
     /// Reserves `n >= 1` consecutive state values with one compare-exchange and returns the
@@ -268,12 +282,9 @@ impl<C: TimeSource> Generator<C> {
             return Error::Forked { node: self.node };
         }
         match step {
-            Step::Lead { wait_ns } => {
-                Counters::add(&self.counters.would_block, 1);
-                Error::WouldBlock {
-                    retry_after: Duration::from_nanos(wait_ns),
-                }
-            }
+            Step::Lead { wait_ns } => Error::WouldBlock {
+                retry_after: Duration::from_nanos(wait_ns),
+            },
             Step::Exhausted { for_good } => {
                 if for_good && !self.core.fence.is_closed() {
                     // Pin the state at its largest value so every later call fails too,
@@ -297,21 +308,9 @@ impl<C: TimeSource> Generator<C> {
     pub(super) fn check_slow(&self, forked: bool, now: u64, last_tick: u64) -> Result<(), Error> {
         let forked = forked || self.core.fence.another_process();
         if forked || self.core.fence.refuses(now, last_tick) {
-            return Err(self.fenced(forked, now));
+            return Err(self.fence_error(forked, now));
         }
         Ok(())
-    }
-
-    /// Why the fence refused: the fork, the lease deadline or the reservation.
-    #[cold]
-    #[inline(never)]
-    fn fenced(&self, forked: bool, now: u64) -> Error {
-        let error = self.fence_error(forked, now);
-        // The clock passed a healthy store's reservation: the owner was asked to extend it.
-        if matches!(error, Error::WouldBlock { .. }) {
-            Counters::add(&self.counters.would_block, 1);
-        }
-        error
     }
 
     /// The error for a step that found the time field exhausted. A sealed generator's state
@@ -325,7 +324,9 @@ impl<C: TimeSource> Generator<C> {
         }
     }
 
-    /// [`Generator::fenced`] without counting.
+    /// Why the fence refused: the fork, the lease deadline or the reservation (a
+    /// `WouldBlock` when the clock passed a healthy store's reservation: the owner was asked
+    /// to extend it).
     pub(super) fn fence_error(&self, forked: bool, now: u64) -> Error {
         if forked {
             return Error::Forked { node: self.node };
@@ -366,7 +367,7 @@ impl<C: TimeSource> Generator<C> {
     pub fn try_next_id(&self) -> Result<Id, Error> {
         match self.reserve_common() {
             Ok(first) => Ok(self.out.id(first)),
-            Err(miss) => self.try_next_id_beyond(miss),
+            Err(miss) => self.try_next_id_beyond::<true>(miss),
         }
     }
 
@@ -387,6 +388,16 @@ impl<C: TimeSource> Generator<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn try_next_ids(&self, n: u64) -> Result<Ids, Error> {
+        let answer = self.reserve_ids(n);
+        if matches!(answer, Err(Error::WouldBlock { .. })) {
+            self.returned_would_block();
+        }
+        answer
+    }
+
+    /// [`Generator::try_next_ids`] without counting a `WouldBlock` as returned: for the
+    /// waiting call, which retries it.
+    pub(super) fn reserve_ids(&self, n: u64) -> Result<Ids, Error> {
         if n == 0 {
             return Ok(Ids::empty(self.out));
         }

@@ -157,7 +157,9 @@ impl Generator<LockedClock> {
     ///
     /// # Errors
     ///
-    /// [`Error::OutOfRange`] when `node` does not fit the layout.
+    /// [`Error::OutOfRange`] when `node` does not fit the layout; as
+    /// [`GeneratorBuilder::build`] otherwise (a system clock before the layout's epoch, fork
+    /// detection that cannot be set up).
     ///
     /// ```
     /// use monoflake::{Error, Generator, Layout};
@@ -318,7 +320,7 @@ impl<C: TimeSource> Generator<C> {
     /// use monoflake::{Generator, Layout, ManualClock};
     ///
     /// // 4 IDs per tick at a clock that stands still: the fifth borrows the next tick.
-    /// let layout = Layout::builder().sequence_bits(2).build()?;
+    /// let layout = Layout::builder().epoch_ms(Layout::twitter().epoch_ms()).sequence_bits(2).build()?;
     /// let g = Generator::builder(layout).clock(ManualClock::new(1_700_000_000_000)).build()?;
     /// for _ in 0..5 {
     ///     g.try_next_id()?;
@@ -336,14 +338,24 @@ impl<C: TimeSource> Generator<C> {
             state => state,
         };
         let clock = self.clock.report();
+        let (spins, yields, sleeps) = (
+            load(&c.wait_spins),
+            load(&c.wait_yields),
+            load(&c.wait_sleeps),
+        );
         Stats {
             issued: state
                 .wrapping_sub(self.start)
                 .saturating_sub(load(&c.skipped)),
             borrowed_ticks: load(&c.borrowed_ticks),
             max_lead_ticks: load(&c.max_lead_ticks),
-            would_block: load(&c.would_block),
-            waits: load(&c.waits),
+            would_block_returned: load(&c.would_block_returned),
+            waiting_calls: load(&c.waiting_calls),
+            wait_retries: spins + yields + sleeps,
+            wait_spins: spins,
+            wait_yields: yields,
+            wait_sleeps: sleeps,
+            timed_out: load(&c.timed_out),
             reanchors: clock.forward_steps,
             max_skew_ns: clock.max_skew_ns,
             skew_ns: clock.last_skew_ns,

@@ -50,9 +50,12 @@ impl<C: TimeSource> Generator<C> {
     /// path, then the wait if that reports `WouldBlock`.
     #[inline(never)]
     fn next_id_beyond(&self, miss: Miss) -> Result<Id, Error> {
-        match self.try_next_id_beyond(miss) {
+        match self.try_next_id_beyond::<false>(miss) {
             Err(Error::WouldBlock { retry_after }) => {
-                self.waiting(retry_after, || self.try_next_id())
+                self.waiting(retry_after, || match self.reserve_common() {
+                    Ok(first) => Ok(self.out.id(first)),
+                    Err(miss) => self.try_next_id_beyond::<false>(miss),
+                })
             }
             done => done,
         }
@@ -72,9 +75,9 @@ impl<C: TimeSource> Generator<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
-        match self.try_next_ids(n) {
+        match self.reserve_ids(n) {
             Err(Error::WouldBlock { retry_after }) => {
-                self.waiting(retry_after, || self.try_next_ids(n))
+                self.waiting(retry_after, || self.reserve_ids(n))
             }
             done => done,
         }
@@ -82,12 +85,41 @@ impl<C: TimeSource> Generator<C> {
 
     /// After a first attempt reported `WouldBlock { retry_after }`: waits as it asks, then
     /// retries `attempt` while it reports `WouldBlock`, backing off, for at most `max_wait`.
+    /// Counts the call in [`Stats`](crate::Stats) as it begins, and each spin, yield and sleep
+    /// (each followed by one retry) and a time-out once, when it returns.
     #[cold]
     #[inline(never)]
     pub(super) fn waiting<T>(
         &self,
+        retry_after: Duration,
+        attempt: impl FnMut() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let c = &self.counters;
+        Counters::add(&c.waiting_calls, 1);
+        let mut counts = Waited::default();
+        let answer = self.wait_and_retry(retry_after, attempt, &mut counts);
+        for (counter, n) in [
+            (&c.wait_spins, counts.spins),
+            (&c.wait_yields, counts.yields),
+            (&c.wait_sleeps, counts.sleeps),
+            (
+                &c.timed_out,
+                u64::from(matches!(answer, Err(Error::TimedOut { .. }))),
+            ),
+        ] {
+            if n > 0 {
+                Counters::add(counter, n);
+            }
+        }
+        answer
+    }
+
+    /// [`Generator::waiting`]'s loop, counting in `counts`.
+    fn wait_and_retry<T>(
+        &self,
         mut retry_after: Duration,
         mut attempt: impl FnMut() -> Result<T, Error>,
+        counts: &mut Waited,
     ) -> Result<T, Error> {
         let mut step = 0;
         let mut slept = Duration::ZERO;
@@ -100,9 +132,16 @@ impl<C: TimeSource> Generator<C> {
                     });
                 }
                 sync::spin_for(retry_after);
+                counts.spins += 1;
                 slept += retry_after;
             } else {
-                if !sync::backoff(step) {
+                if sync::backoff(step) {
+                    if step < sync::SPIN_LIMIT {
+                        counts.spins += 1;
+                    } else {
+                        counts.yields += 1;
+                    }
+                } else {
                     if slept >= self.max_wait {
                         return Err(Error::TimedOut {
                             waited: slept,
@@ -110,8 +149,8 @@ impl<C: TimeSource> Generator<C> {
                         });
                     }
                     let nap = retry_after.min(self.max_wait - slept).max(MIN_NAP);
-                    Counters::add(&self.counters.waits, 1);
                     sync::sleep(nap);
+                    counts.sleeps += 1;
                     slept += nap;
                 }
                 step = step.saturating_add(1);
@@ -122,4 +161,12 @@ impl<C: TimeSource> Generator<C> {
             }
         }
     }
+}
+
+/// What one waiting call did before each retry.
+#[derive(Default)]
+struct Waited {
+    spins: u64,
+    yields: u64,
+    sleeps: u64,
 }

@@ -4,15 +4,17 @@
 //! * `presets.rs`: the preset table, checked when the crate compiles, and the constructors
 //!   that read it;
 //! * `builder.rs`: [`LayoutBuilder`] and the validation every layout passes;
+//! * `epoch.rs`: an epoch as text (Unix ms or RFC 3339), for the builder and the spec;
 //! * `spec.rs`: a layout as one line of text (`FromStr`, `Display`), and the name node stores
 //!   keep its state under (`Layout::state_name`).
 //!
-//! This file only hands names on. The arrows run one way: `builder` uses `presets` and `bits`,
-//! `presets` uses `bits`, `bits` uses none of them; `spec` takes the layout and the preset
-//! table through this file.
+//! This file only hands names on. The arrows run one way: `builder` uses `presets`, `bits`
+//! and `epoch`, `presets` uses `bits`, `bits` and `epoch` use none of them; `spec` uses
+//! `epoch` and takes the layout and the preset table through this file.
 
 mod bits;
 mod builder;
+mod epoch;
 mod presets;
 mod spec;
 

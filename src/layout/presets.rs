@@ -9,8 +9,7 @@ use std::borrow::Cow;
 use super::bits::{Layout, NodeField};
 use crate::Error;
 
-/// The names of the built-in presets, as [`Layout::preset`] takes them (from the one preset
-/// table, `ALL_PRESETS`).
+/// The names of the built-in presets, as [`Layout::preset`] takes them.
 ///
 /// ```
 /// assert_eq!(monoflake::PRESETS[0], "twitter");

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::choose::{ahead_ms, choose};
+use super::choose::{Limits, ahead_ms, choose};
 use super::holding::Holding;
 use super::keeper::{Held, Keeper};
 use super::status::{
@@ -32,8 +32,8 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// [`Error::InvalidConfig`] before it writes anything.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-window-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-window-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .reservation_window(std::time::Duration::from_secs(2))
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
@@ -50,16 +50,18 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// [`GeneratorBuilder::build_leased`] refuses the node (default: the reservation window
     /// plus `max_lead`, what a holder that crashed moments ago leaves behind).
     ///
-    /// * Within it, a node ahead of the clock is taken only when no settled node is free (for
-    ///   [`NodeRequest::Any`]), and the build waits until the reservation is at most `max_lead`
-    ///   ahead, so the first IDs carry honest time ([`Stats::claim_wait_ms`](crate::Stats::claim_wait_ms)).
+    /// * Within it, the build waits until a reservation more than `max_lead` ahead is at most
+    ///   `max_lead` ahead, so the first IDs carry honest time
+    ///   ([`Stats::claim_wait_ms`](crate::Stats::claim_wait_ms)); [`NodeRequest::Any`] takes
+    ///   such a node only when no free node costs a shorter wait (see "What a build waits
+    ///   for" under [`GeneratorBuilder::build_leased`]).
     /// * Beyond it: [`Error::ReservationAhead`] for [`NodeRequest::Exact`]; skipped by
     ///   [`NodeRequest::Any`] (counted in [`Stats::nodes_skipped_ahead`](crate::Stats::nodes_skipped_ahead)).
     ///
     /// ```
     /// use std::time::Duration;
     /// use monoflake::{Error, FileStore, Generator, Layout, NodeRequest, NodeStore};
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-tolerance-{}", std::process::id()));
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-tolerance-{}", std::process::id()));
     /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
     /// // Node 3 was last used by a host whose clock was a day ahead.
     /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(3))?;
@@ -88,7 +90,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     ///
     /// ```
     /// use monoflake::{FileStore, Generator, Layout, NodeRequest, NodeStore};
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-trust-{}", std::process::id()));
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-trust-{}", std::process::id()));
     /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
     /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(3))?;
     /// let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
@@ -109,6 +111,55 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// Claims a node ID from `store` and builds a generator that holds it (see [`Leased`]).
     /// The builder's node is replaced by the claimed one.
     ///
+    /// # What a build waits for
+    ///
+    /// A build claims a node, writes its first reservation (on the file store, a file written
+    /// and fsynced: about a millisecond) and renews the claim once. Before it returns it may
+    /// also wait, at most once, for one of two reasons, so that the first IDs are both above
+    /// everything the node issued before and honest (at most `max_lead` ahead of the clock):
+    ///
+    /// * **The node's reservation is more than `max_lead` ahead of the clock**: its last
+    ///   holder borrowed further ahead than this generator's lead, or stopped without a clean
+    ///   release moments ago (it had reserved up to a window ahead), or a clock was set back.
+    ///   The build waits until the reservation is `max_lead` ahead: at most the
+    ///   [tolerance](GeneratorBuilder::future_reservation_tolerance) less `max_lead` (by
+    ///   default the reservation window, 5 s). Further ahead than the tolerance, the node is
+    ///   refused or skipped, unless [trusted](GeneratorBuilder::trust_future_reservation).
+    /// * **The node has no record** (never used, or its record was deleted): two and a half
+    ///   check intervals ([`NodeStore::check_interval`]; 250 ms on the file store, 1.25 s on
+    ///   etcd by default), because a holder whose record was deleted under it may go on
+    ///   issuing for up to two.
+    ///
+    /// For [`NodeRequest::Any`] the build takes the free node that costs the least wait: one
+    /// whose record is at most `max_lead` ahead costs none and is taken as soon as the search
+    /// meets it (a generator dropped or released moments ago gets its node back at once), then
+    /// the shortest wait of the nodes met, the lower node on a tie. A search that finds every
+    /// node held searches again, up to eight times, after randomized waits of up to 250 ms
+    /// each: another claimant may hold free nodes for the length of its own search.
+    /// [`NodeRequest::Exact`] waits what its node costs. Every one of these waits is counted
+    /// in [`Stats::claim_wait_ms`](crate::Stats::claim_wait_ms).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use monoflake::{FileStore, Generator, Layout, NodeRequest};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-comes-back-{}", std::process::id()));
+    /// let store = Arc::new(FileStore::open(&dir)?);
+    /// // A node with no record yet: the build waits 250 ms (the file store's check interval
+    /// // is 100 ms).
+    /// let first = Generator::builder(Layout::twitter()).build_leased(store.clone(), NodeRequest::Any)?;
+    /// assert_eq!((first.node(), first.stats().claim_wait_ms), (0, 250));
+    /// let last = first.next_id()?;
+    /// drop(first); // released: its reservation ends with the last tick it issued
+    ///
+    /// // Built again: the same node, not a never-used one, and above everything it issued.
+    /// let again = Generator::builder(Layout::twitter()).build_leased(store, NodeRequest::Any)?;
+    /// assert_eq!(again.node(), 0);
+    /// assert!(again.next_id()? > last);
+    /// # drop(again); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// The store's errors from [`NodeStore::claim`] (e.g. [`Error::AllNodesHeld`],
@@ -116,7 +167,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     ///
     /// ```
     /// use monoflake::{Error, FileStore, Generator, Layout, NodeRequest};
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-build-leased-{}", std::process::id()));
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-build-leased-{}", std::process::id()));
     /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
     /// let leased = Generator::builder(Layout::twitter()).build_leased(store.clone(), NodeRequest::Exact(5))?;
     /// assert_eq!(leased.node(), 5);
@@ -219,14 +270,20 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             .future_tolerance
             .map_or(window_ms.saturating_add(max_lead_ms), duration_ms);
         let check = store.check_interval();
+        let unrecorded_wait = unrecorded_wait(check);
         let status = Arc::new(LeaseStatus::new(store.describe(), check));
+        let limits = Limits {
+            max_lead_ms,
+            tolerance_ms,
+            unrecorded_wait_ms: duration_ms(unrecorded_wait),
+            trust: settings.trust_future,
+        };
         let chosen = choose(
             &*store,
             &layout,
             request,
             &|| self.clock_ref().precise_now_ms(),
-            tolerance_ms,
-            settings.trust_future,
+            &limits,
         )?;
         let claim = chosen.claim;
         let node = claim.node();
@@ -236,6 +293,9 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         status
             .skipped_unusable
             .store(chosen.skipped_unusable, Ordering::Relaxed);
+        status
+            .claim_wait_ms
+            .fetch_add(chosen.waited_ms, Ordering::Relaxed);
         // A reservation ahead of the clock: trusted (the clock moves to it), or waited out
         // until it is at most `max_lead` ahead, so the first IDs carry honest time.
         let ahead = ahead_ms(&claim, self.clock_ref().precise_now_ms());
@@ -275,21 +335,40 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             }
             status.claim_wait_ms.fetch_add(wait, Ordering::Relaxed);
         }
-        let now_ms = self.clock_ref().precise_now_ms();
         // A node with no record at all may have had one that was deleted under a live holder
         // (the state directory removed, the store's keys cleared). That holder stops issuing
         // within `confirm_bound` of its last successful check, which came before the deletion,
         // and never issued a time beyond its clock plus its lead: wait that out, with a margin
-        // for the two clocks to disagree, and start past it (`unrecorded_wait`; the inequality
-        // is in docs/design.md), so no ID can be shared and the first IDs are at most
-        // `max_lead` ahead of the clock.
-        let unrecorded_wait = unrecorded_wait(check);
-        let unrecorded_floor_ms = now_ms
-            .saturating_add(duration_ms(unrecorded_wait))
-            .saturating_add(duration_ms(self.max_lead_ref()));
-        let floor_tick = match claim.reserved_until_ms() {
+        // for the two clocks to disagree (`unrecorded_wait`; the inequality is in
+        // docs/design.md), and start past it, so the first IDs are at most `max_lead` ahead of
+        // the clock. Meanwhile that holder, finding its records gone, writes back the time it
+        // used (`NodeStore::restore`): read the node's record again before issuing, so a
+        // holder whose clock ran ahead of this one (a wall clock stepped back under it) is not
+        // overlapped either.
+        let claimed_ms = self.clock_ref().precise_now_ms();
+        let mut reserved = claim.reserved_until_ms();
+        if reserved.is_none() {
+            std::thread::sleep(unrecorded_wait);
+            status
+                .claim_wait_ms
+                .fetch_add(duration_ms(unrecorded_wait), Ordering::Relaxed);
+            match store.reservation(&claim) {
+                Ok(again) => reserved = again,
+                Err(e) => {
+                    let _ = store.release(claim, 0);
+                    return Err(e);
+                }
+            }
+        }
+        let now_ms = self.clock_ref().precise_now_ms();
+        let floor_tick = match reserved {
             Some(u) => first_tick_from(&layout, u),
-            None => first_tick_from(&layout, unrecorded_floor_ms),
+            None => first_tick_from(
+                &layout,
+                claimed_ms
+                    .saturating_add(duration_ms(unrecorded_wait))
+                    .saturating_add(duration_ms(self.max_lead_ref())),
+            ),
         };
         let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
         // A clock past the layout's end (or a trusted reservation there): nothing can be
@@ -309,12 +388,6 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             return Err(e);
         }
         let write_us = first_round.elapsed().as_micros();
-        if claim.reserved_until_ms().is_none() {
-            std::thread::sleep(unrecorded_wait);
-            status
-                .claim_wait_ms
-                .fetch_add(duration_ms(unrecorded_wait), Ordering::Relaxed);
-        }
         LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
         let round_us = u64::try_from(write_us).unwrap_or(u64::MAX);
         status.round_us.store(round_us, Ordering::Relaxed);
@@ -351,6 +424,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             (last_tick_before(&layout, until), deadline),
         )?;
         let keeper = Keeper {
+            sealed: None,
             generator,
             store,
             status: Arc::clone(&status),

@@ -1,6 +1,8 @@
-//! Which node to take when reservations run ahead of the clock: prefer a settled node, take
-//! one slightly ahead (a holder that crashed moments ago) only when no settled one is free,
-//! refuse one absurdly far ahead (a clock that is or was wrong) unless told to trust it.
+//! Which node to take for [`NodeRequest::Any`]: the free node that costs the build the least
+//! wait. A node with a record at most `max_lead` ahead of the clock costs nothing (its IDs are
+//! honest within the lead) and ends the search; a node with no record costs the unrecorded
+//! wait; a node further ahead costs the time until it is `max_lead` ahead; one further ahead
+//! than the tolerance is refused (a clock that is or was wrong) unless told to trust it.
 
 use std::hash::{BuildHasher, RandomState};
 use std::time::{Duration, Instant};
@@ -8,9 +10,9 @@ use std::time::{Duration, Instant};
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
-/// How many free nodes with a reservation ahead of the clock a claim of any node holds while
-/// it looks further for a settled one. Each is held until the choice is made (so the store's
-/// "lowest free node" moves on), then given back.
+/// How many free nodes that cost a wait a claim of any node holds while it looks further for
+/// one that costs none. Each is held until the choice is made (so the store's "lowest free
+/// node" moves on), then given back.
 const MAX_PASSED_OVER: usize = 64;
 
 /// How many times a claim of any node searches again when the store answered that every node
@@ -21,12 +23,51 @@ const RACE_RETRIES: u32 = 8;
 /// The longest single wait between two searches.
 const RACE_WAIT_CAP: Duration = Duration::from_millis(250);
 
-/// The node chosen, and how many were passed over as too far ahead or unusable.
+/// What a build may wait for and accept, in Unix ms: the inputs of [`cost`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// The generator's `max_lead`: a reservation this far ahead is issued past at once.
+    pub(crate) max_lead_ms: u64,
+    /// The furthest ahead a reservation may be and be waited out (not trusted).
+    pub(crate) tolerance_ms: u64,
+    /// What a node with no record costs ([`unrecorded_wait`](super::status::unrecorded_wait)).
+    pub(crate) unrecorded_wait_ms: u64,
+    /// Whether a reservation beyond the tolerance is trusted (the clock moves to it).
+    pub(crate) trust: bool,
+}
+
+/// What taking a free node costs the build. Ordered: any wait before a trusted jump of the
+/// clock (which stamps IDs with a time ahead of the real one), shorter waits first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Cost {
+    /// The build waits this many ms (0: none).
+    Wait(u64),
+    /// The reservation is beyond the tolerance and trusted: no wait, the clock jumps this
+    /// many ms ahead.
+    Jump(u64),
+}
+
+/// What taking `claim` costs at `now_ms`, or `None` when it may not be taken (a reservation
+/// beyond the tolerance, not trusted).
+fn cost(claim: &Claim, now_ms: u64, limits: &Limits) -> Option<Cost> {
+    if claim.reserved_until_ms().is_none() {
+        return Some(Cost::Wait(limits.unrecorded_wait_ms));
+    }
+    let ahead = ahead_ms(claim, now_ms);
+    if ahead > limits.tolerance_ms {
+        return limits.trust.then_some(Cost::Jump(ahead));
+    }
+    Some(Cost::Wait(ahead.saturating_sub(limits.max_lead_ms)))
+}
+
+/// The node chosen, how many were passed over as too far ahead or unusable, and how long the
+/// searches waited for one another (ms).
 #[derive(Debug)]
 pub(crate) struct Chosen {
     pub(crate) claim: Claim,
     pub(crate) skipped_ahead: u64,
     pub(crate) skipped_unusable: u64,
+    pub(crate) waited_ms: u64,
 }
 
 /// How far the claim's reservation is ahead of `now_ms`, in ms (0 for none, or one passed).
@@ -36,9 +77,7 @@ pub(crate) fn ahead_ms(claim: &Claim, now_ms: u64) -> u64 {
         .map_or(0, |until| until.saturating_sub(now_ms))
 }
 
-/// Claims a node for `request`: see the module comment. `now_ms` reads the clock (Unix ms);
-/// `tolerance_ms` is the largest lead accepted; `trust` accepts any lead (the caller moves its
-/// clock to the reservation).
+/// Claims a node for `request`: see the module comment. `now_ms` reads the clock (Unix ms).
 ///
 /// # Errors
 ///
@@ -50,21 +89,21 @@ pub(crate) fn choose(
     layout: &Layout,
     request: NodeRequest,
     now_ms: &dyn Fn() -> u64,
-    tolerance_ms: u64,
-    trust: bool,
+    limits: &Limits,
 ) -> Result<Chosen, Error> {
     if let NodeRequest::Exact(_) = request {
         let claim = store.claim(layout, request)?;
         let now_ms = now_ms();
-        if !trust && ahead_ms(&claim, now_ms) > tolerance_ms {
-            let error = ahead_error(&claim, now_ms, tolerance_ms);
-            give_back(store, claim);
+        if cost(&claim, now_ms, limits).is_none() {
+            let error = ahead_error(&claim, now_ms, limits.tolerance_ms);
+            give_back(store, claim, now_ms, limits);
             return Err(error);
         }
         return Ok(Chosen {
             claim,
             skipped_ahead: 0,
             skipped_unusable: 0,
+            waited_ms: 0,
         });
     }
     // Any node. A search that ends with every node held may have met another claimant holding
@@ -72,16 +111,24 @@ pub(crate) fn choose(
     // randomized wait that grows with each attempt (and with how long a search takes here),
     // a bounded number of times. Between searches this claimant holds nothing.
     let mut attempt = 0;
+    let mut waited = Duration::ZERO;
     loop {
         let started = Instant::now();
-        let result = search_any(store, layout, now_ms(), tolerance_ms, trust);
+        let result = search_any(store, layout, now_ms, limits);
         match result {
             Err(Error::AllNodesHeld { .. }) if attempt < RACE_RETRIES => {
                 let round = started.elapsed().max(Duration::from_millis(1));
-                std::thread::sleep(race_wait(round, attempt));
+                let wait = race_wait(round, attempt);
+                std::thread::sleep(wait);
+                waited += wait;
                 attempt += 1;
             }
-            other => return other,
+            other => {
+                return other.map(|chosen| Chosen {
+                    waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+                    ..chosen
+                });
+            }
         }
     }
 }
@@ -98,17 +145,21 @@ fn race_wait(round: Duration, attempt: u32) -> Duration {
     Duration::from_nanos(nanos / 2 + r % (nanos / 2 + 1))
 }
 
-/// One search for any node: the first settled one wins; nodes ahead are held (so the store
-/// offers the next one) and given back once the choice is made. Returns with at most the
+/// One search for any node, lowest first: a node that costs nothing ends it; every other node
+/// met is held (so the store offers the next one), and the one that costs least (the lower on
+/// a tie) is kept once the search ends; the rest are given back. Returns with at most the
 /// chosen node held.
+///
+/// The search also ends at the first node with no record: the store hands nodes out lowest
+/// first, so the nodes above it are most likely unused too, and each one held is one more
+/// to give back.
 fn search_any(
     store: &dyn NodeStore,
     layout: &Layout,
-    now_ms: u64,
-    tolerance_ms: u64,
-    trust: bool,
+    now_ms: &dyn Fn() -> u64,
+    limits: &Limits,
 ) -> Result<Chosen, Error> {
-    let too_far = |claim: &Claim| !trust && ahead_ms(claim, now_ms) > tolerance_ms;
+    let now = now_ms();
     let mut passed: Vec<Claim> = Vec::new();
     // The store's count of nodes it could not use (each search counts them again), and why.
     let mut unusable = 0;
@@ -120,10 +171,14 @@ fn search_any(
         match store.claim(layout, NodeRequest::Any) {
             Ok(claim) => {
                 unusable = unusable.max(claim.unusable());
-                if ahead_ms(&claim, now_ms) == 0 {
+                let unrecorded = claim.reserved_until_ms().is_none();
+                if !unrecorded && cost(&claim, now, limits) == Some(Cost::Wait(0)) {
                     break Ok(Some(claim));
                 }
                 passed.push(claim);
+                if unrecorded {
+                    break Ok(None);
+                }
             }
             Err(Error::AllNodesHeld {
                 unusable: n,
@@ -139,17 +194,19 @@ fn search_any(
             Err(e) => break Err(e),
         }
     };
-    let skipped_ahead = passed.iter().filter(|c| too_far(c)).count() as u64;
+    let skipped_ahead = passed
+        .iter()
+        .filter(|c| cost(c, now, limits).is_none())
+        .count() as u64;
     let chosen = match outcome {
-        Ok(Some(settled)) => Ok(settled),
+        Ok(Some(free)) => Ok(free),
         Ok(None) => {
-            // No settled node: the least-ahead one within the tolerance, if any.
             let best = passed
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| !too_far(c))
-                .min_by_key(|(_, c)| ahead_ms(c, now_ms))
-                .map(|(i, _)| i);
+                .filter_map(|(i, c)| cost(c, now, limits).map(|cost| (cost, c.node(), i)))
+                .min()
+                .map(|(_, _, i)| i);
             match best {
                 Some(i) => Ok(passed.swap_remove(i)),
                 None => Err(Error::AllNodesHeld {
@@ -162,13 +219,17 @@ fn search_any(
         }
         Err(e) => Err(e),
     };
-    for claim in passed {
-        give_back(store, claim);
+    if !passed.is_empty() {
+        let now = now_ms();
+        for claim in passed {
+            give_back(store, claim, now, limits);
+        }
     }
     chosen.map(|claim| Chosen {
         claim,
         skipped_ahead,
         skipped_unusable: unusable,
+        waited_ms: 0,
     })
 }
 
@@ -182,9 +243,204 @@ fn ahead_error(claim: &Claim, now_ms: u64, tolerance_ms: u64) -> Error {
     }
 }
 
-/// Gives a node back untouched: its reservation stays what it was.
-fn give_back(store: &dyn NodeStore, claim: Claim) {
-    let until = claim.reserved_until_ms().unwrap_or(0);
-    // Best effort: the claim is given up either way, and the record is unchanged.
+/// Gives a node back unused. A node with a record keeps it as it was. A node with no record
+/// cannot be given back without one (a release writes the final reservation), and a record
+/// below what its claimant would have started at would let the next one start at once: the
+/// unrecorded wait guards against a holder still issuing in a state directory deleted under
+/// it. So it gets the floor its claimant would have started at (`now_ms` plus the unrecorded
+/// wait plus `max_lead`), and whoever takes it next waits the same, or starts above it.
+fn give_back(store: &dyn NodeStore, claim: Claim, now_ms: u64, limits: &Limits) {
+    let until = claim.reserved_until_ms().unwrap_or_else(|| {
+        now_ms
+            .saturating_add(limits.unrecorded_wait_ms)
+            .saturating_add(limits.max_lead_ms)
+    });
+    // Best effort: the claim is given up either way.
     let _ = store.release(claim, until);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    const NOW: u64 = 1_700_000_000_000;
+
+    /// A store of a few nodes whose records the test sets: a claim of any node takes the
+    /// lowest free one, as every store does; a release records what it was given.
+    #[derive(Debug)]
+    struct Nodes {
+        /// `(held, record)` per node.
+        nodes: Mutex<Vec<(bool, Option<u64>)>>,
+        /// How many claims of any node were answered.
+        claims: Mutex<usize>,
+    }
+
+    impl Nodes {
+        fn new(records: &[Option<u64>]) -> Nodes {
+            Nodes {
+                nodes: Mutex::new(records.iter().map(|r| (false, *r)).collect()),
+                claims: Mutex::new(0),
+            }
+        }
+
+        fn record(&self, node: u64) -> Option<u64> {
+            self.nodes.lock().unwrap()[node as usize].1
+        }
+
+        fn held(&self) -> Vec<u64> {
+            let nodes = self.nodes.lock().unwrap();
+            (0..nodes.len() as u64)
+                .filter(|&n| nodes[n as usize].0)
+                .collect()
+        }
+    }
+
+    impl NodeStore for Nodes {
+        fn describe(&self) -> String {
+            "test".into()
+        }
+
+        fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
+            let mut nodes = self.nodes.lock().unwrap();
+            let node = match request {
+                NodeRequest::Exact(n) => n as usize,
+                NodeRequest::Any => {
+                    *self.claims.lock().unwrap() += 1;
+                    match nodes.iter().position(|(held, _)| !held) {
+                        Some(n) => n,
+                        None => {
+                            return Err(Error::AllNodesHeld {
+                                count: layout.max_node() + 1,
+                                ahead: 0,
+                                unusable: 0,
+                                unusable_reasons: Vec::new(),
+                            });
+                        }
+                    }
+                }
+            };
+            if nodes[node].0 {
+                return Err(Error::NodeHeld { node: node as u64 });
+            }
+            nodes[node].0 = true;
+            Ok(Claim::new(node as u64, nodes[node].1, ()))
+        }
+
+        fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+            self.nodes.lock().unwrap()[claim.node() as usize].1 = Some(until_ms);
+            Ok(())
+        }
+
+        fn renew(&self, _: &Claim) -> Result<Option<Duration>, Error> {
+            Ok(None)
+        }
+
+        fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
+            self.extend(&claim, until_ms)?;
+            self.nodes.lock().unwrap()[claim.node() as usize].0 = false;
+            Ok(())
+        }
+    }
+
+    const LIMITS: Limits = Limits {
+        max_lead_ms: 100,
+        tolerance_ms: 5_100,
+        unrecorded_wait_ms: 250,
+        trust: false,
+    };
+
+    fn layout() -> Layout {
+        Layout::builder()
+            .epoch_ms(1_288_834_974_657)
+            .node_field("n", 3)
+            .build()
+            .unwrap()
+    }
+
+    /// Chooses any node at `NOW`; returns the node, the records left and the nodes held.
+    fn any(store: &Nodes, limits: &Limits) -> Result<u64, Error> {
+        let chosen = choose(store, &layout(), NodeRequest::Any, &|| NOW, limits)?;
+        let node = chosen.claim.node();
+        assert_eq!(store.held(), vec![node], "only the chosen node is held");
+        Ok(node)
+    }
+
+    #[test]
+    fn a_node_released_moments_ago_comes_back_before_a_never_used_one() {
+        // Node 0 released 1 ms ahead of the clock (its last tick), node 1 never used.
+        let store = Nodes::new(&[Some(NOW + 1), None, None]);
+        assert_eq!(any(&store, &LIMITS).unwrap(), 0);
+        // It ended the search: nothing above it was claimed, so nothing was written there.
+        assert_eq!(*store.claims.lock().unwrap(), 1);
+        assert_eq!(store.record(1), None);
+        // Exactly max_lead ahead costs nothing either.
+        let store = Nodes::new(&[Some(NOW + 100), None]);
+        assert_eq!(any(&store, &LIMITS).unwrap(), 0);
+    }
+
+    #[test]
+    fn the_least_wait_wins_and_ties_go_to_the_lower_node() {
+        // Node 0 ahead by 300 ms (a 200 ms wait), node 1 by 150 (50 ms), node 2 never used
+        // (250 ms): node 1.
+        let store = Nodes::new(&[Some(NOW + 300), Some(NOW + 150), None, None]);
+        assert_eq!(any(&store, &LIMITS).unwrap(), 1);
+        // The nodes passed over keep their records; the never-used node that ended the
+        // search is given back with the floor its claimant would have started at.
+        assert_eq!(store.record(0), Some(NOW + 300));
+        assert_eq!(store.record(2), Some(NOW + 250 + 100));
+        assert_eq!(store.record(3), None, "the search stopped at node 2");
+        // A wait longer than the unrecorded one: the never-used node.
+        let store = Nodes::new(&[Some(NOW + 2_000), None]);
+        assert_eq!(any(&store, &LIMITS).unwrap(), 1);
+        assert_eq!(store.record(0), Some(NOW + 2_000));
+        // A tie: the lower node.
+        let store = Nodes::new(&[Some(NOW + 350), None]);
+        assert_eq!(any(&store, &LIMITS).unwrap(), 0);
+        let store = Nodes::new(&[Some(NOW + 400), Some(NOW + 400), Some(NOW + 2_000)]);
+        assert_eq!(any(&store, &LIMITS).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_node_further_ahead_than_the_tolerance_is_taken_only_when_trusted() {
+        let store = Nodes::new(&[Some(NOW + 86_400_000), Some(NOW + 6_000)]);
+        match choose(&store, &layout(), NodeRequest::Any, &|| NOW, &LIMITS) {
+            Err(Error::AllNodesHeld { ahead: 2, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(store.held().is_empty());
+        let trusting = Limits {
+            trust: true,
+            ..LIMITS
+        };
+        // Trusted: the least ahead, and a wait within the tolerance before any jump.
+        assert_eq!(any(&store, &trusting).unwrap(), 1);
+        let store = Nodes::new(&[Some(NOW + 86_400_000), Some(NOW + 5_000)]);
+        assert_eq!(any(&store, &trusting).unwrap(), 1);
+        match choose(&store, &layout(), NodeRequest::Exact(0), &|| NOW, &LIMITS) {
+            Err(Error::ReservationAhead { node: 0, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(store.record(0), Some(NOW + 86_400_000));
+    }
+
+    #[test]
+    fn the_search_is_bounded() {
+        // Every node 1 s ahead: the first MAX_PASSED_OVER are looked at, the lowest kept.
+        let records = vec![Some(NOW + 1_000); MAX_PASSED_OVER + 10];
+        let store = Nodes::new(&records);
+        let chosen = choose(&store, &layout_wide(), NodeRequest::Any, &|| NOW, &LIMITS).unwrap();
+        assert_eq!(chosen.claim.node(), 0);
+        assert_eq!(*store.claims.lock().unwrap(), MAX_PASSED_OVER);
+        assert_eq!(store.held(), vec![0]);
+    }
+
+    fn layout_wide() -> Layout {
+        Layout::builder()
+            .epoch_ms(1_288_834_974_657)
+            .node_field("n", 10)
+            .build()
+            .unwrap()
+    }
 }

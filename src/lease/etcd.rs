@@ -81,6 +81,9 @@ struct EtcdClaim {
     create_revision: i64,
     node_key: String,
     reservation_key: String,
+    /// `<prefix>/<layout>/restored/<N>/`: records written back by holders whose keys were
+    /// deleted under them ([`NodeStore::restore`]), one key per holder's lease.
+    restored_prefix: String,
     keep_alive: Mutex<Option<(LeaseKeeper, LeaseKeepAliveStream)>>,
 }
 
@@ -176,18 +179,40 @@ impl EtcdStore {
             .map_err(|e| e.into_error(&self.describe(), what))
     }
 
-    fn keys(&self, layout: &Layout, node: u64) -> (String, String) {
+    /// A node's keys: the claim, the reservation and the prefix of restored records.
+    fn keys(&self, layout: &Layout, node: u64) -> (String, String, String) {
         let base = format!("{}/{}", self.prefix, layout.state_name());
         (
             format!("{base}/node/{node}"),
             format!("{base}/reservation/{node}"),
+            format!("{base}/restored/{node}/"),
         )
+    }
+
+    /// The largest reservation in the answers to reads of a node's reservation key and
+    /// restored records (`Err`: the key holding something that is not one).
+    fn largest<'a>(
+        gets: impl Iterator<Item = &'a etcd_client::GetResponse>,
+    ) -> Result<Option<u64>, Error> {
+        let mut largest = None;
+        for kv in gets.flat_map(|get| get.kvs()) {
+            let text = kv.value_str().unwrap_or("");
+            let until = text
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| Error::DamagedReservation {
+                    path: kv.key_str().unwrap_or("?").into(),
+                    reason: format!("it holds {text:?}, not a reservation (Unix ms)"),
+                })?;
+            largest = largest.max(Some(until));
+        }
+        Ok(largest)
     }
 
     /// Tries to claim `node` under `lease`: claimed, held by another, or unusable (its
     /// reservation key holds no reservation: the node key just made is deleted again).
     fn try_node(&self, layout: &Layout, node: u64, lease: i64) -> Result<Found, Error> {
-        let (node_key, reservation_key) = self.keys(layout, node);
+        let (node_key, reservation_key, restored_prefix) = self.keys(layout, node);
         let holder = format!("pid {} lease {lease:x}", std::process::id());
         let txn = Txn::new()
             .when([Compare::version(node_key.as_str(), CompareOp::Equal, 0)])
@@ -198,6 +223,10 @@ impl EtcdStore {
                     Some(PutOptions::new().with_lease(lease)),
                 ),
                 TxnOp::get(reservation_key.as_str(), None),
+                TxnOp::get(
+                    restored_prefix.as_str(),
+                    Some(GetOptions::new().with_prefix()),
+                ),
             ]);
         let mut client = self.client.clone();
         let response = self.run("claim", client.txn(txn))?;
@@ -206,31 +235,24 @@ impl EtcdStore {
         }
         // The transaction's revision is the node key's create revision.
         let create_revision = response.header().map_or(0, |h| h.revision());
-        let mut reserved = None;
-        for op in response.op_responses() {
-            if let TxnOpResponse::Get(get) = op
-                && let Some(kv) = get.kvs().first()
-            {
-                let text = kv.value_str().unwrap_or("");
-                match text.trim().parse::<u64>() {
-                    Ok(until) => reserved = Some(until),
-                    Err(_) => {
-                        let undo = Txn::new()
-                            .when([Compare::create_revision(
-                                node_key.as_str(),
-                                CompareOp::Equal,
-                                create_revision,
-                            )])
-                            .and_then([TxnOp::delete(node_key.as_str(), None)]);
-                        self.run("give the node back", client.txn(undo))?;
-                        return Ok(Found::Unusable(Error::DamagedReservation {
-                            path: reservation_key.into(),
-                            reason: format!("it holds {text:?}, not a reservation (Unix ms)"),
-                        }));
-                    }
-                }
+        let gets = response.op_responses();
+        let reserved = match Self::largest(gets.iter().filter_map(|op| match op {
+            TxnOpResponse::Get(get) => Some(get),
+            _ => None,
+        })) {
+            Ok(reserved) => reserved,
+            Err(damaged) => {
+                let undo = Txn::new()
+                    .when([Compare::create_revision(
+                        node_key.as_str(),
+                        CompareOp::Equal,
+                        create_revision,
+                    )])
+                    .and_then([TxnOp::delete(node_key.as_str(), None)]);
+                self.run("give the node back", client.txn(undo))?;
+                return Ok(Found::Unusable(damaged));
             }
-        }
+        };
         Ok(Found::Claimed(Claim::new(
             node,
             reserved,
@@ -239,6 +261,7 @@ impl EtcdStore {
                 create_revision,
                 node_key,
                 reservation_key,
+                restored_prefix,
                 keep_alive: Mutex::new(None),
             },
         )))
@@ -313,7 +336,7 @@ impl NodeStore for EtcdStore {
             }),
             NodeRequest::Any => {
                 // One read of the held node keys, then a guarded create for each free one.
-                let (probe, _) = self.keys(layout, 0);
+                let (probe, _, _) = self.keys(layout, 0);
                 let dir = probe.trim_end_matches('0').to_owned();
                 let held: HashSet<u64> = self
                     .run(
@@ -446,6 +469,36 @@ impl NodeStore for EtcdStore {
                 Err(self.fail(reason))
             }
         }
+    }
+
+    fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
+        let token = self.token(claim)?;
+        let txn = Txn::new().and_then([
+            TxnOp::get(token.reservation_key.as_str(), None),
+            TxnOp::get(
+                token.restored_prefix.as_str(),
+                Some(GetOptions::new().with_prefix()),
+            ),
+        ]);
+        let mut client = self.client.clone();
+        let response = self.run("read the reservation", client.txn(txn))?;
+        Self::largest(response.op_responses().iter().filter_map(|op| match op {
+            TxnOpResponse::Get(get) => Some(get),
+            _ => None,
+        }))
+    }
+
+    /// Puts `<prefix>/<layout>/restored/<N>/<lease>`: a key of this holder's own, with no
+    /// lease (it outlives the holder), never replacing another's.
+    fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        let token = self.token(claim)?;
+        let key = format!("{}{:x}", token.restored_prefix, token.lease);
+        let mut client = self.client.clone();
+        self.run(
+            "restore the reservation",
+            client.put(key.as_str(), until_ms.to_string(), None),
+        )
+        .map(drop)
     }
 
     fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {

@@ -85,6 +85,8 @@ pub(crate) struct Keeper<G: Held> {
     pub(crate) window_ms: u64,
     pub(crate) interval: Duration,
     pub(crate) reserved_until_ms: u64,
+    /// The highest tick issued in, once the generator was sealed because the lease was lost.
+    pub(crate) sealed: Option<u64>,
 }
 
 impl<G: Held> Keeper<G> {
@@ -104,7 +106,8 @@ impl<G: Held> Keeper<G> {
     /// publishes the new limit. A `LeaseLost` from either closes the fence at the end of this
     /// round, for good.
     fn maintain(&mut self, claim: &Claim) {
-        let g = &*self.generator;
+        let generator = Arc::clone(&self.generator);
+        let g = &*generator;
         let layout = g.layout();
         let start_ms = g.clock().precise_now_ms();
         let start_mono = self.status.mono_us();
@@ -126,8 +129,8 @@ impl<G: Held> Keeper<G> {
                 }
             }
             Err(e) => {
-                if matches!(e, Error::LeaseLost { .. }) {
-                    self.status.lose();
+                if let Error::LeaseLost { reason, .. } = &e {
+                    self.lose(claim, reason);
                 }
                 #[cfg(feature = "tracing")]
                 tracing::warn!(node = self.generator.node(), error = %e, "monoflake: lease renewal failed");
@@ -137,6 +140,14 @@ impl<G: Held> Keeper<G> {
         // Once the deadline has passed the lease is lost for good: the node may already be
         // someone else's. Count it once; issuing stays stopped.
         if !was_lost && self.status.lost_at(start_mono) {
+            let why = error
+                .as_ref()
+                .map_or_else(|| "no renewal succeeded".to_owned(), Error::to_string);
+            let reason = format!(
+                "not renewed with {} within its validity: {why}",
+                self.status.store
+            );
+            self.lose(claim, &reason);
             LeaseStatus::count(&self.status.losses);
             #[cfg(feature = "tracing")]
             tracing::error!(
@@ -159,11 +170,11 @@ impl<G: Held> Keeper<G> {
                         LeaseStatus::count(&self.status.reservation_failures);
                         #[cfg(feature = "tracing")]
                         tracing::warn!(node = self.generator.node(), error = %e, "monoflake: reservation write failed");
-                        if matches!(e, Error::LeaseLost { .. }) {
+                        if let Error::LeaseLost { reason, .. } = &e {
                             // The store says the claim is gone (its key deleted, taken over):
                             // the node may be someone else's already. Stop now, for good —
                             // not when the reservation already written runs out.
-                            self.status.lose();
+                            self.lose(claim, reason);
                             LeaseStatus::count(&self.status.losses);
                         }
                         error = Some(e);
@@ -173,11 +184,36 @@ impl<G: Held> Keeper<G> {
         }
         self.status.record(error.as_ref());
         let deadline = self.status.fence_deadline_ms(start_ms, start_mono);
-        // The keeper is the fence's only writer until the release.
-        g.fence().set(
-            last_tick_before(layout, self.reserved_until_ms),
-            deadline_tick(layout, deadline),
-        );
+        // The keeper is the fence's only writer until the release; once the lease is lost the
+        // seal has closed it for good.
+        if self.sealed.is_none() {
+            g.fence().set(
+                last_tick_before(layout, self.reserved_until_ms),
+                deadline_tick(layout, deadline),
+            );
+        }
+    }
+
+    /// The lease is lost: stops the generator for good (exactly: the seal swaps the state),
+    /// writes back the time it used beside the node's records as they are now
+    /// ([`NodeStore::restore`]) — if they were deleted under it, a claimant that found no
+    /// record reads this before it issues, so a clock of ours that runs ahead of the
+    /// claimant's cannot be overlapped — and only then says the lease is lost. Once.
+    fn lose(&mut self, claim: &Claim, reason: &str) {
+        if self.sealed.is_none() {
+            let g = &*self.generator;
+            let last_tick = g.seal();
+            self.sealed = Some(last_tick);
+            let used = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
+            let until = used.max(claim.reserved_until_ms().unwrap_or(0));
+            let restored = self.store.restore(claim, until);
+            #[cfg(feature = "tracing")]
+            if let Err(e) = &restored {
+                tracing::warn!(node = g.node(), error = %e, "monoflake: cannot restore the reservation");
+            }
+            let _ = restored;
+        }
+        self.status.lose(reason);
     }
 
     /// Stops the generator for good, then writes the end of the last tick issued as the final
@@ -185,7 +221,7 @@ impl<G: Held> Keeper<G> {
     fn seal_and_release(self, claim: Claim) -> Result<(), Error> {
         let g = &*self.generator;
         self.status.released.store(true, Ordering::Relaxed);
-        let last_tick = g.seal();
+        let last_tick = self.sealed.unwrap_or_else(|| g.seal());
         let until = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
         // Never below what was read at the claim: a node that issued nothing keeps the old one.
         let until = until.max(claim.reserved_until_ms().unwrap_or(0));

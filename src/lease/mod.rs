@@ -65,9 +65,12 @@ pub const DEFAULT_RESERVATION_WINDOW: Duration = Duration::from_secs(5);
 /// * **Forks**: a forked child refuses to issue ([`Error::Forked`]); dropping or releasing the
 ///   inherited handle in the child does nothing (the keeper, the claim and the node stay the
 ///   parent's).
-/// * After an unclean stop the next holder starts at the old reservation, up to the
-///   reservation window ahead of its clock; it issues `max_lead` beyond that and then waits
-///   for its clock (so `next_id` waits up to the window).
+/// * **Waits only when it starts**: building may wait once, for a reservation more than
+///   `max_lead` ahead of the clock (a holder that borrowed ahead or stopped without a clean
+///   release) or for a node with no record (two and a half check intervals), so that its
+///   first IDs are above everything the node issued and honest; a released node is taken
+///   back at once. See [`GeneratorBuilder::build_leased`](crate::GeneratorBuilder::build_leased),
+///   "What a build waits for"; the wait is in [`Stats::claim_wait_ms`].
 ///
 /// * **One handle.** `Leased` is not a smart pointer to a [`Generator`]: it implements
 ///   [`IdGenerator`] itself, and nothing it hands out outlives it. Share it across threads by
@@ -120,8 +123,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// time needed.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-try-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-try-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// assert!(leased.try_next_id()? < leased.try_next_id()?);
@@ -142,8 +145,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// As [`Leased::try_next_id`], except [`Error::WouldBlock`].
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-check-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-check-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// leased.check()?;
@@ -162,8 +165,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// As [`Leased::try_next_id`], and [`Error::TimedOut`] instead of [`Error::WouldBlock`].
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-next-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-next-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Exact(3))?;
     /// assert_eq!(leased.next_id()?.parts(leased.layout())?.node(), 3);
@@ -182,8 +185,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// As [`Leased::try_next_id`].
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-tryids-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-tryids-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// assert_eq!(leased.try_next_ids(100)?.len(), 100);
@@ -201,8 +204,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// As [`Leased::next_id`].
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-ids-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-ids-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// let ids: Vec<_> = leased.next_ids(5000)?.collect();
@@ -218,8 +221,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// losses.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-stats-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-stats-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// leased.next_id()?;
@@ -237,8 +240,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// The layout IDs are issued under.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-layout-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-layout-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::discord())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// assert_eq!(leased.layout().name(), "discord");
@@ -254,8 +257,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// reservation being written or a long tick is waited out.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-wait-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-wait-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// let at_least = monoflake::DEFAULT_RESERVATION_WINDOW + leased.layout().tick();
@@ -270,8 +273,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// The node ID held.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-node-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-node-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Exact(9))?;
     /// assert_eq!(leased.node(), 9);
@@ -286,8 +289,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     ///
     /// ```
     /// use monoflake::TimeSource;
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-clock-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-clock-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// assert!(leased.clock().now_ms() > 0);
@@ -301,8 +304,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// The time-field value of the last ID issued (or of the start point).
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-tick-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-tick-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Any)?;
     /// let id = leased.next_id()?;
@@ -322,8 +325,8 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// reservation then stays at the last extension, which is later, so nothing is unsafe).
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-release-{}", std::process::id()));
-    /// # let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-release-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(monoflake::FileStore::open(&dir)?);
     /// let leased = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .build_leased(store, monoflake::NodeRequest::Exact(7))?;
     /// leased.release()?;

@@ -104,6 +104,8 @@ pub(crate) struct LeaseStatus {
     confirmed_until_us: AtomicU64,
     pub(crate) released: AtomicBool,
     pub(crate) last_error: Mutex<Option<String>>,
+    /// Why the store said the claim is gone, once it did ([`LeaseStatus::lose`]).
+    lost_reason: Mutex<Option<String>>,
     pub(crate) reservation_writes: AtomicU64,
     pub(crate) reservation_failures: AtomicU64,
     pub(crate) renewals: AtomicU64,
@@ -129,6 +131,7 @@ impl LeaseStatus {
             confirmed_until_us: AtomicU64::new(0),
             released: AtomicBool::new(false),
             last_error: Mutex::new(None),
+            lost_reason: Mutex::new(None),
             reservation_writes: AtomicU64::new(0),
             reservation_failures: AtomicU64::new(0),
             renewals: AtomicU64::new(0),
@@ -165,8 +168,13 @@ impl LeaseStatus {
             .fetch_max(mono_us.saturating_add(self.bound_us), Ordering::Relaxed);
     }
 
-    /// The lease is lost for good (the store said so).
-    pub(crate) fn lose(&self) {
+    /// The lease is lost for good: the store said so, for `reason` (the first reason given
+    /// is kept).
+    pub(crate) fn lose(&self, reason: &str) {
+        self.lost_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| reason.to_owned());
         self.deadline_us.store(0, Ordering::Relaxed);
     }
 
@@ -237,6 +245,16 @@ impl Refusal for LeaseStatus {
                 node,
                 reason: "the lease was released".into(),
             };
+        }
+        // The store said the claim is gone: its reason, whichever word of the fence refused
+        // first (the keeper closes both at the end of the round that found it).
+        let lost = self
+            .lost_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(reason) = lost {
+            return Error::LeaseLost { node, reason };
         }
         if deadline_passed {
             if !self.lost_at(self.mono_us()) {

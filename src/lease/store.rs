@@ -15,9 +15,14 @@ use crate::{Error, Layout};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeRequest {
-    /// The lowest node ID nobody holds (preferring one whose reservation has passed; see
-    /// [`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)),
-    /// skipping nodes whose records cannot be used.
+    /// A free node ID: the one that costs the build the least wait, lowest first. A node
+    /// whose reservation is at most `max_lead` ahead of the clock costs none (a generator
+    /// dropped moments ago gets its node back at once); a node with no record costs two and
+    /// a half check intervals; a node reserved further ahead, the time until it is `max_lead`
+    /// ahead. Nodes whose records cannot be used, or reserved further ahead than the
+    /// [tolerance](crate::GeneratorBuilder::future_reservation_tolerance), are skipped. See
+    /// [`GeneratorBuilder::build_leased`](crate::GeneratorBuilder::build_leased), "What a
+    /// build waits for".
     Any,
     /// Exactly this node ID (operators who assign IDs by hand, StatefulSet ordinals); an error
     /// if another live claimant holds it.
@@ -168,8 +173,8 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     /// this before it issues.
     ///
     /// ```
-    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-check-{}", std::process::id()));
     /// use monoflake::NodeStore;
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-check-{}", std::process::id()));
     /// let store = monoflake::FileStore::open(&dir)?;
     /// assert_eq!(store.check_interval(), monoflake::DEFAULT_CHECK_INTERVAL);
     /// # std::fs::remove_dir_all(&dir).ok();
@@ -209,6 +214,36 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     /// [`Error::LeaseLost`] when the claim is gone; [`Error::Store`] when the store cannot be
     /// reached (the claim may still be valid until its deadline).
     fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error>;
+
+    /// Reads the node's reservation again, for a claim held: the larger of its reservation and
+    /// any record [`NodeStore::restore`] wrote for it. A claimant that found no record reads
+    /// it again after its wait, before it issues. Default: what the claim read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] when the claim is gone; [`Error::DamagedReservation`],
+    /// [`Error::UntrustedState`], [`Error::StateDir`] or [`Error::Store`] when the record
+    /// cannot be read.
+    fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
+        Ok(claim.reserved_until_ms())
+    }
+
+    /// Called by a holder that found its claim lost — typically its records deleted under it
+    /// (a removed state directory, a cleared key prefix): records, beside the node's records
+    /// as they are now, that times before `until_ms` (the end of the last tick it issued)
+    /// were used on the node, needing no claim and never lowering or replacing what is there.
+    /// A claimant of the node reads it at its claim or, if it found no record, after its wait
+    /// ([`NodeStore::reservation`]), and starts above it: a holder whose clock runs ahead of
+    /// the claimant's (a wall clock stepped back under it) cannot be overlapped. Default:
+    /// does nothing.
+    ///
+    /// # Errors
+    ///
+    /// The store's, when the record cannot be written (the caller only logs it).
+    fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        let _ = (claim, until_ms);
+        Ok(())
+    }
 
     /// Writes the final reservation (the end of the last tick issued) and gives the node ID
     /// up.

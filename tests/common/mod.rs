@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: temporary directories and a private etcd.
 #![allow(dead_code, unused_imports)]
 
+pub mod workers;
+
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -153,7 +153,7 @@ pub fn window(
         if spawn_error.is_none() {
             gate.wait_for(n);
         }
-        let refused = generator.stats().would_block;
+        let waited = generator.stats().waiting_calls;
         gate.open();
         let advance = |to: u8, after: Duration| {
             // Until `after` has passed, or a thread that failed has stopped everyone.
@@ -171,7 +171,7 @@ pub fn window(
             let _ = phase.compare_exchange(to - 1, to, Ordering::Relaxed, Ordering::Relaxed);
         };
         advance(COUNT, WARM_UP);
-        let past_lead = generator.stats().would_block > refused;
+        let past_lead = generator.stats().waiting_calls > waited;
         let counting = Instant::now();
         advance(TIMED, measured / 2);
         let counted_for = counting.elapsed();

@@ -239,8 +239,8 @@ fn add(a: Stats, b: Stats) -> Stats {
     sum.issued += b.issued;
     sum.borrowed_ticks += b.borrowed_ticks;
     sum.max_lead_ticks = a.max_lead_ticks.max(b.max_lead_ticks);
-    sum.would_block += b.would_block;
-    sum.waits += b.waits;
+    sum.would_block_returned += b.would_block_returned;
+    sum.wait_sleeps += b.wait_sleeps;
     sum.reanchors += b.reanchors;
     sum.max_skew_ns = a.max_skew_ns.max(b.max_skew_ns);
     sum.reservation_writes += b.reservation_writes;

@@ -216,7 +216,7 @@ impl Collector for Scrape {
             e,
             "monoflake_would_block",
             "Generator calls refused at the lead limit (WouldBlock).",
-            stats.would_block,
+            stats.would_block_returned,
         )?;
         counter(
             e,

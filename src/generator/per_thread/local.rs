@@ -95,8 +95,23 @@ impl<'g, C: TimeSource + 'static> LocalSlot<'g, C> {
         }
     }
 
+    /// [`LocalSlot::try_next_id`] beyond the common case: a `WouldBlock` is counted as
+    /// returned.
     #[inline(never)]
     fn try_next_id_beyond(&self) -> Result<Id, Error> {
+        self.shared.returned(self.attempt_beyond())
+    }
+
+    /// One attempt at one ID, as a waiting call retries it (nothing counted as returned).
+    fn attempt(&self) -> Result<Id, Error> {
+        match self.run.common(self.shared) {
+            Some(id) => Ok(Id::from_u64(id)),
+            None => self.attempt_beyond(),
+        }
+    }
+
+    /// The general step on the handle's numbers.
+    fn attempt_beyond(&self) -> Result<Id, Error> {
         let (first, _) = self.run.general(self.shared, 1)?;
         Ok(Id::from_u64(self.run.id_of(self.shared, first)))
     }
@@ -124,9 +139,9 @@ impl<'g, C: TimeSource + 'static> LocalSlot<'g, C> {
 
     #[inline(never)]
     fn next_id_beyond(&self) -> Result<Id, Error> {
-        match self.try_next_id_beyond() {
+        match self.attempt_beyond() {
             Err(Error::WouldBlock { retry_after }) => {
-                self.shared.base.waiting(retry_after, || self.try_next_id())
+                self.shared.base.waiting(retry_after, || self.attempt())
             }
             done => done,
         }
@@ -145,7 +160,7 @@ impl<'g, C: TimeSource + 'static> LocalSlot<'g, C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn try_next_ids(&self, n: u64) -> Result<Ids, Error> {
-        self.shared.ids(&self.run, n)
+        self.shared.returned(self.shared.ids(&self.run, n))
     }
 
     /// Reserves `n` consecutive IDs, waiting at the lead limit for at most `max_wait`.
@@ -161,11 +176,11 @@ impl<'g, C: TimeSource + 'static> LocalSlot<'g, C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
-        match self.try_next_ids(n) {
+        match self.shared.ids(&self.run, n) {
             Err(Error::WouldBlock { retry_after }) => self
                 .shared
                 .base
-                .waiting(retry_after, || self.try_next_ids(n)),
+                .waiting(retry_after, || self.shared.ids(&self.run, n)),
             done => done,
         }
     }

@@ -334,9 +334,23 @@ impl<C: TimeSource + 'static> PerThread<C> {
         }
     }
 
-    /// [`PerThread::try_next_id`] beyond the common case.
+    /// [`PerThread::try_next_id`] beyond the common case: a `WouldBlock` is counted as
+    /// returned.
     #[inline(never)]
     fn try_next_id_beyond(&self) -> Result<Id, Error> {
+        self.shared.returned(self.attempt_beyond())
+    }
+
+    /// One attempt at one ID, as a waiting call retries it (nothing counted as returned).
+    fn attempt(&self) -> Result<Id, Error> {
+        match implicit::common(&self.shared) {
+            Some(id) => Ok(Id::from_u64(id)),
+            None => self.attempt_beyond(),
+        }
+    }
+
+    /// The general step on the calling thread's numbers.
+    fn attempt_beyond(&self) -> Result<Id, Error> {
         implicit::with_run(&self.shared, |run| {
             let (first, _) = run.general(&self.shared, 1)?;
             Ok(Id::from_u64(run.id_of(&self.shared, first)))
@@ -370,7 +384,7 @@ impl<C: TimeSource + 'static> PerThread<C> {
     /// [`PerThread::next_id`] beyond the common case.
     #[inline(never)]
     fn next_id_beyond(&self) -> Result<Id, Error> {
-        self.waiting(|| self.try_next_id())
+        self.waiting(|| self.attempt())
     }
 
     /// Reserves `n` consecutive IDs from the calling thread's slot, without waiting. `n = 0`
@@ -388,6 +402,11 @@ impl<C: TimeSource + 'static> PerThread<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn try_next_ids(&self, n: u64) -> Result<Ids, Error> {
+        self.shared.returned(self.attempt_ids(n))
+    }
+
+    /// One attempt at `n` IDs, as a waiting call retries it (nothing counted as returned).
+    fn attempt_ids(&self, n: u64) -> Result<Ids, Error> {
         implicit::with_run(&self.shared, |run| self.shared.ids(run, n))
     }
 
@@ -403,7 +422,7 @@ impl<C: TimeSource + 'static> PerThread<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
-        self.waiting(|| self.try_next_ids(n))
+        self.waiting(|| self.attempt_ids(n))
     }
 
     /// Takes a slot of its own for a handle that issues from it: the fastest way in, for a
@@ -588,6 +607,15 @@ impl<C: TimeSource> Shared<C> {
         }
         let (first, last) = run.general(self, n)?;
         Ok(Ids::new(first, last, self.out(run)))
+    }
+
+    /// `answer`, a `WouldBlock` in it counted as returned to the caller (of a non-waiting
+    /// call).
+    fn returned<T>(&self, answer: Result<T, Error>) -> Result<T, Error> {
+        if matches!(answer, Err(Error::WouldBlock { .. })) {
+            self.base.returned_would_block();
+        }
+        answer
     }
 
     /// The generator's output with `run`'s slot in place.

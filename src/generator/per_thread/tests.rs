@@ -10,7 +10,11 @@ const T0: u64 = 1_700_000_000_000;
 
 /// Four sequence bits, four slots: four values per tick per slot.
 fn small() -> Layout {
-    Layout::builder().sequence_bits(4).build().unwrap()
+    Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(4)
+        .build()
+        .unwrap()
 }
 
 /// A slot's word holds the first value of each tick its holder moves into, before anything is

@@ -18,7 +18,9 @@ use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
 use self::record::Parsed;
-use self::trust::{Meta, TrustedDir, fstat, lstat_at, open_state_dir, open_subdir, stat_path};
+use self::trust::{
+    Meta, TrustedDir, absolute, fstat, lstat_at, open_state_dir, open_subdir, stat_path,
+};
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -56,7 +58,7 @@ use crate::{Error, Layout};
 ///
 /// let dir = std::env::temp_dir().join(format!("monoflake-doc-file-{}", std::process::id()));
 /// let store = FileStore::open(&dir)?;
-/// let layout = Layout::builder().node_field("n", 1).build()?; // two node IDs
+/// let layout = Layout::builder().epoch("2024-01-01").node_field("n", 1).build()?; // two node IDs
 /// let a = store.claim(&layout, NodeRequest::Any)?;
 /// let b = store.claim(&layout, NodeRequest::Any)?;
 /// assert_eq!((a.node(), b.node()), (0, 1));
@@ -66,8 +68,12 @@ use crate::{Error, Layout};
 /// ```
 #[derive(Clone, Debug)]
 pub struct FileStore {
-    /// The path given, for messages and for noticing the directory replaced.
+    /// The path given.
     path: PathBuf,
+    /// The path given made absolute when the store was opened, for messages and for noticing
+    /// the directory replaced: the same directory whatever the process's working directory
+    /// is later.
+    absolute: PathBuf,
     /// Whether it is the host-wide default (for the fix an error suggests).
     default: bool,
     /// The directory as opened and checked: used while it is still the one at `path`.
@@ -135,9 +141,13 @@ impl FileStore {
     /// ```
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
         let path = dir.into();
-        let dir = Arc::new(open_state_dir(&path, &|reason| private_fix(reason, &path))?);
+        let absolute = absolute(&path)?;
+        let dir = Arc::new(open_state_dir(&absolute, &|reason| {
+            private_fix(reason, &absolute)
+        })?);
         Ok(FileStore {
             path,
+            absolute,
             default: false,
             dir,
         })
@@ -158,8 +168,11 @@ impl FileStore {
     /// sudo install -d -m 2770 -g monoflake /var/lib/monoflake
     /// ```
     ///
-    /// (or systemd's `StateDirectory=monoflake` with `StateDirectoryMode=2770` and a shared
-    /// `Group=`).
+    /// Under systemd, have `systemd-tmpfiles` make it — a line `d /var/lib/monoflake 2770 root
+    /// monoflake -` in `/etc/tmpfiles.d/monoflake.conf` — and give each unit
+    /// `SupplementaryGroups=monoflake`. Not `StateDirectory=`: systemd hands that directory,
+    /// recursively, to the starting unit's own user, and a directory owned by another user
+    /// than root or this one is refused.
     ///
     /// # Errors
     ///
@@ -174,29 +187,34 @@ impl FileStore {
     /// ```
     pub fn open_default() -> Result<Self, Error> {
         let path = Self::default_dir_from(std::env::var_os("MONOFLAKE_STATE_DIR"));
-        let dir = Arc::new(open_state_dir(&path, &|reason| default_fix(reason, &path))?);
+        let absolute = absolute(&path)?;
+        let dir = Arc::new(open_state_dir(&absolute, &|reason| {
+            default_fix(reason, &absolute)
+        })?);
         Ok(FileStore {
             path,
+            absolute,
             default: true,
             dir,
         })
     }
 
     /// The state directory as it is now at its path: the one opened, or — when it was
-    /// removed or replaced since (an operator's `rm -rf`, a tmp cleaner) — the new one, opened
-    /// and checked afresh. Claims made in the old one have lost their lease by then.
+    /// removed or replaced since (an operator's `rm -rf`, a tmp cleaner), or its owner or mode
+    /// changed (a `chmod 0777`) — the one there now, opened and checked afresh. Claims made in
+    /// a directory replaced have lost their lease by then.
     fn current(&self) -> Result<Arc<TrustedDir>, Error> {
-        match stat_path(&self.path) {
-            Ok(m) if m.same_file(&self.dir.meta) => Ok(Arc::clone(&self.dir)),
+        match stat_path(&self.absolute) {
+            Ok(m) if m.same_standing(&self.dir.meta) => Ok(Arc::clone(&self.dir)),
             _ => {
                 let fix = |reason: &str| {
                     if self.default {
-                        default_fix(reason, &self.path)
+                        default_fix(reason, &self.absolute)
                     } else {
-                        private_fix(reason, &self.path)
+                        private_fix(reason, &self.absolute)
                     }
                 };
-                Ok(Arc::new(open_state_dir(&self.path, &fix)?))
+                Ok(Arc::new(open_state_dir(&self.absolute, &fix)?))
             }
         }
     }
@@ -264,7 +282,7 @@ impl FileStore {
         };
         let state = self.current()?;
         let layouts =
-            rustix::fs::Dir::read_from(&state.fd).map_err(|e| io(&self.path, "list", e))?;
+            rustix::fs::Dir::read_from(&state.fd).map_err(|e| io(&self.absolute, "list", e))?;
         let mut names: Vec<OsString> = layouts
             .flatten()
             .filter(|e| e.file_type() == FileType::Directory)
@@ -273,8 +291,8 @@ impl FileStore {
             .collect();
         names.sort();
         for layout_name in names {
-            let (layout_dir, _) = open_subdir(&state, &self.path, &layout_name)?;
-            let layout_path = self.path.join(&layout_name);
+            let (layout_dir, _) = open_subdir(&state, &self.absolute, &layout_name)?;
+            let layout_path = self.absolute.join(&layout_name);
             let entries =
                 rustix::fs::Dir::read_from(&layout_dir).map_err(|e| io(&layout_path, "list", e))?;
             let mut nodes: Vec<u64> = entries
@@ -293,16 +311,30 @@ impl FileStore {
             for node in nodes {
                 let name = record::name(node);
                 let path = layout_path.join(&name);
-                // Held by a live process: it wrote (or will write) its own reservation.
-                let Ok(Attempt::Claimed(claim)) =
-                    self.lock_node(&state, &layout_dir, &layout_name, &layout_path, node, true)
-                else {
-                    continue;
+                // Held by a live process: it wrote (or will write) its own reservation. A node
+                // whose files cannot be trusted is an error, not a file silently left refused.
+                let claim = match self.lock_node(
+                    &state,
+                    &layout_dir,
+                    &layout_name,
+                    &layout_path,
+                    node,
+                    true,
+                )? {
+                    Attempt::Claimed(claim) => claim,
+                    Attempt::Held => continue,
                 };
                 let token = file_claim(&claim)?;
                 match record::read(&token.layout_dir, &name, &state.trust) {
                     Ok(Some(Parsed::V1(until))) => {
-                        record::write(&token.layout_dir, &layout_path, node, until, &state.trust)?;
+                        record::write(
+                            &token.layout_dir,
+                            &layout_path,
+                            node,
+                            until,
+                            &state.trust,
+                            &|| token.check_held(node),
+                        )?;
                         migrated.push(path);
                     }
                     Ok(_) => {}
@@ -385,26 +417,18 @@ impl FileStore {
                 lock_meta.nlink
             )));
         }
-        trust.check_entry(&lock_meta).map_err(untrusted)?;
+        trust.check_entry(&lock, &lock_meta).map_err(untrusted)?;
         match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(Errno::WOULDBLOCK) => return Ok(Attempt::Held),
             Err(e) => return Err(io("lock", e)),
         }
-        let reservation = record::name(node);
-        let reserved = match record::read(layout_dir, &reservation, trust) {
-            Ok(None) => None,
-            Ok(Some(Parsed::Good(until))) => Some(until),
-            Ok(Some(Parsed::V1(until))) if legacy => Some(until),
-            Ok(Some(Parsed::V1(_))) => {
-                return Err(Error::LegacyReservation {
-                    path: layout_path.join(&reservation),
-                });
-            }
-            Err(e) => return Err(e.into_error(&layout_path.join(&reservation))),
-        };
+        let reserved = read_node(layout_dir, layout_path, node, trust, legacy)?;
         record::remove_leftovers(layout_dir, node);
-        let layout_dir = rustix::io::dup(layout_dir).map_err(|e| io("duplicate", e))?;
+        // Close-on-exec, as every descriptor the store opens: a child a thread of this
+        // process spawns must not keep the directory open.
+        let layout_dir =
+            rustix::io::fcntl_dupfd_cloexec(layout_dir, 0).map_err(|e| io("duplicate", e))?;
         let layout_meta = fstat(&layout_dir).map_err(|e| io("stat", e))?;
         Ok(Attempt::Claimed(Claim::new(
             node,
@@ -418,7 +442,7 @@ impl FileStore {
                 layout_meta,
                 layout_name: layout_name.to_owned(),
                 layout_path: layout_path.to_owned(),
-                state_path: self.path.clone(),
+                state_path: self.absolute.clone(),
             },
         )))
     }
@@ -451,6 +475,33 @@ impl FileClaim {
     }
 }
 
+/// Node `node`'s reservation in its layout's directory: the larger of its reservation file
+/// and any restored record (written by a holder whose records were deleted under it).
+/// `legacy` accepts a version-1 reservation (for [`FileStore::migrate_v1`]).
+fn read_node(
+    layout_dir: &OwnedFd,
+    layout_path: &Path,
+    node: u64,
+    trust: &trust::Trust,
+    legacy: bool,
+) -> Result<Option<u64>, Error> {
+    let reservation = record::name(node);
+    let reserved = match record::read(layout_dir, &reservation, trust) {
+        Ok(None) => None,
+        Ok(Some(Parsed::Good(until))) => Some(until),
+        Ok(Some(Parsed::V1(until))) if legacy => Some(until),
+        Ok(Some(Parsed::V1(_))) => {
+            return Err(Error::LegacyReservation {
+                path: layout_path.join(&reservation),
+            });
+        }
+        Err(e) => return Err(e.into_error(&layout_path.join(&reservation))),
+    };
+    let restored = record::read_restored(layout_dir, node, trust)
+        .map_err(|(name, e)| e.into_error(&layout_path.join(name)))?;
+    Ok(reserved.max(restored))
+}
+
 /// What an error about a directory given to [`FileStore::open`] suggests.
 fn private_fix(reason: &str, path: &Path) -> String {
     format!(
@@ -465,10 +516,11 @@ fn default_fix(reason: &str, path: &Path) -> String {
     format!(
         "{reason}. The host-wide state directory is shared only with the users of its group: \
          `sudo groupadd monoflake`, `sudo usermod -aG monoflake USER` for every user that runs \
-         monoflake, then `sudo install -d -m 2770 -g monoflake {0}` (or systemd's \
-         StateDirectory= with StateDirectoryMode=2770 and a shared Group=); or give this \
-         service a directory of its own (MONOFLAKE_STATE_DIR, FileStore::open), whose node IDs \
-         are then not coordinated with other users' processes",
+         monoflake, then `sudo install -d -m 2770 -g monoflake {0}` (under systemd: the \
+         tmpfiles.d line `d {0} 2770 root monoflake -` and SupplementaryGroups=monoflake in \
+         each unit); or give this service a directory of its own (MONOFLAKE_STATE_DIR, \
+         FileStore::open), whose node IDs are then not coordinated with other users' \
+         processes",
         path.display()
     )
 }
@@ -485,14 +537,14 @@ const UNUSABLE_NAMED: usize = 3;
 
 impl NodeStore for FileStore {
     fn describe(&self) -> String {
-        format!("file {}", self.path.display())
+        format!("file {}", self.absolute.display())
     }
 
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
         let state = self.current()?;
         let layout_name = OsString::from(&*layout.state_name());
-        let (layout_dir, _) = open_subdir(&state, &self.path, &layout_name)?;
-        let layout_path = self.path.join(&layout_name);
+        let (layout_dir, _) = open_subdir(&state, &self.absolute, &layout_name)?;
+        let layout_path = self.absolute.join(&layout_name);
         match request {
             NodeRequest::Exact(node) => {
                 layout.check_node(node)?;
@@ -552,6 +604,42 @@ impl NodeStore for FileStore {
             claim.node(),
             until_ms,
             &token.state.trust,
+            &|| token.check_held(claim.node()),
+        )?;
+        // Restored records the reservation now covers are no longer needed.
+        record::remove_restored_below(
+            &token.layout_dir,
+            claim.node(),
+            until_ms,
+            &token.state.trust,
+        );
+        Ok(())
+    }
+
+    fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
+        let token = file_claim(claim)?;
+        token.check_held(claim.node())?;
+        read_node(
+            &token.layout_dir,
+            &token.layout_path,
+            claim.node(),
+            &token.state.trust,
+            false,
+        )
+    }
+
+    /// Writes a restored record for the claim's node into the state directory now at the
+    /// store's path (made again, private, if it is missing), beside whatever is there.
+    fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        let token = file_claim(claim)?;
+        let state = self.current()?;
+        let (layout_dir, _) = open_subdir(&state, &self.path, &token.layout_name)?;
+        record::restore(
+            &layout_dir,
+            &self.path.join(&token.layout_name),
+            claim.node(),
+            until_ms,
+            &state.trust,
         )
     }
 
@@ -564,5 +652,110 @@ impl NodeStore for FileStore {
         let result = self.extend(&claim, until_ms);
         drop(claim); // closes the file: the lock goes with it
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::record::failpoint::{self, Stage};
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("monoflake-unit-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// What node 0's reservation file says.
+    fn on_file(dir: &Path) -> u64 {
+        let state = FileStore::open(dir).unwrap().current().unwrap();
+        let (layout_fd, _) = open_subdir(&state, dir, OsStr::new("twitter")).unwrap();
+        match record::read(&layout_fd, &record::name(0), &state.trust) {
+            Ok(Some(Parsed::Good(until))) => until,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The fix an error about the default directory suggests works for several users under
+    /// systemd: a root-owned directory from tmpfiles.d, not `StateDirectory=` (which systemd
+    /// chowns, recursively, to the starting unit's user at every start — a directory the
+    /// other units then refuse as another user's).
+    #[test]
+    fn the_default_directory_fix_names_a_directory_several_units_can_share() {
+        let fix = default_fix("it is missing", Path::new("/var/lib/monoflake"));
+        assert!(
+            fix.contains("`d /var/lib/monoflake 2770 root monoflake -`")
+                && fix.contains("SupplementaryGroups=monoflake"),
+            "{fix}"
+        );
+        assert!(!fix.contains("StateDirectory="), "{fix}");
+    }
+
+    /// A holder's lock file is deleted (an operator's `rm`) after the holder checked its
+    /// claim for its next reservation write, and a successor claims the node, reading the
+    /// reservation as it was, before the holder's write begins. The write must fail with
+    /// `LeaseLost` and leave the record alone: had it succeeded, the holder's fence would let
+    /// it issue up to the new reservation while the successor starts from the old one —
+    /// duplicates (seen with a 10 ms reservation window: thousands of the holder's IDs above
+    /// its successor's floor).
+    #[test]
+    fn a_successor_that_claims_while_the_holder_writes_keeps_the_record_it_read() {
+        let dir = temp_dir("successor-mid-write");
+        let store = FileStore::open(&dir).unwrap();
+        let layout = Layout::twitter();
+        let holder = store.claim(&layout, NodeRequest::Exact(0)).unwrap();
+        store.extend(&holder, 1_000).unwrap();
+        let lock = dir.join("twitter/node-0.lock");
+        let read = Rc::new(Cell::new(None));
+        let (other, seen) = (store.clone(), Rc::clone(&read));
+        failpoint::set(move |stage| {
+            if stage == Stage::Start && seen.get().is_none() {
+                std::fs::remove_file(&lock).unwrap();
+                let successor = other
+                    .claim(&Layout::twitter(), NodeRequest::Exact(0))
+                    .unwrap();
+                seen.set(Some(successor.reserved_until_ms()));
+                std::mem::forget(successor); // keeps its lock until the test ends
+            }
+        });
+        let written = store.extend(&holder, 2_000);
+        failpoint::clear();
+        assert!(
+            matches!(written, Err(Error::LeaseLost { node: 0, .. })),
+            "{written:?}"
+        );
+        assert_eq!(read.get(), Some(Some(1_000)));
+        assert_eq!(on_file(&dir), 1_000);
+        drop(holder);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The lock file replaced just before the holder's rename: the write fails after the
+    /// rename (`LeaseLost`), so the holder never issues under the reservation it wrote.
+    #[test]
+    fn a_lock_file_replaced_just_before_the_rename_fails_the_write() {
+        let dir = temp_dir("replaced-before-rename");
+        let store = FileStore::open(&dir).unwrap();
+        let holder = store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap();
+        let lock = dir.join("twitter/node-0.lock");
+        failpoint::set(move |stage| {
+            if stage == Stage::BeforeRename {
+                std::fs::remove_file(&lock).unwrap();
+                std::fs::write(&lock, "").unwrap();
+            }
+        });
+        let written = store.extend(&holder, 2_000);
+        failpoint::clear();
+        assert!(
+            matches!(written, Err(Error::LeaseLost { node: 0, .. })),
+            "{written:?}"
+        );
+        drop(holder);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -15,7 +15,10 @@
 //! A reservation is replaced by a temporary file with an unpredictable name, created with
 //! `O_EXCL | O_NOFOLLOW` and its mode set on the descriptor, fsynced, renamed over the old one
 //! relative to the directory's descriptor, and the directory fsynced: a crash leaves the old
-//! or the new reservation, never a torn one, and no path anyone else planted is followed.
+//! or the new reservation, never a torn one, and no path anyone else planted is followed. The
+//! writer's claim is checked right before the rename and right after it, so a writer whose
+//! lock file was deleted and taken meanwhile never raises its fence past what its successor
+//! read.
 //!
 //! It touches only the file system (rustix), `trust.rs` and the crate's error type.
 
@@ -46,6 +49,18 @@ pub(super) fn name(node: u64) -> OsString {
 /// The prefix of node `node`'s temporary reservation files.
 fn temp_prefix(node: u64) -> String {
     format!(".node-{node}.reservation.")
+}
+
+/// The prefix of node `node`'s restored records: `node-<N>.restored.<16 hex>`, one file per
+/// restoring holder (see [`restore`]).
+fn restored_prefix(node: u64) -> String {
+    format!("node-{node}.restored.")
+}
+
+/// The prefix of the temporary files a restoring holder writes (never removed as a crashed
+/// writer's leftovers by a claimant, which could be waiting for that very record).
+fn restored_temp_prefix(node: u64) -> String {
+    format!(".node-{node}.restored.")
 }
 
 /// What a reservation file says.
@@ -107,8 +122,8 @@ pub(super) fn parse(text: &str) -> Result<Parsed, String> {
 /// Why a reservation could not be read.
 #[derive(Debug)]
 pub(super) enum ReadError {
-    /// Not to be believed: a link, not a regular file, owned or writable by someone untrusted,
-    /// a version-1 file.
+    /// Not to be believed: a link (symbolic or hard), not a regular file, owned or writable
+    /// by someone untrusted.
     Untrusted(String),
     /// Damaged: no valid reservation text.
     Damaged(String),
@@ -167,7 +182,15 @@ pub(super) fn read(
             m.kind
         )));
     }
-    trust.check_entry(&m).map_err(ReadError::Untrusted)?;
+    // Another name for the same file (another node's reservation, a file elsewhere): its
+    // value is not this node's.
+    if m.nlink != 1 {
+        return Err(ReadError::Untrusted(format!(
+            "it has {} names (a hard link to another file)",
+            m.nlink
+        )));
+    }
+    trust.check_entry(&fd, &m).map_err(ReadError::Untrusted)?;
     if m.size > MAX_LEN {
         return Err(ReadError::Damaged(format!("it is {} bytes long", m.size)));
     }
@@ -181,18 +204,53 @@ pub(super) fn read(
 }
 
 /// Replaces node `node`'s reservation in `dir` with one until `until_ms` (see the module
-/// comment). `path` names the directory in errors.
+/// comment), for a writer whose claim `held` says still stands. `path` names the directory in
+/// errors.
+///
+/// `held` is asked right before the rename and right after it, and an error from either is
+/// the write's: a claim checked only before the write (which takes a sync, a millisecond or
+/// more) could have been lost meanwhile — its lock file deleted, and the node claimed by a
+/// successor that read the reservation as it was. Before the rename, that leaves the record
+/// what the successor read; after it, the writer at least never issues under what it wrote
+/// (the successor's claim, and its reading, came before the rename, so its lock file was
+/// already there to be seen). What is left is the few instructions between the check and the
+/// rename: a successor that claims and writes its own record in them has it replaced by this
+/// lower one until its next write.
 pub(super) fn write(
     dir: &OwnedFd,
     path: &Path,
     node: u64,
     until_ms: u64,
     trust: &Trust,
+    held: &dyn Fn() -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let target = name(node);
-    let temp = format!("{}{:016x}", temp_prefix(node), unpredictable());
+    replace(
+        dir,
+        path,
+        &name(node),
+        &temp_prefix(node),
+        until_ms,
+        trust,
+        held,
+    )
+}
+
+/// Writes a record until `until_ms` as `target` in `dir`, through a temporary file named with
+/// `temp_prefix`; `held` as for [`write`].
+fn replace(
+    dir: &OwnedFd,
+    path: &Path,
+    target: &OsStr,
+    temp_prefix: &str,
+    until_ms: u64,
+    trust: &Trust,
+    held: &dyn Fn() -> Result<(), Error>,
+) -> Result<(), Error> {
+    #[cfg(test)]
+    failpoint::hit(failpoint::Stage::Start);
+    let temp = format!("{temp_prefix}{:016x}", unpredictable());
     let fail = |action: &'static str, e: Errno| Error::StateDir {
-        path: path.join(&target),
+        path: path.join(target),
         action,
         source: e.into(),
     };
@@ -205,19 +263,95 @@ pub(super) fn write(
     .map_err(|e| fail("create a temporary file for", e))?;
     let written = (|| {
         // Exactly the mode meant, whatever the umask.
-        rustix::fs::fchmod(&fd, trust.file_mode()).map_err(|e| ("set the mode of", e))?;
+        rustix::fs::fchmod(&fd, trust.file_mode()).map_err(|e| fail("set the mode of", e))?;
         let mut file = std::fs::File::from(fd);
         file.write_all(text(until_ms).as_bytes())
-            .map_err(|e| ("write", Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
-        rustix::fs::fsync(&file).map_err(|e| ("sync", e))?;
-        rustix::fs::renameat(dir, temp.as_str(), dir, &target).map_err(|e| ("replace", e))?;
-        rustix::fs::fsync(dir).map_err(|e| ("sync the directory of", e))
+            .map_err(|e| fail("write", Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+        rustix::fs::fsync(&file).map_err(|e| fail("sync", e))?;
+        held()?;
+        #[cfg(test)]
+        failpoint::hit(failpoint::Stage::BeforeRename);
+        rustix::fs::renameat(dir, temp.as_str(), dir, target).map_err(|e| fail("replace", e))
     })();
-    if let Err((action, e)) = written {
+    if let Err(e) = written {
         let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
-        return Err(fail(action, e));
+        return Err(e);
     }
-    Ok(())
+    held()?;
+    rustix::fs::fsync(dir).map_err(|e| fail("sync the directory of", e))
+}
+
+/// Records, for node `node`, that the times before `until_ms` were used, as a file of its own
+/// (`node-<N>.restored.<random>`): written by a holder that found its records deleted under
+/// it, needing no claim, and never replacing anyone's file, so two restorers cannot undo each
+/// other and a live holder's reservation is never touched. Claims read the largest.
+pub(super) fn restore(
+    dir: &OwnedFd,
+    path: &Path,
+    node: u64,
+    until_ms: u64,
+    trust: &Trust,
+) -> Result<(), Error> {
+    let target = format!("{}{:016x}", restored_prefix(node), unpredictable());
+    replace(
+        dir,
+        path,
+        OsStr::new(&target),
+        &restored_temp_prefix(node),
+        until_ms,
+        trust,
+        &|| Ok(()),
+    )
+}
+
+/// The largest restored record of node `node` in `dir` (see [`restore`]), refusing one that
+/// cannot be trusted or is damaged, as a reservation is (with the file's name).
+pub(super) fn read_restored(
+    dir: &OwnedFd,
+    node: u64,
+    trust: &Trust,
+) -> Result<Option<u64>, (OsString, ReadError)> {
+    let prefix = restored_prefix(node);
+    let entries = rustix::fs::Dir::read_from(dir)
+        .map_err(|e| (OsString::from("."), ReadError::Io("list", e)))?;
+    let mut largest = None;
+    for entry in entries {
+        let entry = entry.map_err(|e| (OsString::from("."), ReadError::Io("list", e)))?;
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if !name.as_bytes().starts_with(prefix.as_bytes()) {
+            continue;
+        }
+        let until = match read(dir, name, trust) {
+            Ok(Some(Parsed::Good(until))) => until,
+            Ok(None) => continue, // removed meanwhile
+            Ok(Some(Parsed::V1(_))) => {
+                return Err((
+                    name.to_owned(),
+                    ReadError::Damaged("a restored record is never version 1".into()),
+                ));
+            }
+            Err(e) => return Err((name.to_owned(), e)),
+        };
+        largest = largest.max(Some(until));
+    }
+    Ok(largest)
+}
+
+/// Removes node `node`'s restored records at or below `until_ms`, once its reservation (which
+/// the caller holds the node to write) covers them.
+pub(super) fn remove_restored_below(dir: &OwnedFd, node: u64, until_ms: u64, trust: &Trust) {
+    let prefix = restored_prefix(node);
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if name.as_bytes().starts_with(prefix.as_bytes())
+            && matches!(read(dir, name, trust), Ok(Some(Parsed::Good(u))) if u <= until_ms)
+        {
+            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+        }
+    }
 }
 
 /// Removes node `node`'s temporary reservation files left by a holder that crashed while it
@@ -245,6 +379,47 @@ fn unpredictable() -> u64 {
             use std::hash::BuildHasher;
             std::collections::hash_map::RandomState::new()
                 .hash_one((std::time::SystemTime::now(), std::process::id()))
+        }
+    }
+}
+
+/// Test-only: code run at a stage of [`write`], on the thread that writes.
+#[cfg(test)]
+pub(super) mod failpoint {
+    use std::cell::RefCell;
+
+    /// Where in [`write`](super::write) a failpoint runs.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(in super::super) enum Stage {
+        /// Nothing is written yet (the caller has just checked its claim).
+        Start,
+        /// The claim was checked again; the temporary file is not yet renamed.
+        BeforeRename,
+    }
+
+    type Hook = Box<dyn FnMut(Stage)>;
+
+    thread_local! {
+        static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `hook` at every stage of the writes this thread makes, until [`clear`].
+    pub(in super::super) fn set(hook: impl FnMut(Stage) + 'static) {
+        HOOK.with(|h| *h.borrow_mut() = Some(Box::new(hook)));
+    }
+
+    /// Removes this thread's hook.
+    pub(in super::super) fn clear() {
+        HOOK.with(|h| *h.borrow_mut() = None);
+    }
+
+    pub(super) fn hit(stage: Stage) {
+        let hook = HOOK.with(|h| h.borrow_mut().take());
+        if let Some(mut hook) = hook {
+            hook(stage);
+            HOOK.with(|h| {
+                h.borrow_mut().get_or_insert(hook);
+            });
         }
     }
 }

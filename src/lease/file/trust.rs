@@ -7,12 +7,14 @@
 //! group-writable with the setgid bit (mode 2770), so that every file in it carries its group —
 //! the members of its group. Refused, with the command that fixes it:
 //!
-//! * a state directory someone else can write (world-writable, or group-writable without the
-//!   setgid bit), or owned by a user who is neither root nor this one;
+//! * a state directory someone else can write (world-writable, group-writable without the
+//!   setgid bit, or by an access control list), or owned by a user who is neither root nor
+//!   this one;
 //! * a directory on its path that someone else could rename it out of (writable by others and
 //!   not sticky, like /tmp is), or owned by a user who is neither root nor this one, and a
 //!   symbolic link on it owned by such a user;
-//! * an entry of the state directory owned by, or writable by, someone outside the trusted set.
+//! * an entry of the state directory owned by, or writable by, someone outside the trusted set
+//!   (by its mode, or by an access control list on a group-writable one).
 //!
 //! Everything is opened by descriptor, component by component from `/`, with `O_NOFOLLOW`:
 //! a path is never looked up twice, so what is checked is what is used.
@@ -50,6 +52,12 @@ impl Meta {
     /// The same file: device and inode.
     pub(super) fn same_file(&self, other: &Meta) -> bool {
         self.dev == other.dev && self.ino == other.ino
+    }
+
+    /// The same file, with the same owner, group and mode: what its trust was judged on.
+    pub(super) fn same_standing(&self, other: &Meta) -> bool {
+        self.same_file(other)
+            && (self.uid, self.gid, self.mode) == (other.uid, other.gid, other.mode)
     }
 }
 
@@ -113,9 +121,16 @@ impl Trust {
         uid == 0 || uid == self.me || uid == self.owner
     }
 
-    /// Why an entry of the state directory (`what`, described for the message) is not to be
-    /// believed, if it is not: owned by someone outside the trusted set, or writable by them.
-    pub(super) fn check_entry(&self, m: &Meta) -> Result<(), String> {
+    /// Why an entry of the state directory, open as `fd` with `m` its `fstat`, is not to be
+    /// believed, if it is not: owned by someone outside the trusted set, or writable by them
+    /// (by its mode or by an access control list).
+    pub(super) fn check_entry(&self, fd: impl AsFd, m: &Meta) -> Result<(), String> {
+        self.check_mode(m)?;
+        self.check_acl(fd, m)
+    }
+
+    /// [`Trust::check_entry`] by owner and mode alone.
+    fn check_mode(&self, m: &Meta) -> Result<(), String> {
         let group_trusted = self.group == Some(m.gid);
         if !self.trusts_user(m.uid) && !group_trusted {
             return Err(format!(
@@ -140,6 +155,94 @@ impl Trust {
             ));
         }
         Ok(())
+    }
+
+    /// Why a POSIX access control list on `fd` (mode in `m`) lets someone outside the trusted
+    /// set write it, if it does. A named user or group gets at most what the list's mask
+    /// allows, and the mode shows the mask as the group's bits: only something
+    /// group-writable can have such writers — a shared directory (`2770`) and what is in it,
+    /// which the mode alone would pass. (`setfacl -m u:backup:rwx` on a shared directory let
+    /// a user outside the group plant a layout directory there and forge reservations.)
+    pub(super) fn check_acl(&self, fd: impl AsFd, m: &Meta) -> Result<(), String> {
+        if m.mode & 0o020 == 0 {
+            return Ok(());
+        }
+        for writer in acl::writers(fd)? {
+            let trusted = match writer {
+                acl::Writer::User(uid) => self.trusts_user(uid),
+                acl::Writer::Group(gid) => self.group == Some(gid),
+            };
+            if !trusted {
+                return Err(format!(
+                    "its access control list lets {writer} write it, who is not trusted to \
+                     write this state directory (`getfacl` shows the list; `setfacl -b` \
+                     removes it)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// POSIX access control lists, as Linux stores them (the `system.posix_acl_access` extended
+/// attribute: a version word, then entries of tag, permissions and id, little-endian).
+mod acl {
+    use std::fmt;
+    use std::os::fd::AsFd;
+
+    /// A named user or group an access control list lets write.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(super) enum Writer {
+        User(u32),
+        Group(u32),
+    }
+
+    impl fmt::Display for Writer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                Writer::User(uid) => write!(f, "uid {uid}"),
+                Writer::Group(gid) => write!(f, "group {gid}"),
+            }
+        }
+    }
+
+    /// The named users and groups `fd`'s access control list gives write permission (none
+    /// without a list, or where the system keeps none).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(super) fn writers(fd: impl AsFd) -> Result<Vec<Writer>, String> {
+        use rustix::io::Errno;
+        const ACL_USER: u16 = 0x02;
+        const ACL_GROUP: u16 = 0x08;
+        const ACL_WRITE: u16 = 0x02;
+        // Room for 500 entries; a longer list is refused rather than half read.
+        let mut buf = [0u8; 4 + 8 * 500];
+        let len = match rustix::fs::fgetxattr(fd, "system.posix_acl_access", &mut buf) {
+            Ok(len) => len,
+            Err(Errno::NODATA | Errno::NOTSUP) => return Ok(Vec::new()),
+            Err(Errno::RANGE) => return Err("its access control list is too long to read".into()),
+            Err(e) => return Err(format!("its access control list cannot be read: {e}")),
+        };
+        let entries = buf[..len].get(4..).unwrap_or_default();
+        Ok(entries
+            .chunks_exact(8)
+            .filter_map(|e| {
+                let tag = u16::from_le_bytes([e[0], e[1]]);
+                let perm = u16::from_le_bytes([e[2], e[3]]);
+                let id = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+                match tag {
+                    _ if perm & ACL_WRITE == 0 => None,
+                    ACL_USER => Some(Writer::User(id)),
+                    ACL_GROUP => Some(Writer::Group(id)),
+                    _ => None,
+                }
+            })
+            .collect())
+    }
+
+    /// Elsewhere access control lists are not read (the modes are).
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub(super) fn writers(_fd: impl AsFd) -> Result<Vec<Writer>, String> {
+        Ok(Vec::new())
     }
 }
 
@@ -179,17 +282,7 @@ pub(super) fn open_state_dir(
     fix: &dyn Fn(&str) -> String,
 ) -> Result<TrustedDir, Error> {
     let me = rustix::process::geteuid().as_raw();
-    let absolute = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        std::env::current_dir()
-            .map_err(|e| Error::StateDir {
-                path: path.to_owned(),
-                action: "resolve",
-                source: e,
-            })?
-            .join(path)
-    };
+    let absolute = absolute(path)?;
     let mut todo: Vec<OsString> = components(&absolute);
     todo.reverse(); // popped from the end: the next component is last
     let root = Path::new("/");
@@ -278,6 +371,9 @@ pub(super) fn open_state_dir(
     }
     let (fd, m, path) = walked.pop().expect("the root is never popped");
     let trust = check_state_dir(&m, me).map_err(|reason| untrusted(&path, fix(&reason)))?;
+    trust
+        .check_acl(&fd, &m)
+        .map_err(|reason| untrusted(&path, fix(&reason)))?;
     // Usable now, not at the first claim: this user may create files in it.
     rustix::fs::accessat(
         &fd,
@@ -287,6 +383,15 @@ pub(super) fn open_state_dir(
     )
     .map_err(|e| denied(&path, "write in", e, fix))?;
     Ok(TrustedDir { fd, meta: m, trust })
+}
+
+/// `path`, relative to the working directory now when it is relative.
+pub(super) fn absolute(path: &Path) -> Result<PathBuf, Error> {
+    std::path::absolute(path).map_err(|e| Error::StateDir {
+        path: path.to_owned(),
+        action: "resolve",
+        source: e,
+    })
 }
 
 /// The path's components below the root, as names (`.` dropped, `..` kept).
@@ -405,7 +510,7 @@ pub(super) fn open_subdir(
     let m = fstat(&fd).map_err(|e| io(&path, "stat", e))?;
     state
         .trust
-        .check_entry(&m)
+        .check_entry(&fd, &m)
         .map_err(|reason| untrusted(&path, reason))?;
     Ok((fd, m))
 }
