@@ -38,14 +38,14 @@ use crate::{Error, Id, Layout, Stats};
 /// ```
 pub struct LocalSlot<'g, C: TimeSource + 'static> {
     shared: &'g Shared<C>,
-    run: Run,
+    pub(super) run: Run,
 }
 
 impl<C: TimeSource + 'static> fmt::Debug for LocalSlot<'_, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalSlot")
             .field("slot", &self.run.slot.get())
-            .field("state", &self.run.state.get())
+            .field("state", &self.run.state())
             .finish_non_exhaustive()
     }
 }

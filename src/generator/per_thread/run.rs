@@ -11,28 +11,35 @@ use crate::clock::TimeSource;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The numbers of one slot held by one thread. Plain cells: only the owning thread reads or
-/// writes them (the type is neither `Send` nor `Sync`).
+/// writes them (the type is not `Sync`).
+///
+/// The common case advances the last ID issued by one step of the sequence field; the state
+/// (`tick << sequence_bits | sequence`, the sequence without the slot bits) is worked out from
+/// it off the common path: inside one tick, consecutive states give IDs one step apart.
 #[derive(Debug)]
 pub(crate) struct Run {
-    /// The last state value issued (or the one the slot was claimed at): `tick <<
-    /// sequence_bits | sequence`, the sequence without the slot bits.
-    pub(super) state: Cell<u64>,
+    /// The ID of the last state value issued (or of the one the slot was claimed at).
+    id: Cell<u64>,
+    /// The ID of the tick's last value in this slot: the common case needs `id` below it.
+    end_id: Cell<u64>,
+    /// One step of the sequence field in an ID.
+    step: Cell<u64>,
     /// The common case's window of time for the state's tick (Unix ns): the clock must read
     /// in `[from_ns, from_ns + width_ns)` (`InTick`).
     from_ns: Cell<u64>,
     width_ns: Cell<u64>,
-    /// The last state value of the state's tick: the common case needs the state below it.
-    end: Cell<u64>,
     /// The state's tick, for the fence's one-word check.
     tick: Cell<u64>,
-    /// The ID of the tick's sequence 0 in this slot (time, node and slot bits in place).
-    tick_id: Cell<u64>,
+    /// The state the run entered its tick at, and its ID: the state of `id` is
+    /// `base_state + (id - base_id) / step`.
+    base_state: Cell<u64>,
+    base_id: Cell<u64>,
     /// The state before the first value issued since the last count was handed to the slot
     /// (the slot's `issued` counter): `state - counted` values are not counted yet.
     counted: Cell<u64>,
     /// Which slot.
     pub(super) slot: Cell<usize>,
-    /// The slot's node and slot bits, in place.
+    /// The slot's number, in place in an ID.
     fixed: Cell<u64>,
 }
 
@@ -40,12 +47,14 @@ impl Run {
     /// A run that matches nothing (the state is sealed: every call goes to the general step).
     pub(super) const fn empty() -> Run {
         Run {
-            state: Cell::new(SEALED),
+            id: Cell::new(0),
+            end_id: Cell::new(0),
+            step: Cell::new(1),
             from_ns: Cell::new(0),
             width_ns: Cell::new(0),
-            end: Cell::new(0),
             tick: Cell::new(u64::MAX),
-            tick_id: Cell::new(0),
+            base_state: Cell::new(SEALED),
+            base_id: Cell::new(0),
             counted: Cell::new(SEALED),
             slot: Cell::new(0),
             fixed: Cell::new(0),
@@ -56,23 +65,32 @@ impl Run {
     pub(super) fn start<C: TimeSource>(&self, shared: &Shared<C>, slot: usize, state: u64) {
         self.slot.set(slot);
         self.fixed.set(shared.fixed(slot));
+        self.step.set(1 << shared.base.out.sequence_shift);
         self.counted.set(state);
         self.enter(shared, state);
     }
 
+    /// The last state value issued.
+    pub(super) fn state(&self) -> u64 {
+        let ahead = (self.id.get() - self.base_id.get()) / self.step.get();
+        self.base_state.get().wrapping_add(ahead)
+    }
+
     /// The numbers this run hands back with its slot: (slot, state, the state counted up to).
     pub(super) fn parts(&self) -> (usize, u64, u64) {
-        (self.slot.get(), self.state.get(), self.counted.get())
+        (self.slot.get(), self.state(), self.counted.get())
     }
 
     /// Copies another run's numbers (parking a run in the thread's registry and back).
     pub(super) fn copy_from(&self, other: &Run) {
-        self.state.set(other.state.get());
+        self.id.set(other.id.get());
+        self.end_id.set(other.end_id.get());
+        self.step.set(other.step.get());
         self.from_ns.set(other.from_ns.get());
         self.width_ns.set(other.width_ns.get());
-        self.end.set(other.end.get());
         self.tick.set(other.tick.get());
-        self.tick_id.set(other.tick_id.get());
+        self.base_state.set(other.base_state.get());
+        self.base_id.set(other.base_id.get());
         self.counted.set(other.counted.get());
         self.slot.set(other.slot.get());
         self.fixed.set(other.fixed.get());
@@ -90,14 +108,21 @@ impl Run {
         // always has room (sequence_bits >= 1), so the width is the tick's, or 0 where the
         // layout's ticks do not fit in a u64.
         let window = InTick::of(tick.wrapping_shl(p.sequence_bits), behind_ns, p);
-        self.state.set(state);
+        let id = self.id_of(shared, state);
+        self.base_state.set(state);
+        self.base_id.set(id);
+        self.id.set(id);
         self.from_ns.set(window.from_ns);
         self.width_ns.set(window.width_ns);
-        self.end
-            .set(tick.wrapping_shl(p.sequence_bits) | p.sequence_mask);
         self.tick.set(tick);
-        self.tick_id
-            .set(g.out.id(tick.wrapping_shl(p.sequence_bits)).as_u64() | self.fixed.get());
+        // The tick's last value, where the state is in its tick (not sealed, nor pinned at
+        // the end of the time field): otherwise no room, and the common case never applies.
+        let end = tick.wrapping_shl(p.sequence_bits) | p.sequence_mask;
+        self.end_id.set(if state <= end && tick <= p.max_tick {
+            self.id_of(shared, end)
+        } else {
+            0
+        });
     }
 
     /// The common case: the clock in the state's tick (or, on the locked clock, in a tick
@@ -109,17 +134,17 @@ impl Run {
     #[inline(always)]
     pub(super) fn common<C: TimeSource>(&self, shared: &Shared<C>) -> Option<u64> {
         let g = &shared.base;
-        let cur = self.state.get();
+        let cur = self.id.get();
         let now_ns = g.clock.now_ns();
         // Evaluated without short-circuits: one branch.
         let ok = (now_ns.wrapping_sub(self.from_ns.get()) < self.width_ns.get())
-            & (cur < self.end.get())
+            & (cur < self.end_id.get())
             & !g.core.fence.refuses_in(self.tick.get())
             & !g.core.fence.forked();
         if ok {
-            let next = cur + 1;
-            self.state.set(next);
-            Some(self.tick_id.get() | (next & g.out.sequence_mask) << g.out.sequence_shift)
+            let next = cur + self.step.get();
+            self.id.set(next);
+            Some(next)
         } else {
             None
         }
@@ -138,7 +163,7 @@ impl Run {
         let g = &shared.base;
         let p = &g.params;
         let forked = g.core.fence.forked();
-        let cur = self.state.get();
+        let cur = self.state();
         let mut clock = g.now_of(g.clock.now_ns());
         let mut precise = !g.clock.is_coarse();
         let (first, last) = loop {
@@ -195,7 +220,8 @@ impl Run {
         if later_tick {
             self.enter(shared, last);
         } else {
-            self.state.set(last);
+            // The same tick: `last` is `cur` plus a whole number of steps.
+            self.id.set(self.id.get() + (last - cur) * self.step.get());
         }
         Ok((first, last))
     }
@@ -215,7 +241,7 @@ impl Run {
 
     /// Hands the values issued since the last count to the slot's counter.
     pub(super) fn flush<C: TimeSource>(&self, shared: &Shared<C>) {
-        let state = self.state.get();
+        let state = self.state();
         if state != SEALED {
             shared.count(self.slot.get(), state.wrapping_sub(self.counted.get()));
             self.counted.set(state);

@@ -127,3 +127,100 @@ fn a_seal_racing_issuers_bounds_every_id() {
         assert!(g.local().unwrap().try_next_id().is_err());
     }
 }
+
+/// A clock with nanosecond readings that the test sets, backwards too.
+#[derive(Clone, Debug)]
+struct NsClock(Arc<std::sync::atomic::AtomicU64>);
+
+impl crate::TimeSource for NsClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Relaxed) / 1_000_000
+    }
+    fn now_ns(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// A slot's numbers (common case and general step) against a model that only ever takes
+    /// the general step: the same IDs and the same refusals, call by call, for clocks that
+    /// jump, stand still and go back, across small sequences, long ticks, start offsets,
+    /// floors and slot counts.
+    #[test]
+    fn a_slot_issues_what_the_general_step_issues(
+        sequence_bits in 2u32..=5,
+        slot_bits in 1u32..=1,
+        tick_ms in proptest::sample::select(vec![1u64, 7, 1_000]),
+        offset_bits in 0u32..3,
+        lead_ticks in 0u64..3,
+        floor in proptest::option::of(0u64..64),
+        start_ticks in 0u64..64,
+        steps in proptest::collection::vec(
+            (proptest::prop_oneof![
+                3 => 0i64..1,
+                3 => -3i64..3,
+                2 => -2_000_000i64..2_000_000,
+            ], 0u32..3, 1usize..8),
+            1..40,
+        ),
+    ) {
+        use super::super::step::{Now, Step, next_state};
+        let epoch_ms = 1_288_834_974_657u64;
+        let layout = Layout::builder()
+            .time_bits(41)
+            .sequence_bits(sequence_bits)
+            .node_field("n", 1)
+            .tick_ms(tick_ms)
+            .epoch_ms(epoch_ms)
+            .build()
+            .unwrap();
+        let tick_ns = tick_ms * 1_000_000;
+        let epoch_ns = epoch_ms * 1_000_000;
+        let now = Arc::new(std::sync::atomic::AtomicU64::new(
+            (1_700_000_000_000 + start_ticks * tick_ms) * 1_000_000,
+        ));
+        let mut builder = Generator::builder(layout)
+            .clock(NsClock(Arc::clone(&now)))
+            .node(1)
+            .max_lead(Duration::from_millis(lead_ticks * tick_ms))
+            .start_offset_bits(offset_bits);
+        if let Some(f) = floor {
+            builder = builder.resume_after(f + (1_700_000_000_000 - epoch_ms) / tick_ms);
+        }
+        let g = builder.build_per_thread(1 << slot_bits).unwrap();
+        let local = g.local().unwrap();
+        let shared = Arc::clone(g.shared());
+        let p = shared.base.params;
+        let mut model = local.run.state();
+        for (delta, unit, calls) in steps {
+            let t = now.load(Relaxed);
+            let next = match unit {
+                0 => t.saturating_add_signed(delta),
+                1 => t.saturating_add_signed(delta.signum() * tick_ns as i64 + delta % 3),
+                _ => {
+                    let since = t - epoch_ns;
+                    epoch_ns + since / tick_ns * tick_ns + tick_ns - 1 + (delta % 3).unsigned_abs()
+                }
+            };
+            now.store(next, Relaxed);
+            for _ in 0..calls {
+                let since = now.load(Relaxed) - epoch_ns;
+                let reading = Now { tick: since / tick_ns, rem_ns: since % tick_ns };
+                let want = next_state(model, reading, 1, &p);
+                let got = local.try_next_id();
+                match (want, &got) {
+                    (Step::Issue { first, last }, Ok(id)) => {
+                        proptest::prop_assert_eq!(id.as_u64(), local.run.id_of(&shared, first));
+                        model = last;
+                    }
+                    (Step::Lead { .. }, Err(Error::WouldBlock { .. }))
+                    | (Step::Exhausted { .. }, Err(Error::Exhausted { .. })) => {}
+                    _ => proptest::prop_assert!(false, "the step says {:?}, the slot {:?}", want, got),
+                }
+                proptest::prop_assert_eq!(local.run.state(), model);
+            }
+        }
+    }
+}
