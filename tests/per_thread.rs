@@ -421,3 +421,131 @@ fn a_leased_per_thread_generator_hands_its_node_on_after_every_id() {
         .unwrap();
     assert!(next.next_id().unwrap() > highest);
 }
+
+/// Millions of IDs across threads on the coarse clock, at the layout's cap: four threads (two
+/// by `next_id`, two by a handle) take a million IDs each from four slots of Twitter's layout,
+/// each slot paced at its quarter of the cap. Every ID is distinct, each thread's increase,
+/// and every one is counted.
+#[test]
+fn millions_of_ids_across_threads_are_unique() {
+    const PER_THREAD: usize = 1_000_000;
+    let (clock, _ticker) =
+        monoflake::CoarseClock::start(monoflake::DEFAULT_TICKER_INTERVAL).unwrap();
+    let g = Generator::builder(Layout::twitter())
+        .node(9)
+        .clock(clock)
+        .max_wait(Duration::from_secs(30))
+        .build_per_thread(4)
+        .unwrap();
+    let runs: Vec<Vec<Id>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|k| {
+                let g = &g;
+                s.spawn(move || {
+                    if k % 2 == 0 {
+                        (0..PER_THREAD).map(|_| g.next_id().unwrap()).collect()
+                    } else {
+                        let local = g.local().unwrap();
+                        (0..PER_THREAD).map(|_| local.next_id().unwrap()).collect()
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for run in &runs {
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+    }
+    let all = runs.concat();
+    assert_eq!(all.len(), 4 * PER_THREAD);
+    assert_distinct(&all);
+    assert_eq!(g.stats().issued, all.len() as u64);
+}
+
+/// A leased per-thread holder whose clock runs two seconds ahead has its records deleted, and
+/// another claimant takes the node finding no record. The holder, finding its claim gone,
+/// seals every slot — threads still issuing on three of them — and writes back the end of the
+/// highest tick any slot moved into before it says the lease is lost: the claimant reads it
+/// again, above every ID any thread issued, and so does the node's next generator.
+#[test]
+fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick() {
+    let dir = common::TempDir::new("per-thread-lost");
+    let state = dir.path().join("state");
+    let store: Arc<dyn monoflake::NodeStore> =
+        Arc::new(monoflake::FileStore::open(&state).unwrap());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let ahead = Arc::new(ManualClock::new(now + 2_000));
+    let layout = Layout::twitter();
+    let holder = Generator::builder(layout.clone())
+        .clock(Arc::clone(&ahead))
+        .build_leased_per_thread(Arc::clone(&store), monoflake::NodeRequest::Exact(1), 4)
+        .unwrap();
+    let cleared = Barrier::new(4);
+    let (runs, claim): (Vec<Vec<Id>>, _) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..3)
+            .map(|k| {
+                let (holder, ahead, cleared) = (&holder, &ahead, &cleared);
+                s.spawn(move || {
+                    let local = (k == 0).then(|| holder.local().unwrap());
+                    let next = || match &local {
+                        Some(l) => l.try_next_id(),
+                        None => holder.try_next_id(),
+                    };
+                    let mut run: Vec<Id> = (0..1000).map(|_| next().unwrap()).collect();
+                    cleared.wait();
+                    // Issue until refused for good, moving the clock on (a liveness bound).
+                    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+                    loop {
+                        match next() {
+                            Ok(id) => run.push(id),
+                            Err(Error::LeaseLost { node: 1, .. }) => break,
+                            Err(_) => ahead.advance_ms(1),
+                        }
+                        assert!(std::time::Instant::now() < give_up, "never lost");
+                    }
+                    // Refused for good, whichever way in.
+                    assert!(matches!(next(), Err(Error::LeaseLost { .. })));
+                    run
+                })
+            })
+            .collect();
+        // Every thread has issued; the records go, and a claimant takes the node.
+        std::fs::remove_dir_all(&state).unwrap();
+        let claim = store
+            .claim(&layout, monoflake::NodeRequest::Exact(1))
+            .unwrap();
+        assert_eq!(claim.reserved_until_ms(), None);
+        cleared.wait();
+        let runs = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        (runs, claim)
+    });
+    for run in &runs {
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+    }
+    let all = runs.concat();
+    assert_distinct(&all);
+    // A thread that takes a slot now finds it sealed.
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(matches!(holder.try_next_id(), Err(Error::LeaseLost { .. }))));
+    });
+    let last_ms = all
+        .iter()
+        .map(|id| id.parts(&layout).unwrap().unix_ms())
+        .max()
+        .unwrap();
+    let again = store.reservation(&claim).unwrap();
+    assert!(
+        again.is_some_and(|until| until > last_ms),
+        "the claimant read {again:?} again; the holder's threads issued up to {last_ms}"
+    );
+    store.release(claim, 0).unwrap();
+    drop(holder);
+    let next = Generator::builder(layout)
+        .build_leased(store, monoflake::NodeRequest::Exact(1))
+        .unwrap();
+    let first = next.next_id().unwrap();
+    assert!(all.iter().all(|&id| id < first));
+}
