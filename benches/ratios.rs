@@ -13,7 +13,8 @@
 //! * The per-thread generator on one thread, on the coarse clock: through a `LocalSlot`
 //!   handle and through `next_id` (the thread-local registry), against ferroid's thread-local
 //!   monotonic ULID (its per-thread generator). Ratios: each / ferroid's thread-local ULID.
-//!   And the harness's own floor: a call that only bumps a plain counter.
+//!   And the harness's own floor: a call that only bumps a plain counter; and the handle and
+//!   ferroid's thread-local ULID once more with the call inlined into the measuring loop.
 //! * Two threads sharing one generator: IDs per second over a 100 ms window in which both
 //!   threads call back to back, and the smaller thread's share. Ratios: monoflake / ferroid.
 //!   In the same rounds, one thread alone on each of monoflake's generators: two threads taking
@@ -47,9 +48,18 @@ const WINDOW: Duration = Duration::from_millis(100);
 type Next<'a> = &'a (dyn Fn() -> u64 + Sync);
 /// A one-thread entrant: called on the main thread only.
 type One<'a> = &'a dyn Fn() -> u64;
+/// A one-thread entrant as a slice of `calls` calls: ns per call.
+type Runner<'a> = Box<dyn Fn(u64) -> f64 + 'a>;
 
 /// ns per call of `next`, over about `SLICE`.
 fn slice(next: One, calls: u64) -> f64 {
+    slice_inlined(next, calls)
+}
+
+/// As [`slice`], with `next` known to the compiler: a closure passed here is inlined into the
+/// loop (where [`slice`] calls it through `&dyn Fn`).
+#[inline(always)]
+fn slice_inlined(next: impl Fn() -> u64, calls: u64) -> f64 {
     let start = Instant::now();
     for _ in 0..calls {
         black_box(next());
@@ -151,24 +161,53 @@ fn main() {
         }),
     ];
 
-    // One thread: calls per slice from a first measurement of each.
-    let calls: Vec<u64> = entrants
+    // Each entrant as a slice of calls, and two more whose loop inlines the call: the
+    // per-thread handle and ferroid's thread-local ULID without the harness's indirect call.
+    let mut runners: Vec<(&str, Runner)> = entrants
         .iter()
-        .map(|(_, next)| {
-            slice(*next, 100_000);
-            let ns = slice(*next, 1_000_000);
+        .map(|&(name, next)| {
+            let run: Runner = Box::new(move |calls| slice(next, calls));
+            (name, run)
+        })
+        .collect();
+    runners.push((
+        "ferroid thread-local ULID (monotonic), inlined loop",
+        Box::new(|calls| {
+            slice_inlined(
+                || {
+                    let raw = ferroid::generator::thread_local::Ulid::new_ulid_mono(|_| {
+                        std::thread::yield_now()
+                    })
+                    .to_raw();
+                    (raw >> 64) as u64 ^ raw as u64
+                },
+                calls,
+            )
+        }),
+    ));
+    runners.push((
+        "monoflake per-thread coarse wide, LocalSlot, inlined loop",
+        Box::new(|calls| slice_inlined(|| handle.next_id().unwrap().as_u64(), calls)),
+    ));
+    // One thread: calls per slice from a first measurement of each.
+    let calls: Vec<u64> = runners
+        .iter()
+        .map(|(_, run)| {
+            run(100_000);
+            let ns = run(1_000_000);
             (SLICE.as_nanos() as f64 / ns) as u64
         })
         .collect();
-    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); entrants.len()];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); runners.len()];
     let (mut coarse_ratio, mut locked_ratio, mut slewing_ratio) =
         (Vec::new(), Vec::new(), Vec::new());
-    let (mut handle_ratio, mut implicit_ratio) = (Vec::new(), Vec::new());
+    let (mut handle_ratio, mut implicit_ratio, mut inlined_ratio) =
+        (Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        let mut this = [0.0; 10];
-        for k in 0..entrants.len() {
-            let i = (round + k) % entrants.len();
-            this[i] = slice(entrants[i].1, calls[i]);
+        let mut this = [0.0; 12];
+        for k in 0..runners.len() {
+            let i = (round + k) % runners.len();
+            this[i] = (runners[i].1)(calls[i]);
             ns[i].push(this[i]);
         }
         coarse_ratio.push(this[1] / this[0]);
@@ -176,11 +215,12 @@ fn main() {
         slewing_ratio.push(this[4] / this[3]);
         handle_ratio.push(this[7] / this[6]);
         implicit_ratio.push(this[8] / this[6]);
+        inlined_ratio.push(this[11] / this[10]);
     }
     println!("\none thread, {ROUNDS} interleaved rounds of {SLICE:?} per entrant:");
     println!("| entrant | ns per ID (median) | quartiles |\n|---|---:|---|");
     let mut one = Vec::new();
-    for (i, (name, _)) in entrants.iter().enumerate() {
+    for (i, (name, _)) in runners.iter().enumerate() {
         let (m, q1, q3) = quartiles(ns[i].clone());
         println!("| {name} | {m:.2} | {q1:.2} – {q3:.2} |");
         one.push(json!({"name": name, "ns_median": m, "ns_q1": q1, "ns_q3": q3}));
@@ -197,10 +237,16 @@ fn main() {
     );
     let (h, h1, h3) = quartiles(handle_ratio);
     let (m, m1, m3) = quartiles(implicit_ratio);
+    let (n, n1, n3) = quartiles(inlined_ratio);
     println!(
         "per-thread coarse, LocalSlot / ferroid thread-local ULID: {h:.2}× (quartiles {h1:.2} – \
          {h3:.2}); next_id: {m:.2}× (quartiles {m1:.2} – {m3:.2})"
     );
+    println!(
+        "per-thread coarse, LocalSlot / ferroid thread-local ULID, both inlined into the loop: \
+         {n:.2}× (quartiles {n1:.2} – {n3:.2})"
+    );
+    drop(runners);
     drop(handle);
 
     // Two threads, one shared generator each; and, in the same rounds, one thread alone on
@@ -378,6 +424,7 @@ fn main() {
         "two_locked_over_alone": [kept_l.0, kept_l.1, kept_l.2],
         "per_thread_handle_over_ferroid_tl": [h, h1, h3],
         "per_thread_next_id_over_ferroid_tl": [m, m1, m3],
+        "per_thread_handle_inlined_over_ferroid_tl_inlined": [n, n1, n3],
         "per_thread_handle_two_over_one": [scale_h.0, scale_h.1, scale_h.2],
         "per_thread_next_id_two_over_one": [scale_m.0, scale_m.1, scale_m.2],
     });
