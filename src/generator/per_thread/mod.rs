@@ -64,6 +64,11 @@ const MAX_SLOT_NAP: Duration = Duration::from_millis(5);
 /// * **Costs sequence space**: each slot has `2^(sequence_bits - slot_bits)` IDs per tick, so
 ///   one busy thread borrows sooner than on a [`Generator`]. Twitter's 12 sequence bits with
 ///   8 slots leave 512 IDs per millisecond per thread.
+/// * **When to pick it**: many threads, each issuing often, on a layout whose sequence has room
+///   for a slot per thread (a wide sequence, or demand below each slot's share of the cap), and
+///   no need for one order across threads. The shared [`Generator`] is the default: one order
+///   for every ID, the whole sequence for whoever asks; [`PerCore`](crate::PerCore) shares a
+///   few states among any number of threads, with no slots to run out of.
 ///
 /// # Example
 ///
