@@ -66,6 +66,30 @@ fn hot_path(c: &mut Criterion) {
         "monoflake coarse wide, next_id",
         Box::new(move || coarse_waiting.next_id().unwrap().as_u64()),
     ));
+    // The per-thread generator on the coarse clock, through a handle (its slot held by this
+    // thread for the whole group) and through `next_id`; beside it ferroid's thread-local
+    // ULID. Each generator lives as long as the process: a handle borrows its generator.
+    let per_thread = || {
+        &*Box::leak(Box::new(
+            Generator::builder(wide())
+                .node(1)
+                .clock(coarse_clock.clone())
+                .build_per_thread(2)
+                .unwrap(),
+        ))
+    };
+    let handle = per_thread().local().unwrap();
+    entrants.push((
+        "monoflake per-thread coarse wide, LocalSlot",
+        Box::new(move || handle.next_id().unwrap().as_u64()),
+    ));
+    let implicit = per_thread();
+    entrants.push((
+        "monoflake per-thread coarse wide, next_id",
+        Box::new(move || implicit.next_id().unwrap().as_u64()),
+    ));
+    let ferroid_tl = peers::ferroid_thread_local();
+    entrants.push((ferroid_tl.name, ferroid_tl.next));
     for (name, next) in &entrants {
         g.bench_function(*name, |b| b.iter(|| black_box(next())));
     }

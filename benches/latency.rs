@@ -12,6 +12,8 @@
 //!   cap. Throughput is the IDs issued in the measured window against the cap (4,096 per ms).
 //!   Beside them, a reference that is no generator: each call takes the next 1/4096 ms slot from
 //!   a counter and spins until it opens, the machine's own noise at this pace.
+//!   And the per-thread generator (coarse clock) with one slot per thread: each thread paces
+//!   its own slot, at the cap's share.
 //! * **paced**: 1,000,000 calls paced 1 µs apart (a quarter of the cap).
 //! * The timer's own cost (two `raw()` reads) is measured the same way and reported; it is
 //!   included in every figure.
@@ -39,6 +41,9 @@ struct Entrant {
     name: &'static str,
     /// Capped by Twitter's 12-bit sequence (the sustained regime runs only these).
     capped: bool,
+    /// Only in the sustained regime on this many threads (a per-thread generator with one slot
+    /// per thread, whose slots are taken by the threads the regime starts).
+    threads: Option<usize>,
     next: Box<dyn Fn() -> u64 + Send + Sync>,
 }
 
@@ -168,19 +173,43 @@ fn main() {
     let (coarse_clock, _ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL).expect("ticker");
     let coarse = Generator::builder(Layout::twitter())
         .node(2)
-        .clock(coarse_clock)
+        .clock(coarse_clock.clone())
         .build()
         .expect("generator");
+    // The per-thread generator on the coarse clock with one slot per thread of the regime:
+    // each thread paces its own slot at the cap's share (all of it on one thread, half on two).
+    let per_thread = |slots: usize| {
+        Generator::builder(Layout::twitter())
+            .node(3)
+            .clock(coarse_clock.clone())
+            .build_per_thread(slots)
+            .expect("per-thread")
+    };
+    let (per_thread_1, per_thread_2) = (per_thread(1), per_thread(2));
     let mut entrants = vec![
         Entrant {
             name: "monoflake locked",
             capped: true,
+            threads: None,
             next: Box::new(move || locked.next_id().expect("id").as_u64()),
         },
         Entrant {
             name: "monoflake coarse",
             capped: true,
+            threads: None,
             next: Box::new(move || coarse.next_id().expect("id").as_u64()),
+        },
+        Entrant {
+            name: "monoflake per-thread coarse (a slot per thread)",
+            capped: true,
+            threads: Some(1),
+            next: Box::new(move || per_thread_1.next_id().expect("id").as_u64()),
+        },
+        Entrant {
+            name: "monoflake per-thread coarse (a slot per thread)",
+            capped: true,
+            threads: Some(2),
+            next: Box::new(move || per_thread_2.next_id().expect("id").as_u64()),
         },
     ];
     // A reference for the machine's own noise at this pace: no generator, each call takes the
@@ -191,6 +220,7 @@ fn main() {
     entrants.push(Entrant {
         name: "reference: spin to the next slot",
         capped: true,
+        threads: None,
         next: Box::new(move || {
             use std::sync::atomic::Ordering::Relaxed;
             // Slots of 1/4096 ms since `origin`; the next one is the later of the last + 1
@@ -218,6 +248,7 @@ fn main() {
         entrants.push(Entrant {
             name: p.name,
             capped: p.capped,
+            threads: None,
             next: p.next,
         });
     }
@@ -228,23 +259,26 @@ fn main() {
     out += &format!(
         "\ntimer overhead, ns:\n| what | p50 | p99 | p99.9 | p99.99 | max |\n|---|---|---|---|---|---|\n{text}\n"
     );
-    let regimes: Vec<(&str, &str, bool, Run)> = vec![
-        ("burst", "bursts at the cap", false, Box::new(burst)),
+    // (key, title, capped entrants only, the regime's threads where it starts its own, run)
+    let regimes: Vec<(&str, &str, bool, Option<usize>, Run)> = vec![
+        ("burst", "bursts at the cap", false, None, Box::new(burst)),
         (
             "sustained",
             "sustained at the cap, 1 thread",
             true,
+            Some(1),
             Box::new(|c: &quanta::Clock, n: &(dyn Fn() -> u64 + Sync)| sustained(c, n, 1)),
         ),
         (
             "sustained",
             "sustained at the cap, 2 threads",
             true,
+            Some(2),
             Box::new(|c: &quanta::Clock, n: &(dyn Fn() -> u64 + Sync)| sustained(c, n, 2)),
         ),
-        ("paced", "below the cap", false, Box::new(paced)),
+        ("paced", "below the cap", false, None, Box::new(paced)),
     ];
-    for (key, regime, capped_only, run) in regimes {
+    for (key, regime, capped_only, threads, run) in regimes {
         if filter.as_ref().is_some_and(|f| !key.contains(f.as_str())) {
             continue;
         }
@@ -258,6 +292,7 @@ fn main() {
             .iter()
             .filter(|e| e.capped || !capped_only)
             .filter(|e| capped_only || !e.name.starts_with("reference"))
+            .filter(|e| e.threads.is_none() || e.threads == threads)
         {
             let (h, extra) = run(&clock, &*e.next);
             let (text, j) = row(e.name, &h, &extra);

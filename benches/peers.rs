@@ -70,6 +70,25 @@ fn ferroid_wide() -> Peer {
     }
 }
 
+/// ferroid's thread-local monotonic ULID (`generator::thread_local::Ulid::new_ulid_mono`):
+/// a generator per thread, on a shared ticker clock, yielding on `Pending` as its
+/// documentation shows. 128 bits, folded to 64 here: the per-thread peer of the per-thread
+/// rows.
+#[allow(dead_code)]
+pub fn ferroid_thread_local() -> Peer {
+    Peer {
+        name: "ferroid thread-local ULID (monotonic)",
+        capped: false,
+        wide: false,
+        next: Box::new(|| {
+            let raw =
+                ferroid::generator::thread_local::Ulid::new_ulid_mono(|_| std::thread::yield_now())
+                    .to_raw();
+            (raw >> 64) as u64 ^ raw as u64
+        }),
+    }
+}
+
 /// idgenerator's core generator behind a mutex (its `IdInstance` is the same behind a global
 /// `parking_lot` mutex; the core lets two layouts run in one process).
 fn idgenerator(name: &'static str, worker_bits: u8, seq_bits: u8, wide: bool) -> Peer {
@@ -208,6 +227,44 @@ pub fn compare_exchange_alone() -> impl Fn() -> u64 + Send + Sync {
         black_box(cell.compare_exchange(current, current + 1, Ordering::AcqRel, Ordering::Relaxed))
             .unwrap_or(current)
     }
+}
+
+/// As [`window`], but each thread calls a `next` of its own, made by `make` on the thread (a
+/// per-thread generator's handle, which stays on its thread).
+#[allow(dead_code)]
+pub fn window_each<'a>(
+    threads: usize,
+    length: Duration,
+    make: &(dyn Fn() -> Box<dyn Fn() -> u64 + 'a> + Sync),
+) -> (Vec<u64>, Duration) {
+    const STRIDE: u64 = 64;
+    let barrier = Barrier::new(threads + 1);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let next = make();
+                    let mut n = 0u64;
+                    barrier.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..STRIDE {
+                            black_box(next());
+                        }
+                        n += STRIDE;
+                    }
+                    n
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(length);
+        stop.store(true, Ordering::Relaxed);
+        let elapsed = start.elapsed();
+        let counts = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        (counts, elapsed)
+    })
 }
 
 /// `threads` threads start on a barrier and call `next` back to back for `length` (looking at

@@ -10,15 +10,23 @@
 //!   100 ppm slower than its counter, so that every comparison begins a slew (a counter that
 //!   runs fast), against the same reference. And one load and one compare-exchange alone (no
 //!   clock): the most one shared state can issue, on any number of threads.
+//! * The per-thread generator on one thread, on the coarse clock: through a `LocalSlot`
+//!   handle and through `next_id` (the thread-local registry), against ferroid's thread-local
+//!   monotonic ULID (its per-thread generator). Ratios: each / ferroid's thread-local ULID.
+//!   And the harness's own floor: a call that only bumps a plain counter; and the handle and
+//!   ferroid's thread-local ULID once more with the call inlined into the measuring loop.
 //! * Two threads sharing one generator: IDs per second over a 100 ms window in which both
 //!   threads call back to back, and the smaller thread's share. Ratios: monoflake / ferroid.
 //!   In the same rounds, one thread alone on each of monoflake's generators: two threads taking
 //!   turns on one state issue no faster than one thread with the state to itself, so one
 //!   thread alone over ferroid's two is the most the two-thread ratio could show, and two
 //!   threads over one alone is what taking turns keeps of it.
+//! * In the same rounds, the per-thread generator (coarse clock) on two threads and on one,
+//!   by handle and by `next_id`: two threads over one is how it scales (nothing is shared but
+//!   the clock's word and the fence's, which are only read).
 //!
 //! Every entrant is called through the same `&dyn Fn() -> u64`. `cargo bench --bench ratios`
-//! prints the tables and writes `target/ratios.json` (`report.py` reads it). About 30 s.
+//! prints the tables and writes `target/ratios.json` (`report.py` reads it). About 40 s.
 
 mod peers;
 
@@ -38,9 +46,20 @@ const TWO_THREAD_ROUNDS: usize = 15;
 const WINDOW: Duration = Duration::from_millis(100);
 
 type Next<'a> = &'a (dyn Fn() -> u64 + Sync);
+/// A one-thread entrant: called on the main thread only.
+type One<'a> = &'a dyn Fn() -> u64;
+/// A one-thread entrant as a slice of `calls` calls: ns per call.
+type Runner<'a> = Box<dyn Fn(u64) -> f64 + 'a>;
 
 /// ns per call of `next`, over about `SLICE`.
-fn slice(next: Next, calls: u64) -> f64 {
+fn slice(next: One, calls: u64) -> f64 {
+    slice_inlined(next, calls)
+}
+
+/// As [`slice`], with `next` known to the compiler: a closure passed here is inlined into the
+/// loop (where [`slice`] calls it through `&dyn Fn`).
+#[inline(always)]
+fn slice_inlined(next: impl Fn() -> u64, calls: u64) -> f64 {
     let start = Instant::now();
     for _ in 0..calls {
         black_box(next());
@@ -49,11 +68,11 @@ fn slice(next: Next, calls: u64) -> f64 {
 }
 
 /// Two threads call `next` for `WINDOW`: (IDs per second, the smaller share).
-fn window(next: Next) -> (f64, f64) {
+fn window(next: Next) -> (f64, Option<f64>) {
     let (counts, elapsed) = peers::window(2, WINDOW, next);
     let total: u64 = counts.iter().sum();
     let low = *counts.iter().min().unwrap() as f64 / total as f64;
-    (total as f64 / elapsed.as_secs_f64(), low)
+    (total as f64 / elapsed.as_secs_f64(), Some(low))
 }
 
 /// The wall clock in Unix nanoseconds.
@@ -82,7 +101,7 @@ fn main() {
     let (coarse_clock, _ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL).expect("ticker");
     let coarse = Generator::builder(wide())
         .node(1)
-        .clock(coarse_clock)
+        .clock(coarse_clock.clone())
         .build()
         .expect("generator");
     // A locked clock whose wall clock runs 100 ppm slower than its counter, as with a counter
@@ -100,7 +119,23 @@ fn main() {
         .expect("generator");
     let raw_cas = peers::raw_and_compare_exchange();
     let cas_alone = peers::compare_exchange_alone();
-    let entrants: [(&str, Next); 6] = [
+    let ferroid_tl = peers::ferroid_thread_local();
+    // The per-thread generator on the coarse clock: a handle (its slot held by this thread
+    // for the whole run) and the thread-local way in, each on a generator of its own.
+    let per_thread = Generator::builder(wide())
+        .node(1)
+        .clock(coarse_clock.clone())
+        .build_per_thread(2)
+        .expect("per-thread");
+    let handle = per_thread.local().expect("a slot");
+    let per_thread_implicit = Generator::builder(wide())
+        .node(1)
+        .clock(coarse_clock.clone())
+        .build_per_thread(2)
+        .expect("per-thread");
+    // The floor of this harness: a call through `&dyn Fn` that only bumps a plain counter.
+    let plain = std::cell::Cell::new(0u64);
+    let entrants: [(&str, One); 10] = [
         ("ferroid (atomic) wide", &*ferroid.next),
         ("monoflake coarse wide", &|| {
             coarse.try_next_id().unwrap().as_u64()
@@ -113,35 +148,79 @@ fn main() {
             slewing.try_next_id().unwrap().as_u64()
         }),
         ("compare_exchange alone (no clock)", &cas_alone),
+        (ferroid_tl.name, &*ferroid_tl.next),
+        ("monoflake per-thread coarse wide, LocalSlot", &|| {
+            handle.next_id().unwrap().as_u64()
+        }),
+        ("monoflake per-thread coarse wide, next_id", &|| {
+            per_thread_implicit.next_id().unwrap().as_u64()
+        }),
+        ("a plain counter (the call alone)", &|| {
+            plain.set(plain.get() + 1);
+            plain.get()
+        }),
     ];
 
-    // One thread: calls per slice from a first measurement of each.
-    let calls: Vec<u64> = entrants
+    // Each entrant as a slice of calls, and two more whose loop inlines the call: the
+    // per-thread handle and ferroid's thread-local ULID without the harness's indirect call.
+    let mut runners: Vec<(&str, Runner)> = entrants
         .iter()
-        .map(|(_, next)| {
-            slice(*next, 100_000);
-            let ns = slice(*next, 1_000_000);
+        .map(|&(name, next)| {
+            let run: Runner = Box::new(move |calls| slice(next, calls));
+            (name, run)
+        })
+        .collect();
+    runners.push((
+        "ferroid thread-local ULID (monotonic), inlined loop",
+        Box::new(|calls| {
+            slice_inlined(
+                || {
+                    let raw = ferroid::generator::thread_local::Ulid::new_ulid_mono(|_| {
+                        std::thread::yield_now()
+                    })
+                    .to_raw();
+                    (raw >> 64) as u64 ^ raw as u64
+                },
+                calls,
+            )
+        }),
+    ));
+    runners.push((
+        "monoflake per-thread coarse wide, LocalSlot, inlined loop",
+        Box::new(|calls| slice_inlined(|| handle.next_id().unwrap().as_u64(), calls)),
+    ));
+    // One thread: calls per slice from a first measurement of each.
+    let calls: Vec<u64> = runners
+        .iter()
+        .map(|(_, run)| {
+            run(100_000);
+            let ns = run(1_000_000);
             (SLICE.as_nanos() as f64 / ns) as u64
         })
         .collect();
-    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); entrants.len()];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); runners.len()];
     let (mut coarse_ratio, mut locked_ratio, mut slewing_ratio) =
         (Vec::new(), Vec::new(), Vec::new());
+    let (mut handle_ratio, mut implicit_ratio, mut inlined_ratio) =
+        (Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        let mut this = [0.0; 6];
-        for k in 0..entrants.len() {
-            let i = (round + k) % entrants.len();
-            this[i] = slice(entrants[i].1, calls[i]);
+        let mut this = [0.0; 12];
+        for k in 0..runners.len() {
+            let i = (round + k) % runners.len();
+            this[i] = (runners[i].1)(calls[i]);
             ns[i].push(this[i]);
         }
         coarse_ratio.push(this[1] / this[0]);
         locked_ratio.push(this[2] / this[3]);
         slewing_ratio.push(this[4] / this[3]);
+        handle_ratio.push(this[7] / this[6]);
+        implicit_ratio.push(this[8] / this[6]);
+        inlined_ratio.push(this[11] / this[10]);
     }
     println!("\none thread, {ROUNDS} interleaved rounds of {SLICE:?} per entrant:");
     println!("| entrant | ns per ID (median) | quartiles |\n|---|---:|---|");
     let mut one = Vec::new();
-    for (i, (name, _)) in entrants.iter().enumerate() {
+    for (i, (name, _)) in runners.iter().enumerate() {
         let (m, q1, q3) = quartiles(ns[i].clone());
         println!("| {name} | {m:.2} | {q1:.2} – {q3:.2} |");
         one.push(json!({"name": name, "ns_median": m, "ns_q1": q1, "ns_q3": q3}));
@@ -156,54 +235,132 @@ fn main() {
         "locked, wall clock 100 ppm slow / (raw() + compare-exchange): {w:.2}× \
          (quartiles {w1:.2} – {w3:.2}; last skew {skew} ns)"
     );
+    let (h, h1, h3) = quartiles(handle_ratio);
+    let (m, m1, m3) = quartiles(implicit_ratio);
+    let (n, n1, n3) = quartiles(inlined_ratio);
+    println!(
+        "per-thread coarse, LocalSlot / ferroid thread-local ULID: {h:.2}× (quartiles {h1:.2} – \
+         {h3:.2}); next_id: {m:.2}× (quartiles {m1:.2} – {m3:.2})"
+    );
+    println!(
+        "per-thread coarse, LocalSlot / ferroid thread-local ULID, both inlined into the loop: \
+         {n:.2}× (quartiles {n1:.2} – {n3:.2})"
+    );
+    drop(runners);
+    drop(handle);
 
     // Two threads, one shared generator each; and, in the same rounds, one thread alone on
     // monoflake's generators: two threads taking turns on one state cannot issue faster than
-    // one thread that has the state to itself, so that is the ceiling for the row.
-    let shared: [(&str, Next); 3] = [entrants[0], entrants[1], entrants[2]];
-    let alone: [(&str, Next); 2] = [
-        ("monoflake coarse wide, one thread alone", entrants[1].1),
-        ("monoflake locked wide, one thread alone", entrants[2].1),
+    // one thread that has the state to itself, so that is the ceiling for the row. Then the
+    // per-thread generator on two threads and on one, by handle and by `next_id`.
+    let per_thread2 = Generator::builder(wide())
+        .node(1)
+        .clock(coarse_clock.clone())
+        .build_per_thread(2)
+        .expect("per-thread");
+    let make_handle = || -> Box<dyn Fn() -> u64 + '_> {
+        let local = per_thread2.local().expect("a slot");
+        Box::new(move || local.next_id().unwrap().as_u64())
+    };
+    let make_implicit =
+        || -> Box<dyn Fn() -> u64 + '_> { Box::new(|| per_thread2.next_id().unwrap().as_u64()) };
+    let shared_next: [Next; 3] = [
+        &*ferroid.next,
+        &|| coarse.try_next_id().unwrap().as_u64(),
+        &|| locked.try_next_id().unwrap().as_u64(),
     ];
-    let turns = shared.len() + alone.len();
-    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); turns];
-    let mut lows: Vec<Vec<f64>> = vec![Vec::new(); shared.len()];
+    /// One turn of a round: (IDs per second, the lower share when two threads ran).
+    type Turn<'a> = Box<dyn Fn() -> (f64, Option<f64>) + 'a>;
+    let rate = |counts: &[u64], elapsed: Duration| {
+        let total: u64 = counts.iter().sum();
+        let low =
+            (counts.len() > 1).then(|| *counts.iter().min().unwrap() as f64 / total.max(1) as f64);
+        (total as f64 / elapsed.as_secs_f64(), low)
+    };
+    let turns: Vec<(&str, Turn)> = vec![
+        ("ferroid (atomic) wide", Box::new(|| window(shared_next[0]))),
+        ("monoflake coarse wide", Box::new(|| window(shared_next[1]))),
+        ("monoflake locked wide", Box::new(|| window(shared_next[2]))),
+        (
+            "monoflake coarse wide, one thread alone",
+            Box::new(|| {
+                let (c, e) = peers::window(1, WINDOW, shared_next[1]);
+                rate(&c, e)
+            }),
+        ),
+        (
+            "monoflake locked wide, one thread alone",
+            Box::new(|| {
+                let (c, e) = peers::window(1, WINDOW, shared_next[2]);
+                rate(&c, e)
+            }),
+        ),
+        (
+            "monoflake per-thread coarse wide, LocalSlot, 2 threads",
+            Box::new(|| {
+                let (c, e) = peers::window_each(2, WINDOW, &make_handle);
+                rate(&c, e)
+            }),
+        ),
+        (
+            "monoflake per-thread coarse wide, LocalSlot, 1 thread",
+            Box::new(|| {
+                let (c, e) = peers::window_each(1, WINDOW, &make_handle);
+                rate(&c, e)
+            }),
+        ),
+        (
+            "monoflake per-thread coarse wide, next_id, 2 threads",
+            Box::new(|| {
+                let (c, e) = peers::window_each(2, WINDOW, &make_implicit);
+                rate(&c, e)
+            }),
+        ),
+        (
+            "monoflake per-thread coarse wide, next_id, 1 thread",
+            Box::new(|| {
+                let (c, e) = peers::window_each(1, WINDOW, &make_implicit);
+                rate(&c, e)
+            }),
+        ),
+    ];
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); turns.len()];
+    let mut lows: Vec<Vec<f64>> = vec![Vec::new(); turns.len()];
     let (mut coarse2, mut locked2) = (Vec::new(), Vec::new());
     // Per round: one thread alone over ferroid's two (the most the row could show), and two
     // threads over one alone (what taking turns keeps of it); coarse, then locked.
     let mut ceiling: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     let mut kept: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    // Per round: the per-thread generator's two threads over one, by handle and by next_id.
+    let mut scaling: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for round in 0..TWO_THREAD_ROUNDS {
-        let mut this = [0.0; 5];
-        for k in 0..turns {
-            let i = (round + k) % turns;
-            if let Some((_, next)) = shared.get(i) {
-                let (rate, low) = window(*next);
+        let mut this = [0.0; 9];
+        for k in 0..turns.len() {
+            let i = (round + k) % turns.len();
+            let (r, low) = (turns[i].1)();
+            if let Some(low) = low {
                 lows[i].push(low);
-                this[i] = rate;
-            } else {
-                let (counts, elapsed) = peers::window(1, WINDOW, alone[i - shared.len()].1);
-                this[i] = counts[0] as f64 / elapsed.as_secs_f64();
             }
-            rates[i].push(this[i]);
+            this[i] = r;
+            rates[i].push(r);
         }
         coarse2.push(this[1] / this[0]);
         locked2.push(this[2] / this[0]);
         for c in 0..2 {
             ceiling[c].push(this[3 + c] / this[0]);
             kept[c].push(this[1 + c] / this[3 + c]);
+            scaling[c].push(this[5 + 2 * c] / this[6 + 2 * c]);
         }
     }
     println!(
-        "\ntwo threads sharing one generator, {TWO_THREAD_ROUNDS} interleaved rounds of {WINDOW:?}:"
+        "\ntwo threads, {TWO_THREAD_ROUNDS} interleaved rounds of {WINDOW:?} (one shared \
+         generator; one thread alone on it; the per-thread generator on two threads and on one):"
     );
     println!("| entrant | M IDs/s (median) | quartiles | lowest share |\n|---|---:|---|---:|");
     let mut two = Vec::new();
-    for (i, (name, _)) in shared.iter().chain(alone.iter()).enumerate() {
+    for (i, (name, _)) in turns.iter().enumerate() {
         let (m, q1, q3) = quartiles(rates[i].clone());
-        let low = lows
-            .get(i)
-            .map_or(1.0, |l| l.iter().copied().fold(1.0, f64::min));
+        let low = lows[i].iter().copied().fold(1.0, f64::min);
         println!(
             "| {name} | {:.1} | {:.1} – {:.1} | {:.1}% |",
             m / 1e6,
@@ -229,6 +386,12 @@ fn main() {
              two threads / one alone: {k:.2} (quartiles {k1:.2} – {k3:.2})"
         );
     }
+    let [scale_h, scale_m] = scaling.map(quartiles);
+    println!(
+        "per-thread coarse, two threads / one: LocalSlot {:.2}× (quartiles {:.2} – {:.2}), \
+         next_id {:.2}× (quartiles {:.2} – {:.2})",
+        scale_h.0, scale_h.1, scale_h.2, scale_m.0, scale_m.1, scale_m.2
+    );
     // What one shared state can issue at all: its threads take turns on one cache line, so no
     // more than one thread doing nothing but the compare-exchange.
     let one_state = 1e9 / quartiles(ns[5].clone()).0;
@@ -259,6 +422,11 @@ fn main() {
         "two_coarse_over_alone": [kept_c.0, kept_c.1, kept_c.2],
         "alone_locked_over_ferroid_two": [ceiling_l.0, ceiling_l.1, ceiling_l.2],
         "two_locked_over_alone": [kept_l.0, kept_l.1, kept_l.2],
+        "per_thread_handle_over_ferroid_tl": [h, h1, h3],
+        "per_thread_next_id_over_ferroid_tl": [m, m1, m3],
+        "per_thread_handle_inlined_over_ferroid_tl_inlined": [n, n1, n3],
+        "per_thread_handle_two_over_one": [scale_h.0, scale_h.1, scale_h.2],
+        "per_thread_next_id_two_over_one": [scale_m.0, scale_m.1, scale_m.2],
     });
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ratios.json");
     match std::fs::write(&path, out.to_string()) {

@@ -171,6 +171,14 @@ pub enum Error {
         /// How long until the clock catches up enough for the request to fit, as last seen.
         retry_after: Duration,
     },
+    /// Every slot of a per-thread generator ([`PerThread`](crate::PerThread)) is held by
+    /// another thread or handle: a slot comes free when its thread exits or its handle drops.
+    /// Nothing was issued. Build the generator with more slots, or issue from fewer threads.
+    #[non_exhaustive]
+    NoFreeSlot {
+        /// How many slots the generator has.
+        slots: u64,
+    },
     /// The layout's time field has run out: no ID can ever be issued under it again.
     #[non_exhaustive]
     Exhausted {
@@ -428,6 +436,12 @@ impl fmt::Display for Error {
                 f,
                 "the generator is at its time lead limit; retry after {} µs",
                 retry_after.as_micros()
+            ),
+            Error::NoFreeSlot { slots } => write!(
+                f,
+                "all {slots} slots of the per-thread generator are held by other threads or \
+                 handles; a slot comes free when its thread exits or its handle drops (build \
+                 the generator with more slots, or issue from fewer threads)"
             ),
             Error::Exhausted { expired_at_ms } => write!(
                 f,
@@ -715,6 +729,7 @@ impl Error {
                 | Error::Store { .. }
                 | Error::AllNodesHeld { .. }
                 | Error::NodeHeld { .. }
+                | Error::NoFreeSlot { .. }
         )
     }
 }

@@ -1,6 +1,6 @@
 //! One conformance suite for the `IdGenerator` contract, run against every flavour: the plain
-//! generator on the locked and the coarse clock, the per-core generator, and the leased
-//! generator on the file store.
+//! generator on the locked and the coarse clock, the per-core generator, the per-thread
+//! generator (and its handle), and the leased generator on the file store.
 
 mod common;
 
@@ -142,6 +142,32 @@ fn per_core_generator() {
     batches_are_runs_between_single_ids(&g);
     time_is_honest(&g, || monoflake::TimeSource::now_ms(&clock), 100);
     a_frozen_clock_fails_loudly(&frozen_builder(&frozen()).build_per_core(2).unwrap());
+}
+
+#[test]
+fn per_thread_generator() {
+    let (clock, _ticker) = CoarseClock::start(DEFAULT_TICKER_INTERVAL).unwrap();
+    let g = Generator::builder(Layout::twitter())
+        .node(6)
+        .clock(clock.clone())
+        .build_per_thread(4)
+        .unwrap();
+    unique_increasing_and_counted(&g);
+    batches_are_runs_between_single_ids(&g);
+    time_is_honest(&g, || monoflake::TimeSource::precise_now_ms(&clock), 100);
+    a_frozen_clock_fails_loudly(&frozen_builder(&frozen()).build_per_thread(1).unwrap());
+    // The explicit handle keeps the same contract (it is one thread's: no cross-thread part).
+    let locked = monoflake::LockedClock::new();
+    let g = Generator::builder(Layout::twitter())
+        .node(6)
+        .clock(locked.clone())
+        .build_per_thread(2)
+        .unwrap();
+    let local = g.local().unwrap();
+    batches_are_runs_between_single_ids(&local);
+    time_is_honest(&local, || monoflake::TimeSource::now_ms(&locked), 100);
+    let frozen_g = frozen_builder(&frozen()).build_per_thread(1).unwrap();
+    a_frozen_clock_fails_loudly(&frozen_g.local().unwrap());
 }
 
 #[test]

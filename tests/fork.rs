@@ -147,6 +147,43 @@ fn every_kind_of_fork_is_refused_on_the_common_path_in_the_parents_tick() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A per-thread generator, by its thread-local way in and by a handle, is refused on the
+/// common path by every kind of fork, in the very tick the parent was issuing in (the child's
+/// copy of the thread's numbers would go on where the parent's do); the parent goes on.
+#[test]
+fn every_kind_of_fork_is_refused_on_a_per_thread_generators_common_path() {
+    let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));
+    let g = Generator::builder(Layout::twitter())
+        .node(8)
+        .clock(Arc::clone(&clock))
+        .build_per_thread(4)
+        .unwrap();
+    let local = g.local().unwrap();
+    for how in FORKS {
+        let before = (g.next_id().unwrap(), local.next_id().unwrap());
+        let code = in_child_forked_by(how, || {
+            let mut issued = 0;
+            for _ in 0..1000 {
+                match (g.try_next_id(), local.try_next_id()) {
+                    (Err(Error::Forked { node: 8, .. }), Err(Error::Forked { node: 8, .. })) => {}
+                    (a, b) => issued += i32::from(a.is_ok()) + i32::from(b.is_ok()) + 100,
+                }
+            }
+            if !matches!(local.try_next_ids(3), Err(Error::Forked { .. })) {
+                issued += 1;
+            }
+            issued.min(250)
+        });
+        assert_eq!(
+            code, 0,
+            "a child made by {how} issued or was not refused as forked"
+        );
+        let after = (g.next_id().unwrap(), local.next_id().unwrap());
+        assert_eq!(after.0.as_u64(), before.0.as_u64() + 1, "{how}");
+        assert_eq!(after.1.as_u64(), before.1.as_u64() + 1, "{how}");
+    }
+}
+
 #[test]
 fn a_raw_fork_is_caught_at_the_next_tick_and_at_every_batch() {
     let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));

@@ -56,9 +56,22 @@ fn bench_json_has_every_row_with_consistent_figures() {
         .iter()
         .map(|r| (r["threads"].as_u64().unwrap(), r["kind"].as_str().unwrap()))
         .collect();
-    assert_eq!(kinds, [(1, "shared"), (2, "shared"), (2, "per-core")]);
+    assert_eq!(
+        kinds,
+        [
+            (1, "shared"),
+            (1, "per-thread"),
+            (2, "shared"),
+            (2, "per-core"),
+            (2, "per-thread")
+        ]
+    );
     let cap = 4_096_000.0;
     for r in rows {
+        // A per-thread row's threads each take a slot of their own: as many slots as threads.
+        if r["kind"] == "per-thread" {
+            assert_eq!(r["slots"], r["threads"], "{r}");
+        }
         let rate = r["ids_per_s"].as_f64().unwrap();
         let counted = r["counted_s"].as_f64().unwrap();
         assert!(rate > 0.0 && counted > 0.0, "{r}");
@@ -108,13 +121,13 @@ fn bench_table_has_its_header_rows_and_cap_line() {
         "--threads",
         "1",
         "--duration",
-        "400ms",
+        "600ms",
     ]);
     let table = table_of(&out);
     assert!(
         table.starts_with(
             "monoflake bench: layout discord (42 time, 10 node, 12 sequence bits; \
-             cap 4.10 M/s per node), coarse clock, 1 thread, 400 ms in all\n"
+             cap 4.10 M/s per node), coarse clock, 1 thread, 600 ms in all\n"
         ),
         "{table}"
     );
@@ -138,15 +151,15 @@ fn bench_table_has_its_header_rows_and_cap_line() {
             words.next().is_some_and(|w| w.parse::<u32>().is_ok())
                 && words
                     .next()
-                    .is_some_and(|w| w == "shared" || w == "per-core")
+                    .is_some_and(|w| w == "shared" || w == "per-core" || w == "per-thread")
         })
         .collect();
-    assert_eq!(rows.len(), 1, "{table}");
+    assert_eq!(rows.len(), 2, "{table}");
     assert!(rows[0].trim_start().starts_with("1  shared"), "{table}");
-    assert!(
-        rows[0].contains("100%"),
-        "one thread has all the IDs: {table}"
-    );
+    assert!(rows[1].trim_start().starts_with("1  per-thread"), "{table}");
+    for row in &rows {
+        assert!(row.contains("100%"), "one thread has all the IDs: {table}");
+    }
     assert!(table.contains("\nat the cap"), "{table}");
 }
 
@@ -155,7 +168,7 @@ fn bench_refuses_bad_input_with_exit_2() {
     for (args, message) in [
         (
             &["bench", "--threads", "2", "--duration", "500ms"][..],
-            "--duration 500ms is too short for 3 measurements",
+            "--duration 500ms is too short for 5 measurements",
         ),
         (&["bench", "--duration", "10x"][..], "unknown unit \"x\""),
         (&["bench", "--duration", "50ms"][..], "is out of range"),
@@ -169,15 +182,18 @@ fn bench_refuses_bad_input_with_exit_2() {
             &["bench", "--duration", "100000000000000000000000000000s"][..],
             "is out of range: between 100ms and 3600s",
         ),
-        // Per-core rows stop at the slots the sequence allows (2 of 2 bits): four measurements.
+        // Per-core and per-thread rows stop at the slots the sequence allows (2 of 2 bits):
+        // six measurements.
         (
             &bench("time=50,sequence=2,epoch=0", "3", "900ms", false)[..],
-            "--duration 900ms is too short for 4 measurements (1 to 3 threads shared, 2 per-core) \
-             of 250ms each (150ms warm-up, 100ms measured): give at least 1s, or fewer --threads",
+            "--duration 900ms is too short for 6 measurements (1 to 3 threads shared, 2 \
+             per-core, 1 to 2 per-thread) of 250ms each (150ms warm-up, 100ms measured): give at \
+             least 1.5s, or fewer --threads",
         ),
         (
-            &["bench", "--threads", "1", "--duration", "0.15s"][..],
-            "--duration 150ms is too short for 1 measurement (1 thread) of 250ms",
+            &["bench", "--threads", "1", "--duration", "0.45s"][..],
+            "--duration 450ms is too short for 2 measurements (1 thread, shared and per-thread) \
+             of 250ms",
         ),
     ] {
         let out = monoflake(args);
@@ -195,7 +211,7 @@ fn bench_takes_a_layout_spec_and_reports_an_unreached_cap() {
     let out = monoflake(&bench(
         "time=41,n=1,sequence=21,epoch=2010-11-04T01:42:54.657Z",
         "1",
-        "300ms",
+        "600ms",
         true,
     ));
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -238,7 +254,7 @@ fn bench_on_a_layout_issuing_two_ids_a_second_ends_when_asked_and_says_the_cap_w
     // Two IDs per one-second tick. With a fixed 64 calls between looks at the phase, each
     // look came 32 s apart: a run asked for 1 s took over 30 s, and its count came in 64s.
     let out = monoflake_within(
-        &bench("time=40,sequence=1,epoch=0,tick=1s", "1", "1s", true),
+        &bench("time=40,sequence=1,epoch=0,tick=1s", "1", "2s", true),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -248,7 +264,7 @@ fn bench_on_a_layout_issuing_two_ids_a_second_ends_when_asked_and_says_the_cap_w
     assert_eq!(v["hot_path"]["ids"], 1);
     // One call between looks at the phase: the cap issues an ID every 500 ms.
     assert_eq!(v["stride"], 1);
-    // One window: 1 s less 150 ms of warm-up, halved.
+    // Two windows (shared and per-thread) of 1 s: less 150 ms of warm-up, halved.
     assert_eq!(v["counted_part_s"], 0.425);
     assert_eq!(v["counted_part_ticks"], 0.425);
     let row = &v["rows"][0];
@@ -277,7 +293,7 @@ fn bench_on_a_layout_issuing_two_ids_a_second_ends_when_asked_and_says_the_cap_w
 #[test]
 fn bench_table_says_when_ticks_longer_than_the_lead_leave_the_cap_unmeasured() {
     let out = monoflake_within(
-        &bench("game-server", "1", "400ms", false),
+        &bench("game-server", "1", "800ms", false),
         Duration::from_secs(20),
     );
     let table = table_of(&out);
@@ -285,7 +301,7 @@ fn bench_table_says_when_ticks_longer_than_the_lead_leave_the_cap_unmeasured() {
         table.contains(
             "\nat the cap: not measured; the layout's 1000 ms ticks are longer than the 100 ms \
              lead, so IDs at the cap come a tick's worth at a time, and a counted part (125 ms) \
-             spans 0.1 ticks (at least 20 needed): give --duration 41 s or more\n"
+             spans 0.1 ticks (at least 20 needed): give --duration 81 s or more\n"
         ),
         "{table}"
     );
@@ -309,7 +325,7 @@ fn bench_on_a_paced_layout_looks_at_the_phase_every_call_and_judges_the_cap() {
     // 256 IDs per 10 ms tick: 25.6 k/s, about one ID per 50 µs stride; ticks within the lead
     // are paced one slot at a time, so a short part can tell the rate.
     let out = monoflake_within(
-        &bench("sonyflake", "1", "400ms", true),
+        &bench("sonyflake", "1", "800ms", true),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -317,7 +333,7 @@ fn bench_on_a_paced_layout_looks_at_the_phase_every_call_and_judges_the_cap() {
     assert_eq!(v["stride"], 1);
     assert!(v["rows"][0]["at_cap"].is_boolean(), "{v}");
     // And the Twitter layout keeps 64 calls between looks (4096 IDs per ms: 204 per 50 µs).
-    let out = monoflake(&["bench", "--threads", "1", "--duration", "400ms", "--json"]);
+    let out = monoflake(&["bench", "--threads", "1", "--duration", "800ms", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["stride"], 64);
@@ -340,13 +356,13 @@ fn bench_on_ticks_longer_than_a_waiting_call_measures_instead_of_timing_out() {
     // `next_id` waits (1 s). The run failed with exit 1 ("stayed at its time lead limit for
     // the whole wait"); a waiting thread also slept past the end of its window.
     let out = monoflake_within(
-        &bench("time=40,sequence=2,epoch=0,tick=5s", "2", "1s", true),
+        &bench("time=40,sequence=2,epoch=0,tick=5s", "2", "1.5s", true),
         Duration::from_secs(20),
     );
     let v = json_of(&out);
     assert_eq!(v["layout"]["cap_per_s"], 0.8);
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 3, "{v}");
+    assert_eq!(rows.len(), 5, "{v}");
     for row in rows {
         assert_eq!(row["at_cap"], Value::Null, "{row}");
         // Nor a fraction of it: over less than a tick the rate can be any multiple of the cap.
@@ -364,7 +380,7 @@ fn bench_on_a_tick_of_an_hour_says_no_duration_measures_the_cap() {
         &bench(
             "time=30,sequence=12,epoch=0,tick=3600s",
             "1",
-            "300ms",
+            "600ms",
             false,
         ),
         Duration::from_secs(20),
@@ -388,7 +404,7 @@ fn bench_with_nothing_counted_has_no_shares_in_the_json() {
         &bench(
             "time=20,sequence=1,epoch=0,tick=3600000000s",
             "1",
-            "300ms",
+            "600ms",
             true,
         ),
         Duration::from_secs(20),
@@ -408,7 +424,7 @@ fn bench_measures_per_core_only_up_to_the_slots_the_sequence_allows() {
     // failed with exit 2 and "slots 3 is out of range" (not naming --threads), measuring
     // nothing more; with one sequence bit, already at 2 threads.
     let out = monoflake_within(
-        &bench("time=50,sequence=2,epoch=0,tick=1ms", "3", "1s", true),
+        &bench("time=50,sequence=2,epoch=0,tick=1ms", "3", "1.5s", true),
         Duration::from_secs(30),
     );
     let v = json_of(&out);
@@ -420,19 +436,27 @@ fn bench_measures_per_core_only_up_to_the_slots_the_sequence_allows() {
         .collect();
     assert_eq!(
         kinds,
-        [(1, "shared"), (2, "shared"), (2, "per-core"), (3, "shared")]
+        [
+            (1, "shared"),
+            (1, "per-thread"),
+            (2, "shared"),
+            (2, "per-core"),
+            (2, "per-thread"),
+            (3, "shared")
+        ]
     );
     assert_eq!(v["per_core_max_slots"], 2, "{v}");
-    // Four windows share the second.
+    // Six windows share the 1.5 s.
     assert_eq!(v["counted_part_s"], 0.05, "{v}");
     let out = monoflake_within(
-        &bench("time=50,sequence=1,epoch=0,tick=1ms", "2", "500ms", false),
+        &bench("time=50,sequence=1,epoch=0,tick=1ms", "2", "750ms", false),
         Duration::from_secs(30),
     );
     let table = table_of(&out);
     assert!(
         table.contains(
-            "\nper-core: not measured; the layout's 1 sequence bit gives at most 1 slot\n"
+            "\nper-core: not measured, per-thread: 1 thread; the layout's 1 sequence bit gives at \
+             most 1 slot\n"
         ),
         "{table}"
     );
@@ -444,7 +468,7 @@ fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
     // at most three quarters of it. The row showed 75% "of cap" and was left out of the rows
     // at the cap, while every thread waited for its slot.
     let out = monoflake_within(
-        &bench("sonyflake", "3", "1.5s", true),
+        &bench("sonyflake", "3", "2s", true),
         Duration::from_secs(30),
     );
     let v = json_of(&out);
@@ -452,8 +476,9 @@ fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
     for r in v["rows"].as_array().unwrap() {
         let (threads, kind) = (r["threads"].as_u64().unwrap(), r["kind"].as_str().unwrap());
         let (slots, cap) = match (threads, kind) {
-            (3, "per-core") => (Value::from(4), node_cap * 3.0 / 4.0),
-            (2, "per-core") => (Value::from(2), node_cap),
+            (3, "per-core" | "per-thread") => (Value::from(4), node_cap * 3.0 / 4.0),
+            (2, "per-core" | "per-thread") => (Value::from(2), node_cap),
+            (1, "per-thread") => (Value::from(1), node_cap),
             _ => (Value::Null, node_cap),
         };
         assert_eq!(r["slots"], slots, "{r}");
@@ -467,15 +492,16 @@ fn bench_judges_a_per_core_row_against_the_slots_its_threads_use() {
     }
     // The table says so under the rows.
     let out = monoflake_within(
-        &bench("sonyflake", "3", "1.5s", false),
+        &bench("sonyflake", "3", "2s", false),
         Duration::from_secs(30),
     );
     let table = table_of(&out);
     assert!(
         table.contains(
-            "\nper-core rows with fewer threads than slots have less than the layout's cap \
-             (slots are a power of two, each with its slice of the sequence), and \"of cap\" is \
-             of theirs: 3 threads of 4 slots, 19.2 k/s\n"
+            "\nper-core and per-thread rows with fewer threads than slots have less than the \
+             layout's cap (slots are a power of two, each with its slice of the sequence), and \
+             \"of cap\" is of theirs: 3 threads per-core of 4 slots, 19.2 k/s; 3 threads \
+             per-thread of 4 slots, 19.2 k/s\n"
         ),
         "{table}"
     );
@@ -507,7 +533,7 @@ fn bench_with_standard_error_closed_still_prints_its_table() {
     // `monoflake bench 2>&1 | head -1`: once the reader is gone, a progress line panicked
     // ("failed printing to stderr", exit 101).
     let mut child = Command::new(env!("CARGO_BIN_EXE_monoflake"))
-        .args(["bench", "--threads", "1", "--duration", "300ms"])
+        .args(["bench", "--threads", "1", "--duration", "600ms"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -526,7 +552,7 @@ fn bench_hot_path_on_a_long_tick_takes_half_the_tick_not_half_the_lead() {
         &bench(
             "time=10,sequence=40,epoch=0,tick=18446744073709551615ms",
             "1",
-            "300ms",
+            "600ms",
             false,
         ),
         Duration::from_secs(20),
@@ -542,9 +568,9 @@ fn bench_hot_path_on_a_long_tick_takes_half_the_tick_not_half_the_lead() {
 #[test]
 fn bench_without_threads_measures_what_fits_the_duration() {
     // The default is every CPU: past 20 CPUs the default ten seconds were refused (exit 2,
-    // "too short for 41 measurements"). Here 300 ms fits one thread, whatever the CPUs.
+    // "too short for 41 measurements"). Here 600 ms fits one thread, whatever the CPUs.
     let out = monoflake_within(
-        &["bench", "--duration", "300ms", "--json"],
+        &["bench", "--duration", "600ms", "--json"],
         Duration::from_secs(20),
     );
     let v = json_of(&out);
@@ -553,16 +579,17 @@ fn bench_without_threads_measures_what_fits_the_duration() {
     if cpus > 1 {
         assert!(
             text(&out.stderr).contains(&format!(
-                "{cpus} CPUs, but --duration 300ms measures 1 thread: give --threads {cpus}"
+                "{cpus} CPUs, but --duration 600ms measures 1 thread, shared and per-thread: give \
+                 --threads {cpus}"
             )),
             "{}",
             text(&out.stderr)
         );
-        let out = monoflake_within(&["bench", "--duration", "300ms"], Duration::from_secs(20));
+        let out = monoflake_within(&["bench", "--duration", "600ms"], Duration::from_secs(20));
         assert!(out.status.success(), "{}", text(&out.stderr));
         assert!(
             text(&out.stdout).contains(&format!(
-                "\nthreads: 1 of {cpus} CPUs, what --duration 300ms measures; give --threads \
+                "\nthreads: 1 of {cpus} CPUs, what --duration 600ms measures; give --threads \
                  {cpus} and a longer --duration for all\n"
             )),
             "{}",
@@ -580,7 +607,7 @@ fn bench_that_cannot_start_a_thread_fails_with_exit_1_instead_of_hanging() {
         .arg("-c")
         .arg("ulimit -v 4000000 && exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_monoflake"))
-        .args(["bench", "--threads", "2", "--duration", "1s"])
+        .args(["bench", "--threads", "2", "--duration", "2s"])
         .env("RUST_MIN_STACK", "3000000000")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

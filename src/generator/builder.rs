@@ -1,5 +1,5 @@
 //! Configuring and building a generator: the node, the clock, the lead and wait bounds, the
-//! start after a time reservation, and the per-core flavour.
+//! start after a time reservation, and the per-core and per-thread flavours.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +8,8 @@ use crossbeam_utils::CachePadded;
 
 use super::step::StepParams;
 use super::{
-    Core, Counters, DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Fence, Generator, Output, PerCore, Refusal,
+    Core, Counters, DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Fence, Generator, Output, PerCore,
+    PerThread, Refusal,
 };
 use crate::clock::TimeSource;
 use crate::sync::AtomicU64;
@@ -260,6 +261,66 @@ impl<C: TimeSource> GeneratorBuilder<C> {
     where
         C: Clone,
     {
+        let slot_bits = self.slot_bits(slots)?;
+        let slots = 1usize << slot_bits;
+        let generators = (0..slots as u64)
+            .map(|slot| {
+                self.clone()
+                    .build_slot(None, u64::MAX, u64::MAX, slot_bits, slot)
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        debug_assert_eq!(generators.len(), slots);
+        Ok(PerCore::from_slots(generators))
+    }
+
+    /// Builds a per-thread generator (see [`PerThread`]) with `slots` slots, rounded up to a
+    /// power of two: each thread (or [`LocalSlot`](crate::LocalSlot) handle) takes a slot of
+    /// its own, whose number is in the top bits of the sequence, and gives it back when it
+    /// exits (or the handle drops). At most this many threads issue at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`GeneratorBuilder::build`]; [`Error::OutOfRange`] (field `"slots"`) when the
+    /// slots would take every sequence bit.
+    ///
+    /// ```
+    /// let ids = monoflake::Generator::builder(monoflake::Layout::twitter())
+    ///     .node(1)
+    ///     .build_per_thread(8)?;
+    /// assert_eq!(ids.slots(), 8);
+    /// assert!(matches!(
+    ///     monoflake::Generator::builder(monoflake::Layout::twitter()).build_per_thread(4096),
+    ///     Err(monoflake::Error::OutOfRange { max: 2048, .. })
+    /// ));
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn build_per_thread(self, slots: usize) -> Result<PerThread<C>, Error>
+    where
+        C: 'static,
+    {
+        self.build_per_thread_with(slots, None, u64::MAX, u64::MAX)
+    }
+
+    /// [`GeneratorBuilder::build_per_thread`] with first fence words and who explains their
+    /// refusals (the lease, when it is leased).
+    pub(crate) fn build_per_thread_with(
+        self,
+        slots: usize,
+        refusal: Option<Arc<dyn Refusal>>,
+        limit: u64,
+        deadline: u64,
+    ) -> Result<PerThread<C>, Error>
+    where
+        C: 'static,
+    {
+        let slot_bits = self.slot_bits(slots)?;
+        let base = self.build_slot(refusal, limit, deadline, slot_bits, 0)?;
+        Ok(PerThread::from_base(base, slot_bits))
+    }
+
+    /// The slot bits for `slots` slots (rounded up to a power of two), at most all but one of
+    /// the sequence bits.
+    pub(crate) fn slot_bits(&self, slots: usize) -> Result<u32, Error> {
         let sequence_bits = self.layout.sequence_bits();
         // Checked before rounding up, so no size overflows.
         let max_slots = 1u64 << (sequence_bits - 1);
@@ -270,16 +331,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
                 max: max_slots,
             });
         }
-        let slots = slots.max(1).next_power_of_two();
-        let slot_bits = slots.trailing_zeros();
-        let generators = (0..slots as u64)
-            .map(|slot| {
-                self.clone()
-                    .build_slot(None, u64::MAX, u64::MAX, slot_bits, slot)
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        debug_assert_eq!(generators.len(), slots);
-        Ok(PerCore::from_slots(generators))
+        Ok(slots.max(1).next_power_of_two().trailing_zeros())
     }
 
     /// Builds the generator with first fence words and who explains their refusals (the

@@ -97,7 +97,7 @@ impl<C: TimeSource> Generator<C> {
     /// Counts a [`Error::WouldBlock`] returned to a caller of `try_next_id` or `try_next_ids`.
     #[cold]
     #[inline(never)]
-    fn returned_would_block(&self) {
+    pub(super) fn returned_would_block(&self) {
         Counters::add(&self.counters.would_block_returned, 1);
     }
 
@@ -271,7 +271,7 @@ impl<C: TimeSource> Generator<C> {
     /// The error for a step that did not issue (lead limit or end of the time field).
     #[cold]
     #[inline(never)]
-    fn refuse(&self, step: Step) -> Error {
+    pub(super) fn refuse(&self, step: Step) -> Error {
         // A refusal at the lead limit issues nothing and is frequent under sustained demand
         // (one per paced slot): it does not ask the pid, only the fork count (a load). The
         // other refusals ask both. (A forked child's common case moves its copy of the state
@@ -305,7 +305,7 @@ impl<C: TimeSource> Generator<C> {
     /// the process id too, then the fence.
     #[cold]
     #[inline(never)]
-    fn check_slow(&self, forked: bool, now: u64, last_tick: u64) -> Result<(), Error> {
+    pub(super) fn check_slow(&self, forked: bool, now: u64, last_tick: u64) -> Result<(), Error> {
         let forked = forked || self.core.fence.another_process();
         if forked || self.core.fence.refuses(now, last_tick) {
             return Err(self.fence_error(forked, now));

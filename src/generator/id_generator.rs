@@ -1,6 +1,7 @@
-//! The contract every generator flavour keeps: [`Generator`], [`PerCore`] and [`Leased`].
+//! The contract every generator flavour keeps: [`Generator`], [`PerCore`], [`PerThread`] and
+//! [`Leased`].
 
-use super::{Generator, Ids, PerCore};
+use super::{Generator, Ids, PerCore, PerThread};
 use crate::clock::TimeSource;
 use crate::{Error, Id, Layout, Stats};
 
@@ -107,3 +108,4 @@ pub(crate) use id_generator_by_inherent_methods;
 
 id_generator_by_inherent_methods!(Generator, TimeSource);
 id_generator_by_inherent_methods!(PerCore, TimeSource);
+id_generator_by_inherent_methods!(PerThread, TimeSource + 'static);

@@ -7,6 +7,8 @@
 //! * `step.rs`: the pure state step every flavour shares.
 //! * `fence.rs`: the words that stop issuing (reservation limit, lease deadline, fork).
 //! * `builder.rs`, `batch.rs` ([`Ids`]), `per_core.rs` ([`PerCore`]).
+//! * `per_thread/`: [`PerThread`] and its [`LocalSlot`] handle: a slot of the sequence space
+//!   per thread, advanced as plain numbers.
 //! * `id_generator.rs`: the [`IdGenerator`] contract every flavour implements.
 
 mod batch;
@@ -16,6 +18,7 @@ mod fence;
 mod hot;
 mod id_generator;
 mod per_core;
+mod per_thread;
 pub(crate) mod step;
 mod wait;
 
@@ -31,6 +34,8 @@ pub(crate) use self::fence::{Fence, Refusal};
 pub use self::id_generator::IdGenerator;
 pub(crate) use self::id_generator::id_generator_by_inherent_methods;
 pub use self::per_core::PerCore;
+pub use self::per_thread::{LocalSlot, PerThread};
+pub(crate) use self::per_thread::{Owner, Shared as PerThreadShared};
 use self::step::{Now, StepParams};
 use crate::clock::{LockedClock, TimeSource};
 use crate::stats::{Counters, Stats};

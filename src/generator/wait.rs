@@ -89,7 +89,7 @@ impl<C: TimeSource> Generator<C> {
     /// (each followed by one retry) and a time-out once, when it returns.
     #[cold]
     #[inline(never)]
-    fn waiting<T>(
+    pub(super) fn waiting<T>(
         &self,
         retry_after: Duration,
         attempt: impl FnMut() -> Result<T, Error>,

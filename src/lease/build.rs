@@ -1,11 +1,12 @@
-//! Building a leased generator: claim a node, write the first reservation, learn the claim's
-//! validity, start the keeper.
+//! Building a leased generator (one state, or per thread): claim a node, write the first
+//! reservation, learn the claim's validity, start the keeper.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::choose::{Limits, ahead_ms, choose};
-use super::keeper::Keeper;
+use super::holding::Holding;
+use super::keeper::{Held, Keeper};
 use super::status::{
     LeaseStatus, deadline_tick, duration_ms, first_tick_from, last_tick_before, unrecorded_wait,
 };
@@ -21,7 +22,7 @@ pub const MAX_RESERVATION_WINDOW: Duration = Duration::from_secs(86_400);
 use crate::clock::TimeSource;
 use crate::generator::Refusal;
 use crate::sync::Ordering;
-use crate::{Error, GeneratorBuilder};
+use crate::{Error, GeneratorBuilder, PerThread};
 
 impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// How far ahead of need the reservation is extended (default
@@ -176,10 +177,75 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn build_leased(
-        mut self,
+        self,
         store: Arc<dyn NodeStore>,
         request: NodeRequest,
     ) -> Result<Leased<C>, Error> {
+        let (generator, holding) = self.lease_with(store, request, |builder, refusal, until| {
+            let generator = Arc::new(builder.build_with(Some(refusal), until.0, until.1)?);
+            Ok((Arc::clone(&generator), generator))
+        })?;
+        Ok(Leased { generator, holding })
+    }
+
+    /// Claims a node ID from `store` and builds a per-thread generator that holds it (see
+    /// [`PerThread`]), with `slots` slots (rounded up to a power of two). The node is held as
+    /// by [`GeneratorBuilder::build_leased`]: the keeper extends the reservation ahead of the
+    /// highest tick any slot has moved into, the fence stops every slot, and dropping (or
+    /// [`PerThread::release`]) seals every slot — a thread moving into a later tick after
+    /// that issues nothing there — and writes the end of the highest tick any slot moved
+    /// into as the final reservation.
+    ///
+    /// # Errors
+    ///
+    /// As [`GeneratorBuilder::build_leased`]; [`Error::OutOfRange`] (field `"slots"`),
+    /// before anything is claimed, when the slots would take every sequence bit.
+    ///
+    /// ```
+    /// use monoflake::{FileStore, Generator, Layout, NodeRequest};
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-per-thread-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
+    /// let ids = Generator::builder(Layout::twitter())
+    ///     .build_leased_per_thread(store.clone(), NodeRequest::Exact(4), 8)?;
+    /// let a = ids.next_id()?;
+    /// ids.release()?;
+    /// // The node's next holder starts after everything any thread issued.
+    /// let next = Generator::builder(Layout::twitter()).build_leased(store, NodeRequest::Exact(4))?;
+    /// assert!(next.next_id()? > a);
+    /// # drop(next); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn build_leased_per_thread(
+        self,
+        store: Arc<dyn NodeStore>,
+        request: NodeRequest,
+        slots: usize,
+    ) -> Result<PerThread<C>, Error> {
+        self.slot_bits(slots)?;
+        let (per_thread, holding) =
+            self.lease_with(store, request, |builder, refusal, until| {
+                let per_thread =
+                    builder.build_per_thread_with(slots, Some(refusal), until.0, until.1)?;
+                let shared = Arc::clone(per_thread.shared());
+                Ok((per_thread, shared))
+            })?;
+        Ok(per_thread.owned_by(Box::new(holding)))
+    }
+
+    /// Claims a node, writes its first reservation, confirms the claim, builds the generator
+    /// with `build` (given the builder for the node, who explains the fence's refusals, and
+    /// the first fence words: limit and deadline) and starts the keeper over what `build`
+    /// returns for it.
+    fn lease_with<G: Held<Clock = C>, T>(
+        mut self,
+        store: Arc<dyn NodeStore>,
+        request: NodeRequest,
+        build: impl FnOnce(
+            GeneratorBuilder<C>,
+            Arc<dyn Refusal>,
+            (u64, u64),
+        ) -> Result<(T, Arc<G>), Error>,
+    ) -> Result<(T, Holding), Error> {
         let layout = self.layout_ref().clone();
         let settings = *self.lease_settings();
         let window = settings.window.unwrap_or(DEFAULT_RESERVATION_WINDOW);
@@ -352,14 +418,14 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         }
         builder.raise_max_wait(window + layout.tick());
         let refusal: Arc<dyn Refusal> = status.clone();
-        let generator = Arc::new(builder.build_with(
-            Some(refusal),
-            last_tick_before(&layout, until),
-            deadline,
-        )?);
+        let (built, generator) = build(
+            builder,
+            refusal,
+            (last_tick_before(&layout, until), deadline),
+        )?;
         let keeper = Keeper {
             sealed: None,
-            generator: Arc::clone(&generator),
+            generator,
             store,
             status: Arc::clone(&status),
             window_ms,
@@ -373,11 +439,6 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                 node,
                 reason: format!("cannot start the keeper: {e}"),
             })?;
-        Ok(Leased {
-            generator,
-            status,
-            pid: std::process::id(),
-            keeper: Some(thread),
-        })
+        Ok((built, Holding::new(status, node, thread)))
     }
 }

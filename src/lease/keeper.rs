@@ -7,22 +7,89 @@ use std::time::{Duration, Instant};
 use super::status::{LeaseStatus, Wakeup, deadline_tick, duration_ms, last_tick_before};
 use super::store::{Claim, NodeStore};
 use crate::clock::TimeSource;
+use crate::generator::{Fence, PerThreadShared};
 use crate::sync::Ordering;
-use crate::{Error, Generator};
+use crate::{Error, Generator, Layout};
+
+/// What the keeper needs of the generator whose node it holds: a [`Generator`], or the slots
+/// of a [`PerThread`](crate::PerThread).
+pub(crate) trait Held: Send + Sync + 'static {
+    type Clock: TimeSource;
+    fn layout(&self) -> &Layout;
+    fn clock(&self) -> &Self::Clock;
+    #[cfg(feature = "tracing")]
+    fn node(&self) -> u64;
+    /// The highest tick issued (or, per thread, moved into), for the next extension.
+    fn last_tick(&self) -> u64;
+    /// The words the keeper writes.
+    fn fence(&self) -> &Fence;
+    /// Stops issuing for good and returns the highest tick anything was or will be issued in:
+    /// what the final reservation must cover.
+    fn seal(&self) -> u64;
+}
+
+impl<C: TimeSource + 'static> Held for Generator<C> {
+    type Clock = C;
+    fn layout(&self) -> &Layout {
+        Generator::layout(self)
+    }
+    fn clock(&self) -> &C {
+        Generator::clock(self)
+    }
+    #[cfg(feature = "tracing")]
+    fn node(&self) -> u64 {
+        Generator::node(self)
+    }
+    fn last_tick(&self) -> u64 {
+        Generator::last_tick(self)
+    }
+    fn fence(&self) -> &Fence {
+        Generator::fence(self)
+    }
+    fn seal(&self) -> u64 {
+        // The swap returns the last value issued: nothing is issued after it.
+        self.tick_of_state(Generator::seal(self))
+    }
+}
+
+impl<C: TimeSource + 'static> Held for PerThreadShared<C> {
+    type Clock = C;
+    fn layout(&self) -> &Layout {
+        self.generator().layout()
+    }
+    fn clock(&self) -> &C {
+        self.generator().clock()
+    }
+    #[cfg(feature = "tracing")]
+    fn node(&self) -> u64 {
+        self.generator().node()
+    }
+    fn last_tick(&self) -> u64 {
+        PerThreadShared::last_tick(self)
+    }
+    fn fence(&self) -> &Fence {
+        self.generator().fence()
+    }
+    fn seal(&self) -> u64 {
+        // The highest tick any slot published before its swap: a holder issues only in ticks
+        // it published first (see `PerThreadShared::seal`).
+        self.generator().tick_of_state(PerThreadShared::seal(self))
+    }
+}
 
 /// The keeper thread's state.
-pub(crate) struct Keeper<C: TimeSource + 'static> {
-    pub(crate) generator: Arc<Generator<C>>,
+pub(crate) struct Keeper<G: Held> {
+    pub(crate) generator: Arc<G>,
     pub(crate) store: Arc<dyn NodeStore>,
     pub(crate) status: Arc<LeaseStatus>,
     pub(crate) window_ms: u64,
     pub(crate) interval: Duration,
     pub(crate) reserved_until_ms: u64,
-    /// The last state, once the generator was sealed because the lease was lost.
+    /// The highest tick issued in, once the generator was sealed because the lease was lost.
     pub(crate) sealed: Option<u64>,
 }
 
-impl<C: TimeSource + 'static> Keeper<C> {
+impl<G: Held> Keeper<G> {
     /// Runs a round every interval, or at once when a caller found the clock past the
     /// reservation, until told to stop; then seals the generator and releases.
     pub(crate) fn run(mut self, claim: Claim) -> Result<(), Error> {
@@ -135,11 +202,9 @@ impl<C: TimeSource + 'static> Keeper<C> {
     fn lose(&mut self, claim: &Claim, reason: &str) {
         if self.sealed.is_none() {
             let g = &*self.generator;
-            let last = g.seal();
-            self.sealed = Some(last);
-            let used = g
-                .layout()
-                .unix_ms_of_tick(g.tick_of_state(last).saturating_add(1));
+            let last_tick = g.seal();
+            self.sealed = Some(last_tick);
+            let used = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
             let until = used.max(claim.reserved_until_ms().unwrap_or(0));
             let restored = self.store.restore(claim, until);
             #[cfg(feature = "tracing")]
@@ -156,8 +221,7 @@ impl<C: TimeSource + 'static> Keeper<C> {
     fn seal_and_release(self, claim: Claim) -> Result<(), Error> {
         let g = &*self.generator;
         self.status.released.store(true, Ordering::Relaxed);
-        let last = self.sealed.unwrap_or_else(|| g.seal());
-        let last_tick = g.tick_of_state(last);
+        let last_tick = self.sealed.unwrap_or_else(|| g.seal());
         let until = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
         // Never below what was read at the claim: a node that issued nothing keeps the old one.
         let until = until.max(claim.reserved_until_ms().unwrap_or(0));

@@ -5,6 +5,8 @@
 //! * `build.rs`: [`GeneratorBuilder::build_leased`](crate::GeneratorBuilder::build_leased):
 //!   claim, first reservation, first renewal, keeper start.
 //! * `keeper.rs`: the keeper thread: renewals, reservation extensions, the fence words.
+//! * `holding.rs`: what a leased generator owns besides its generator (the keeper), and how
+//!   it lets go.
 //! * `status.rs`: what the keeper knows, for refusals and statistics; store time ↔ ticks.
 //! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres.rs`
 //!   implement it (`etcd_options.rs`, `postgres_options.rs`: how they connect).
@@ -17,6 +19,7 @@ mod etcd;
 mod etcd_options;
 #[cfg(unix)]
 mod file;
+mod holding;
 mod keeper;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -27,7 +30,6 @@ mod store;
 
 use std::fmt;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub use self::build::{MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW};
@@ -37,11 +39,11 @@ pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
 pub use self::etcd_options::EtcdOptions;
 #[cfg(unix)]
 pub use self::file::{DEFAULT_STATE_DIR, FileStore};
+use self::holding::Holding;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PgStore;
 #[cfg(feature = "postgres")]
 pub use self::postgres_options::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgOptions};
-use self::status::LeaseStatus;
 pub use self::store::{Claim, DEFAULT_CHECK_INTERVAL, NodeRequest, NodeStore};
 use crate::clock::TimeSource;
 use crate::generator::id_generator_by_inherent_methods;
@@ -107,10 +109,8 @@ pub const DEFAULT_RESERVATION_WINDOW: Duration = Duration::from_secs(5);
 pub struct Leased<C: TimeSource + 'static = LockedClock> {
     /// Shared with the keeper thread only.
     generator: Arc<Generator<C>>,
-    status: Arc<LeaseStatus>,
-    /// The process that claimed the node: only it may stop the keeper and release.
-    pid: u32,
-    keeper: Option<JoinHandle<Result<(), Error>>>,
+    /// The keeper; released on drop.
+    holding: Holding,
 }
 
 impl<C: TimeSource + 'static> fmt::Debug for Leased<C> {
@@ -242,7 +242,7 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// ```
     pub fn stats(&self) -> Stats {
         let mut stats = self.generator.stats();
-        self.status.fill(&mut stats);
+        self.holding.status.fill(&mut stats);
         stats
     }
 
@@ -343,33 +343,7 @@ impl<C: TimeSource + 'static> Leased<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn release(mut self) -> Result<(), Error> {
-        self.stop_keeper()
-    }
-
-    fn stop_keeper(&mut self) -> Result<(), Error> {
-        let Some(keeper) = self.keeper.take() else {
-            return Ok(());
-        };
-        if std::process::id() != self.pid {
-            // A forked child: the keeper thread, the claim and the node are the parent's. The
-            // child has no such thread to join, and must not write a reservation or give the
-            // node up; it leaves everything as it is.
-            std::mem::forget(keeper);
-            return Ok(());
-        }
-        self.status.signal.stop();
-        keeper.join().unwrap_or_else(|_| {
-            Err(Error::LeaseLost {
-                node: self.generator.node(),
-                reason: "the keeper panicked".into(),
-            })
-        })
-    }
-}
-
-impl<C: TimeSource + 'static> Drop for Leased<C> {
-    fn drop(&mut self) {
-        let _ = self.stop_keeper();
+        self.holding.stop()
     }
 }
 

@@ -10,8 +10,10 @@
 //! * a **timed** part, every call timed with two quanta `raw()` reads into an HdrHistogram:
 //!   p50 … max per call (the timer's own cost is measured and printed; it is included).
 //!
-//! Rows: one thread, then for 2..=N threads one shared generator and a per-core one (up to the
-//! slots the layout's sequence allows; without `--threads`, up to what fits the duration). Before
+//! Rows: for 1..=N threads one shared generator, a per-core one (from 2 threads) and a
+//! per-thread one (each thread takes a slot of its own on its first call and gives it back when
+//! it exits), the slotted ones up to the slots the layout's sequence allows; without
+//! `--threads`, up to what fits the duration. Before
 //! them, one burst from a fresh generator (within its lead, so no cap binds) gives the cost of
 //! the hot path itself. The rows running at the layout's cap are the sustained-cap case.
 //!
@@ -172,6 +174,21 @@ fn measure<C: TimeSource + Clone + 'static>(
             row.slots = Some(slots);
             // Each thread has a slot of its own (threads take consecutive numbers, and use
             // slot `number % slots`), with `1 / slots` of the sequence.
+            row.cap_per_s = cap_per_s * n as f64 / slots as f64;
+            rows.push(row);
+        }
+        if n <= plan.per_core_up_to() {
+            let per_thread = builder().build_per_thread(n)?;
+            let slots = per_thread.slots();
+            progress(format_args!(
+                "{}, per-thread ({slots} slot{})",
+                threads_text(n),
+                if slots == 1 { "" } else { "s" }
+            ));
+            let mut row = window(&per_thread, n, measured, &timer, stride)?;
+            row.kind = Kind::PerThread;
+            row.slots = Some(slots);
+            // Each thread takes a slot of its own, with `1 / slots` of the sequence.
             row.cap_per_s = cap_per_s * n as f64 / slots as f64;
             rows.push(row);
         }

@@ -1,6 +1,7 @@
-//! Which rows a run measures ([`Plan`]): 1..N threads sharing one generator, per-core rows up
-//! to the slots the layout allows, and, without `--threads`, as many threads as fit the
-//! duration; with the length of each measurement's warm-up and its least measured part.
+//! Which rows a run measures ([`Plan`]): 1..N threads sharing one generator, per-core and
+//! per-thread rows up to the slots the layout allows, and, without `--threads`, as many threads
+//! as fit the duration; with the length of each measurement's warm-up and its least measured
+//! part.
 //!
 //! Imports only the library and the failure type.
 
@@ -19,15 +20,15 @@ pub const WARM_UP: Duration = DEFAULT_MAX_LEAD.saturating_add(Duration::from_mil
 pub struct Plan {
     /// Shared rows for 1..=threads.
     pub threads: usize,
-    /// The most per-core slots the layout allows, when fewer than `threads`: per-core rows
-    /// stop there (each slot takes a slice of the sequence bits, and one must be left).
+    /// The most slots the layout allows, when fewer than `threads`: per-core and per-thread
+    /// rows stop there (each slot takes a slice of the sequence bits, and one must be left).
     pub per_core_max_slots: Option<usize>,
     /// The CPUs, when `--threads` was not given and fewer threads than CPUs fit the duration.
     pub cpus_left_out: Option<usize>,
 }
 
 impl Plan {
-    /// Every thread count up to `threads`, per-core up to `per_core_max_slots`.
+    /// Every thread count up to `threads`, per-core and per-thread up to `per_core_max_slots`.
     pub fn whole(threads: usize, per_core_max_slots: Option<usize>) -> Self {
         Plan {
             threads,
@@ -54,23 +55,25 @@ impl Plan {
         }
     }
 
-    /// Per-core rows for 2..=this many threads.
+    /// Per-core rows for 2..=this many threads, per-thread rows for 1..=this many.
     pub fn per_core_up_to(&self) -> usize {
         self.per_core_max_slots
             .map_or(self.threads, |max| max.min(self.threads))
     }
 
+    /// Shared rows, per-core rows (from 2 threads) and per-thread rows (from 1).
     pub fn windows(&self) -> usize {
-        self.threads + self.per_core_up_to().saturating_sub(1)
+        let slotted = self.per_core_up_to();
+        self.threads + slotted.saturating_sub(1) + slotted
     }
 
     pub fn describe(&self) -> String {
         match (self.threads, self.per_core_up_to()) {
-            (1, _) => "1 thread".to_owned(),
-            (n, 1) => format!("1 to {n} threads, shared only"),
-            (n, m) if m == n => format!("1 to {n} threads, shared and per-core"),
-            (n, 2) => format!("1 to {n} threads shared, 2 per-core"),
-            (n, m) => format!("1 to {n} threads shared, 2 to {m} per-core"),
+            (1, _) => "1 thread, shared and per-thread".to_owned(),
+            (n, 1) => format!("1 to {n} threads shared, 1 per-thread"),
+            (n, m) if m == n => format!("1 to {n} threads, shared, per-core and per-thread"),
+            (n, 2) => format!("1 to {n} threads shared, 2 per-core, 1 to 2 per-thread"),
+            (n, m) => format!("1 to {n} threads shared, 2 to {m} per-core, 1 to {m} per-thread"),
         }
     }
 }
@@ -96,18 +99,19 @@ mod tests {
 
     #[test]
     fn the_default_threads_fit_the_duration() {
-        // 64 CPUs: 127 rows of 250 ms do not fit ten seconds (refused with exit 2); 20 threads,
-        // 39 rows, do.
+        // 64 CPUs: 191 rows of 250 ms (64 shared, 63 per-core, 64 per-thread) do not fit ten
+        // seconds (refused with exit 2); 13 threads, 38 rows, do.
         let mut plan = Plan::whole(64, None);
-        assert_eq!(plan.least(), Duration::from_millis(31_750));
+        assert_eq!(plan.least(), Duration::from_millis(47_750));
         plan.fit_to(Duration::from_secs(10));
-        assert_eq!((plan.threads, plan.windows()), (20, 39));
+        assert_eq!((plan.threads, plan.windows()), (13, 38));
         assert_eq!(plan.cpus_left_out, Some(64));
         assert!(plan.least() <= Duration::from_secs(10));
-        // Per-core rows stopping at 2 slots: 1 + 2·1 + … shared rows only past 2 threads.
+        // Slotted rows stopping at 2 slots: one per-core and two per-thread rows, shared rows
+        // only past 2 threads.
         let mut plan = Plan::whole(64, Some(2));
         plan.fit_to(Duration::from_secs(10));
-        assert_eq!((plan.threads, plan.windows()), (39, 40));
+        assert_eq!((plan.threads, plan.windows()), (37, 40));
         assert_eq!(plan.per_core_max_slots, Some(2));
         // A slot limit above the threads that fit is not a limit any more.
         let mut plan = Plan::whole(64, Some(32));

@@ -18,7 +18,7 @@ pub struct Report<'a> {
     pub args: &'a BenchArgs,
     pub layout: &'a Layout,
     pub threads: usize,
-    /// Per-core rows stop at this many threads, when fewer than `threads`.
+    /// Per-core and per-thread rows stop at this many threads, when fewer than `threads`.
     pub per_core_max_slots: Option<usize>,
     /// The CPUs, when fewer threads than CPUs fit the duration (no `--threads`).
     pub plan_cpus_left_out: Option<usize>,
@@ -132,7 +132,7 @@ impl Report<'_> {
             if n == 1 { "" } else { "s" }
         );
         t += &format!(
-            "{:>7}  {:<8}  {:>10}  {:>8}  {:>7}  {:<15}  {:>6}  {:>6}  {:>7}  {:>7}  {:>8}\n",
+            "{:>7}  {:<10}  {:>10}  {:>8}  {:>7}  {:<15}  {:>6}  {:>6}  {:>7}  {:>7}  {:>8}\n",
             "threads",
             "kind",
             "IDs/s",
@@ -174,7 +174,7 @@ impl Report<'_> {
                 .of_cap(r)
                 .map_or_else(|| "-".to_owned(), |f| format!("{:.1}%", f * 100.0));
             t += &format!(
-                "{:>7}  {:<8}  {:>10}  {:>8}  {:>7}  {:<15}  {p50:>6}  {p99:>6}  {p999:>7}  \
+                "{:>7}  {:<10}  {:>10}  {:>8}  {:>7}  {:<15}  {p50:>6}  {p99:>6}  {p999:>7}  \
                  {p9999:>7}  {max:>8}\n",
                 r.threads,
                 r.kind.name(),
@@ -212,29 +212,35 @@ impl Report<'_> {
                 },
             );
             if max < 2 {
-                t += &format!("per-core: not measured; the layout's {bits} at most {slots}\n");
+                t += &format!(
+                    "per-core: not measured, per-thread: 1 thread; the layout's {bits} at most \
+                     {slots}\n"
+                );
             } else {
                 t += &format!(
-                    "per-core: measured up to {max} threads; the layout's {bits} at most {slots}\n"
+                    "per-core and per-thread: measured up to {max} threads; the layout's {bits} \
+                     at most {slots}\n"
                 );
             }
         }
-        // One line for every per-core row with more slots than threads (up to 256 threads).
+        // One line for every slotted row with more slots than threads (up to 256 threads).
         let fewer: Vec<String> = self
             .rows
             .iter()
             .filter_map(|r| {
                 let slots = r.slots.filter(|&s| s > r.threads)?;
                 Some(format!(
-                    "{} threads of {slots} slots, {}",
-                    r.threads,
+                    "{} {} of {slots} slots, {}",
+                    threads_text(r.threads),
+                    r.kind.name(),
                     rate(r.cap_per_s)
                 ))
             })
             .collect();
         if !fewer.is_empty() {
             t += &format!(
-                "per-core rows with fewer threads than slots have less than the layout's cap \
+                "per-core and per-thread rows with fewer threads than slots have less than the \
+                 layout's cap \
                  (slots are a power of two, each with its slice of the sequence){}: {}\n",
                 if self.cap_measurable() {
                     ", and \"of cap\" is of theirs"
@@ -463,7 +469,7 @@ mod tests {
         Row {
             threads,
             kind,
-            slots: (kind == Kind::PerCore).then_some(threads),
+            slots: matches!(kind, Kind::PerCore | Kind::PerThread).then_some(threads),
             cap_per_s: cap,
             past_lead,
             ids_per_s: cap * of_cap,

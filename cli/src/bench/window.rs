@@ -40,6 +40,8 @@ pub fn stride(cap_per_s: f64) -> u64 {
 pub enum Kind {
     Shared,
     PerCore,
+    /// A per-thread generator, called by `next_id`: each thread takes a slot of its own.
+    PerThread,
 }
 
 impl Kind {
@@ -47,6 +49,7 @@ impl Kind {
         match self {
             Kind::Shared => "shared",
             Kind::PerCore => "per-core",
+            Kind::PerThread => "per-thread",
         }
     }
 }
@@ -55,10 +58,11 @@ impl Kind {
 pub struct Row {
     pub threads: usize,
     pub kind: Kind,
-    /// A per-core generator's slots (a power of two): its threads use `threads` of them.
+    /// A per-core or per-thread generator's slots (a power of two): its threads use
+    /// `threads` of them.
     pub slots: Option<usize>,
-    /// What this row's generator allows its threads: the layout's cap, or for a per-core
-    /// generator with more slots than threads, the share of the slots they use (each slot has
+    /// What this row's generator allows its threads: the layout's cap, or for a per-core or
+    /// per-thread generator with more slots than threads, the share of the slots they use (each slot has
     /// its own slice of the sequence).
     pub cap_per_s: f64,
     /// Whether the generator refused a call at its lead limit during the warm-up: it had used

@@ -1,0 +1,198 @@
+//! The thread-local registry behind [`PerThread::next_id`](super::PerThread::next_id): which
+//! slots the calling thread holds, of which generators, and the numbers of the one it used
+//! last.
+//!
+//! * `HOT`: the numbers of the generator the thread used last, with its key. A constant
+//!   thread-local without a destructor: reaching it is an offset from the thread pointer, and
+//!   it can be read while the thread's other thread-locals are being destroyed.
+//! * `HELD`: every slot the thread holds, with the numbers of the generators it is not using
+//!   right now. Its destructor, when the thread exits, gives every slot back with its last
+//!   state (taken from `HOT` for the one in use).
+//!
+//! A call whose generator is not the one in `HOT` parks `HOT`'s numbers in `HELD` and brings
+//! its own there (taking a free slot on a generator's first call). A call made while `HELD` is
+//! being destroyed (from another thread-local's destructor) takes a slot for that one call.
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+use super::Shared;
+use super::run::Run;
+use crate::Error;
+use crate::clock::TimeSource;
+use crate::sync::Ordering;
+
+/// The numbers of the generator the thread used last.
+struct Hot {
+    /// Its key; 0: none.
+    key: Cell<u64>,
+    run: Run,
+}
+
+/// The slots the thread holds.
+struct Held {
+    slots: RefCell<Vec<Entry>>,
+}
+
+/// One slot the thread holds: whose, and its numbers while another generator is in `HOT`.
+struct Entry {
+    key: u64,
+    run: Run,
+    table: Arc<dyn Table>,
+}
+
+/// A generator's slots, seen from a thread's registry (which holds generators of any clock).
+trait Table: Send + Sync {
+    /// Gives `slot` back at `state`, `state - counted` values not counted yet.
+    fn give_back(&self, slot: usize, state: u64, counted: u64);
+    /// Whether the generator was dropped.
+    fn retired(&self) -> bool;
+}
+
+impl<C: TimeSource + 'static> Table for Shared<C> {
+    fn give_back(&self, slot: usize, state: u64, counted: u64) {
+        self.release(slot, state, counted);
+    }
+
+    fn retired(&self) -> bool {
+        // Ordering: Relaxed; see the field.
+        self.retired.load(Ordering::Relaxed)
+    }
+}
+
+thread_local! {
+    static HOT: Hot = const {
+        Hot {
+            key: Cell::new(0),
+            run: Run::empty(),
+        }
+    };
+    static HELD: Held = const {
+        Held {
+            slots: RefCell::new(Vec::new()),
+        }
+    };
+}
+
+impl Drop for Held {
+    /// The thread is exiting: every slot goes back with its last state.
+    fn drop(&mut self) {
+        let entries = std::mem::take(self.slots.get_mut());
+        // HOT has no destructor: it is still there.
+        let hot_key = HOT.with(|hot| hot.key.replace(0));
+        for entry in entries {
+            let (slot, state, counted) = if entry.key == hot_key {
+                HOT.with(|hot| hot.run.parts())
+            } else {
+                entry.run.parts()
+            };
+            entry.table.give_back(slot, state, counted);
+        }
+    }
+}
+
+/// The common case on the calling thread's numbers for `shared`, if they are the ones in use.
+#[inline(always)]
+pub(super) fn common<C: TimeSource>(shared: &Shared<C>) -> Option<u64> {
+    HOT.with(|hot| {
+        if hot.key.get() == shared.key {
+            hot.run.common(shared)
+        } else {
+            None
+        }
+    })
+}
+
+/// Runs `f` on the calling thread's numbers for `shared`: brings them into use (taking a free
+/// slot on the thread's first call), or, while the thread's registry is being destroyed, on a
+/// slot taken for this call alone.
+///
+/// # Errors
+///
+/// [`Error::NoFreeSlot`] when the thread needs a slot and every slot is held; `f`'s errors.
+pub(super) fn with_run<C: TimeSource + 'static, R>(
+    shared: &Arc<Shared<C>>,
+    f: impl FnOnce(&Run) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let in_use = HOT.with(|hot| {
+        if hot.key.get() == shared.key {
+            return Ok(true);
+        }
+        HELD.try_with(|held| held.bring(hot, shared))
+            .unwrap_or(Ok(false))
+    })?;
+    if in_use {
+        return HOT.with(|hot| f(&hot.run));
+    }
+    // The registry is gone (a call from another thread-local's destructor): a slot for this
+    // call.
+    let (slot, state) = shared.claim().ok_or(no_free_slot(shared))?;
+    let run = Run::empty();
+    run.start(shared, slot, state);
+    let result = f(&run);
+    let (slot, state, counted) = run.parts();
+    shared.release(slot, state, counted);
+    result
+}
+
+/// Hands the count of the calling thread's numbers for `shared`, if in use, to its slot.
+pub(super) fn flush<C: TimeSource>(shared: &Shared<C>) {
+    HOT.with(|hot| {
+        if hot.key.get() == shared.key {
+            hot.run.flush(shared);
+        }
+    });
+}
+
+fn no_free_slot<C: TimeSource>(shared: &Shared<C>) -> Error {
+    Error::NoFreeSlot {
+        slots: shared.slots.len() as u64,
+    }
+}
+
+impl Held {
+    /// Brings the numbers for `shared` into `hot`: parks the ones there, drops those of
+    /// generators that were dropped, and finds this generator's or takes a free slot for it.
+    /// `false` when the registry is busy (a call from inside it cannot happen; a destructor
+    /// running during it could), so the caller takes a slot for the one call.
+    fn bring<C: TimeSource + 'static>(
+        &self,
+        hot: &Hot,
+        shared: &Arc<Shared<C>>,
+    ) -> Result<bool, Error> {
+        let Ok(mut entries) = self.slots.try_borrow_mut() else {
+            return Ok(false);
+        };
+        let parked = hot.key.replace(0);
+        if let Some(e) = entries.iter().find(|e| parked != 0 && e.key == parked) {
+            e.run.copy_from(&hot.run);
+        }
+        // Generators dropped since: their slots go back (nobody issues from them any more).
+        entries.retain(|e| {
+            let keep = !e.table.retired();
+            if !keep {
+                let (slot, state, counted) = e.run.parts();
+                e.table.give_back(slot, state, counted);
+            }
+            keep
+        });
+        let entry = match entries.iter().position(|e| e.key == shared.key) {
+            Some(i) => &entries[i],
+            None => {
+                let (slot, state) = shared.claim().ok_or(no_free_slot(shared))?;
+                let run = Run::empty();
+                run.start(shared, slot, state);
+                let table: Arc<dyn Table> = shared.clone();
+                entries.push(Entry {
+                    key: shared.key,
+                    run,
+                    table,
+                });
+                &entries[entries.len() - 1]
+            }
+        };
+        hot.run.copy_from(&entry.run);
+        hot.key.set(shared.key);
+        Ok(true)
+    }
+}

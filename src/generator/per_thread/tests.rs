@@ -1,0 +1,226 @@
+//! The slots' words, the fence on a thread's numbers and the seal, seen from inside.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use crate::{Error, Generator, Id, Layout, ManualClock};
+
+const T0: u64 = 1_700_000_000_000;
+
+/// Four sequence bits, four slots: four values per tick per slot.
+fn small() -> Layout {
+    Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(4)
+        .build()
+        .unwrap()
+}
+
+/// A slot's word holds the first value of each tick its holder moves into, before anything is
+/// issued there, and the exact last value once the slot is given back.
+#[test]
+fn the_slot_word_follows_ticks_then_the_last_value() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(small())
+        .clock(Arc::clone(&clock))
+        .build_per_thread(4)
+        .unwrap();
+    let shared = Arc::clone(g.shared());
+    let tick = shared.base.now_of(T0 * 1_000_000).tick;
+    let local = g.local().unwrap();
+    let slot = local.slot();
+    let word = || shared.slots[slot].state.load(Relaxed);
+    local.next_id().unwrap();
+    assert_eq!(word(), tick << 2);
+    local.next_id().unwrap();
+    local.next_id().unwrap();
+    assert_eq!(word(), tick << 2, "inside a tick, nothing is published");
+    drop(local);
+    assert_eq!(word(), tick << 2 | 2);
+    assert_eq!(shared.issued(), 3);
+}
+
+/// The fence stops a thread's numbers as it stops a shared state: inside the limit's tick the
+/// common case issues; a borrow past the limit is refused; once the deadline has come, even
+/// the common case refuses.
+#[test]
+fn the_fence_stops_a_threads_numbers() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(small())
+        .clock(Arc::clone(&clock))
+        .build_per_thread(4)
+        .unwrap();
+    let base = &g.shared().base;
+    let tick = base.now_of(T0 * 1_000_000).tick;
+    base.fence().set(tick, u64::MAX);
+    let local = g.local().unwrap();
+    let run: Vec<Id> = (0..4).map(|_| local.next_id().unwrap()).collect();
+    assert_eq!(run.len(), 4);
+    // The slot's four values are used: the next one borrows tick + 1, past the limit.
+    assert!(matches!(local.try_next_id(), Err(Error::LeaseLost { .. })));
+    base.fence().set(tick + 1, u64::MAX);
+    local.next_id().unwrap();
+    // The deadline is the clock's tick: the common case (room left in tick + 1) refuses.
+    base.fence().set(tick + 1, tick);
+    assert!(matches!(local.try_next_id(), Err(Error::LeaseLost { .. })));
+    assert!(matches!(g.try_next_id(), Err(Error::LeaseLost { .. })));
+}
+
+/// A seal racing three threads that issue (two by handles, one by the thread-local way in) on
+/// a layout of four values per tick per slot, so that threads move into later ticks all the
+/// time: every ID any thread issued, before or after the seal, lies in a tick at or below the
+/// tick the seal returns, and every thread stops with the closed fence's error.
+#[test]
+fn a_seal_racing_issuers_bounds_every_id() {
+    for round in 0..20 {
+        let g = Generator::builder(small())
+            .max_lead(Duration::from_millis(50))
+            .build_per_thread(4)
+            .unwrap();
+        let shared = Arc::clone(g.shared());
+        let (sealed, runs) = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..3)
+                .map(|k| {
+                    let g = &g;
+                    s.spawn(move || {
+                        let local = if k < 2 {
+                            Some(g.local().unwrap())
+                        } else {
+                            None
+                        };
+                        let mut run = Vec::new();
+                        loop {
+                            let got = match &local {
+                                Some(l) => l.next_id(),
+                                None => g.next_id(),
+                            };
+                            match got {
+                                Ok(id) => run.push(id),
+                                Err(Error::LeaseLost { .. }) => break run,
+                                Err(e) => panic!("round {round}: {e}"),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(2 + round % 5));
+            let sealed = shared.base.tick_of_state(shared.seal());
+            let runs: Vec<Vec<Id>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+            (sealed, runs)
+        });
+        let layout = small();
+        let mut all: Vec<Id> = runs.concat();
+        for id in &all {
+            let tick = id.parts(&layout).unwrap().tick();
+            assert!(
+                tick <= sealed,
+                "round {round}: tick {tick} past the seal's {sealed}"
+            );
+        }
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n);
+        // Nothing more, from any way in.
+        assert!(g.try_next_id().is_err());
+        assert!(g.local().unwrap().try_next_id().is_err());
+    }
+}
+
+/// A clock with nanosecond readings that the test sets, backwards too.
+#[derive(Clone, Debug)]
+struct NsClock(Arc<std::sync::atomic::AtomicU64>);
+
+impl crate::TimeSource for NsClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Relaxed) / 1_000_000
+    }
+    fn now_ns(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// A slot's numbers (common case and general step) against a model that only ever takes
+    /// the general step: the same IDs and the same refusals, call by call, for clocks that
+    /// jump, stand still and go back, across small sequences, long ticks, start offsets,
+    /// floors and slot counts.
+    #[test]
+    fn a_slot_issues_what_the_general_step_issues(
+        sequence_bits in 2u32..=5,
+        slot_bits in 1u32..=1,
+        tick_ms in proptest::sample::select(vec![1u64, 7, 1_000]),
+        offset_bits in 0u32..3,
+        lead_ticks in 0u64..3,
+        floor in proptest::option::of(0u64..64),
+        start_ticks in 0u64..64,
+        steps in proptest::collection::vec(
+            (proptest::prop_oneof![
+                3 => 0i64..1,
+                3 => -3i64..3,
+                2 => -2_000_000i64..2_000_000,
+            ], 0u32..3, 1usize..8),
+            1..40,
+        ),
+    ) {
+        use super::super::step::{Now, Step, next_state};
+        let epoch_ms = 1_288_834_974_657u64;
+        let layout = Layout::builder()
+            .time_bits(41)
+            .sequence_bits(sequence_bits)
+            .node_field("n", 1)
+            .tick_ms(tick_ms)
+            .epoch_ms(epoch_ms)
+            .build()
+            .unwrap();
+        let tick_ns = tick_ms * 1_000_000;
+        let epoch_ns = epoch_ms * 1_000_000;
+        let now = Arc::new(std::sync::atomic::AtomicU64::new(
+            (1_700_000_000_000 + start_ticks * tick_ms) * 1_000_000,
+        ));
+        let mut builder = Generator::builder(layout)
+            .clock(NsClock(Arc::clone(&now)))
+            .node(1)
+            .max_lead(Duration::from_millis(lead_ticks * tick_ms))
+            .start_offset_bits(offset_bits);
+        if let Some(f) = floor {
+            builder = builder.resume_after(f + (1_700_000_000_000 - epoch_ms) / tick_ms);
+        }
+        let g = builder.build_per_thread(1 << slot_bits).unwrap();
+        let local = g.local().unwrap();
+        let shared = Arc::clone(g.shared());
+        let p = shared.base.params;
+        let mut model = local.run.state();
+        for (delta, unit, calls) in steps {
+            let t = now.load(Relaxed);
+            let next = match unit {
+                0 => t.saturating_add_signed(delta),
+                1 => t.saturating_add_signed(delta.signum() * tick_ns as i64 + delta % 3),
+                _ => {
+                    let since = t - epoch_ns;
+                    epoch_ns + since / tick_ns * tick_ns + tick_ns - 1 + (delta % 3).unsigned_abs()
+                }
+            };
+            now.store(next, Relaxed);
+            for _ in 0..calls {
+                let since = now.load(Relaxed) - epoch_ns;
+                let reading = Now { tick: since / tick_ns, rem_ns: since % tick_ns };
+                let want = next_state(model, reading, 1, &p);
+                let got = local.try_next_id();
+                match (want, &got) {
+                    (Step::Issue { first, last }, Ok(id)) => {
+                        proptest::prop_assert_eq!(id.as_u64(), local.run.id_of(&shared, first));
+                        model = last;
+                    }
+                    (Step::Lead { .. }, Err(Error::WouldBlock { .. }))
+                    | (Step::Exhausted { .. }, Err(Error::Exhausted { .. })) => {}
+                    _ => proptest::prop_assert!(false, "the step says {:?}, the slot {:?}", want, got),
+                }
+                proptest::prop_assert_eq!(local.run.state(), model);
+            }
+        }
+    }
+}

@@ -1,0 +1,551 @@
+//! The per-thread generator: slots taken and given back, the hand-over of a slot's state,
+//! more threads than slots, pools that replace their threads, several generators on one
+//! thread, and calls from a thread-local's destructor.
+
+mod common;
+
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::Duration;
+
+use monoflake::{Error, Generator, Id, Layout, ManualClock, PerThread};
+
+const T0: u64 = 1_700_000_000_000;
+
+/// Two sequence bits (four values per tick), no node bits.
+fn two_bits() -> Layout {
+    Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(2)
+        .build()
+        .unwrap()
+}
+
+/// A per-thread generator with `slots` slots on `layout` at a clock frozen at `T0`, a lead of
+/// `lead_ms`, and a short wait.
+fn frozen(
+    layout: Layout,
+    slots: usize,
+    lead_ms: u64,
+) -> (PerThread<Arc<ManualClock>>, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(layout)
+        .clock(Arc::clone(&clock))
+        .max_lead(Duration::from_millis(lead_ms))
+        .max_wait(Duration::from_millis(50))
+        .build_per_thread(slots)
+        .unwrap();
+    (g, clock)
+}
+
+/// (ms after `T0`, slot, sequence within the slot) of an ID on the two-bit layout with two
+/// slots (one slot bit on top of one sequence bit).
+fn decoded(id: Id, layout: &Layout) -> (u64, u64, u64) {
+    let p = id.parts(layout).unwrap();
+    (p.unix_ms() - T0, p.sequence() >> 1, p.sequence() & 1)
+}
+
+fn assert_distinct(ids: &[Id]) {
+    let mut all = ids.to_vec();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), ids.len(), "duplicate IDs");
+}
+
+/// A handle given back in the middle of a tick: the slot's next holder goes on after the last
+/// value issued, in the same tick, never from the tick's start.
+#[test]
+fn a_slot_given_back_mid_tick_goes_on_after_its_last_value() {
+    let layout = two_bits();
+    let (g, _clock) = frozen(layout.clone(), 1, 0);
+    let first = g.local().unwrap();
+    let a = first.next_id().unwrap();
+    assert_eq!(a.parts(&layout).unwrap().sequence(), 0);
+    let b = first.next_id().unwrap();
+    drop(first);
+    let second = g.local().unwrap();
+    let c = second.next_id().unwrap();
+    assert_eq!(c.parts(&layout).unwrap().unix_ms(), T0);
+    assert_eq!(c.parts(&layout).unwrap().sequence(), 2);
+    assert!(c > b);
+    // One slot: a second handle waits for it.
+    assert!(matches!(g.local(), Err(Error::NoFreeSlot { slots: 1, .. })));
+}
+
+/// A thread that exits holding a tick borrowed ahead of the clock: its slot's state is ahead of
+/// the clock, and the next holder continues from it (the rest of the borrowed tick), not from
+/// the clock's tick.
+#[test]
+fn a_thread_exiting_with_a_borrowed_tick_hands_it_on() {
+    let layout = two_bits();
+    let (g, _clock) = frozen(layout.clone(), 2, 5);
+    // Two slots: each has two values per tick. Three IDs fill tick 0 and borrow tick 1.
+    let exited: Vec<Id> = std::thread::scope(|s| {
+        s.spawn(|| (0..3).map(|_| g.next_id().unwrap()).collect())
+            .join()
+            .unwrap()
+    });
+    let slot = decoded(exited[0], &layout).1;
+    assert_eq!(
+        exited
+            .iter()
+            .map(|&id| decoded(id, &layout))
+            .collect::<Vec<_>>(),
+        [(0, slot, 0), (0, slot, 1), (1, slot, 0)]
+    );
+    // The slot came back with the thread's exit. Take both slots (in order): the one that
+    // was used goes on in the borrowed tick.
+    let (x, y) = (g.local().unwrap(), g.local().unwrap());
+    let reused = if x.slot() as u64 == slot { &x } else { &y };
+    assert_eq!(decoded(reused.next_id().unwrap(), &layout), (1, slot, 1));
+    // Tick 1 is full now and the lead (5 ticks) allows tick 2.
+    assert_eq!(decoded(reused.next_id().unwrap(), &layout), (2, slot, 0));
+    let fresh = if x.slot() as u64 == slot { &y } else { &x };
+    assert_eq!(decoded(fresh.next_id().unwrap(), &layout).0, 0);
+}
+
+/// More threads than slots: the non-waiting calls say `NoFreeSlot`, the waiting ones wait for
+/// a slot (for at most `max_wait`), and a slot given back meanwhile is taken.
+#[test]
+fn more_threads_than_slots_get_a_typed_error_or_wait() {
+    let (g, _clock) = frozen(Layout::twitter(), 2, 100);
+    let held = [g.local().unwrap(), g.local().unwrap()];
+    for h in &held {
+        h.next_id().unwrap();
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            assert!(matches!(
+                g.try_next_id(),
+                Err(Error::NoFreeSlot { slots: 2, .. })
+            ));
+            assert!(matches!(g.try_next_ids(3), Err(Error::NoFreeSlot { .. })));
+            assert!(matches!(g.local(), Err(Error::NoFreeSlot { .. })));
+            // Waits its 50 ms, then says so.
+            let e = g.next_id().unwrap_err();
+            assert!(matches!(e, Error::NoFreeSlot { .. }), "{e:?}");
+            assert!(e.is_retryable());
+        })
+        .join()
+        .unwrap();
+    });
+    drop(held);
+    // A slot given back while a thread waits for one (a wait of up to 30 s, so a loaded
+    // machine does not make it run out).
+    let g = Generator::builder(Layout::twitter())
+        .max_wait(Duration::from_secs(30))
+        .build_per_thread(1)
+        .unwrap();
+    let held = g.local().unwrap();
+    let before = held.next_id().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            tx.send(()).unwrap();
+            g.next_id()
+        });
+        rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        drop(held);
+        assert!(waiter.join().unwrap().unwrap() > before);
+    });
+}
+
+/// A pool that replaces its threads: 200 threads over time on two slots, at most four alive at
+/// once, each taking IDs and exiting. Every ID is distinct, each thread's increase, and every
+/// one is counted once the threads are gone.
+#[test]
+fn a_pool_churning_threads_reuses_the_slots() {
+    let g = Generator::builder(Layout::twitter())
+        .node(2)
+        .max_wait(Duration::from_secs(30))
+        .build_per_thread(2)
+        .unwrap();
+    let mut all = Vec::new();
+    for _ in 0..50 {
+        let runs: Vec<Vec<Id>> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..500).map(|_| g.next_id().unwrap()).collect::<Vec<_>>()))
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        for run in &runs {
+            assert!(run.windows(2).all(|w| w[0] < w[1]));
+        }
+        all.extend(runs.into_iter().flatten());
+    }
+    assert_eq!(all.len(), 50 * 4 * 500);
+    assert_distinct(&all);
+    assert_eq!(g.stats().issued, all.len() as u64);
+}
+
+/// Two slots, two threads at a frozen clock with a lead: each thread's IDs fill its half of
+/// every tick, the two never meet, and every ID is counted.
+#[test]
+fn two_threads_on_two_slots_at_a_frozen_clock() {
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(4)
+        .build()
+        .unwrap();
+    let (g, _clock) = frozen(layout.clone(), 2, 50);
+    let (start, end) = (Barrier::new(2), Barrier::new(2));
+    let runs: Vec<Vec<Id>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    // 8 values per tick per slot, 50 ticks of lead: ticks 0 to 49 whole, and
+                    // of tick 50, the last the lead allows (paced), the one slot a clock
+                    // without a nanosecond reading opens; then WouldBlock.
+                    let mut run = Vec::new();
+                    loop {
+                        match g.try_next_id() {
+                            Ok(id) => run.push(id),
+                            Err(Error::WouldBlock { .. }) => break,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                    // Both hold their slots to the end (a thread that exits gives its slot,
+                    // at the lead limit, to the next one to ask).
+                    end.wait();
+                    run
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for run in &runs {
+        assert_eq!(run.len(), 8 * 50 + 1);
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+        let slot = run[0].parts(&layout).unwrap().sequence() >> 3;
+        assert!(
+            run.iter()
+                .all(|id| id.parts(&layout).unwrap().sequence() >> 3 == slot)
+        );
+    }
+    let all: Vec<Id> = runs.concat();
+    assert_distinct(&all);
+    assert_eq!(g.stats().issued, all.len() as u64);
+    assert!(g.stats().would_block_returned >= 2);
+}
+
+/// Several generators on one thread: calls alternate between them, each generator's IDs
+/// increase, and a generator's slot comes back when the thread exits.
+#[test]
+fn several_generators_on_one_thread() {
+    let layout = two_bits();
+    let (a, _ca) = frozen(layout.clone(), 1, 100);
+    let (b, _cb) = frozen(layout.clone(), 1, 100);
+    let (ids_a, ids_b): (Vec<Id>, Vec<Id>) = std::thread::scope(|s| {
+        s.spawn(|| {
+            (0..40)
+                .map(|_| (a.next_id().unwrap(), b.next_id().unwrap()))
+                .unzip()
+        })
+        .join()
+        .unwrap()
+    });
+    for run in [&ids_a, &ids_b] {
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+    }
+    // The thread exited: both slots are free, and go on after what it issued.
+    assert!(a.next_id().unwrap() > *ids_a.last().unwrap());
+    assert!(b.next_id().unwrap() > *ids_b.last().unwrap());
+    // This thread holds both single slots now.
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(matches!(a.try_next_id(), Err(Error::NoFreeSlot { .. }))));
+    });
+}
+
+/// A generator dropped while a thread still holds one of its slots in its registry: the thread
+/// lets it go the next time it brings another generator's numbers in, and goes on.
+#[test]
+fn a_dropped_generator_is_let_go_by_the_threads_that_used_it() {
+    let a = Generator::builder(Layout::twitter())
+        .build_per_thread(1)
+        .unwrap();
+    a.next_id().unwrap();
+    drop(a);
+    let b = Generator::builder(Layout::twitter())
+        .build_per_thread(1)
+        .unwrap();
+    let x = b.next_id().unwrap();
+    assert!(b.next_id().unwrap() > x);
+}
+
+/// A call from a thread-local's destructor while the thread exits — perhaps after the
+/// generator's own registry is gone — still issues an ID (on a slot taken for the call), and
+/// the slot is given back.
+#[test]
+fn a_call_from_a_thread_local_destructor_issues() {
+    static G: OnceLock<PerThread> = OnceLock::new();
+    let g = G.get_or_init(|| {
+        Generator::builder(Layout::twitter())
+            .build_per_thread(1)
+            .unwrap()
+    });
+    struct CallsOnExit(mpsc::Sender<Result<Id, Error>>);
+    impl Drop for CallsOnExit {
+        fn drop(&mut self) {
+            let g = G.get().unwrap();
+            let _ = self.0.send(g.next_id());
+            let _ = self.0.send(g.next_id());
+        }
+    }
+    thread_local! {
+        static ON_EXIT: std::cell::RefCell<Option<CallsOnExit>> = const { std::cell::RefCell::new(None) };
+    }
+    let (tx, rx) = mpsc::channel();
+    let before = std::thread::spawn(move || {
+        // The registry first, then the guard: and the other way round in the next thread.
+        let id = g.next_id().unwrap();
+        ON_EXIT.with(|e| *e.borrow_mut() = Some(CallsOnExit(tx)));
+        id
+    })
+    .join()
+    .unwrap();
+    let on_exit: Vec<Id> = rx.iter().map(|r| r.unwrap()).collect();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        ON_EXIT.with(|e| *e.borrow_mut() = Some(CallsOnExit(tx)));
+        g.next_id().unwrap();
+    })
+    .join()
+    .unwrap();
+    let later: Vec<Id> = rx.iter().map(|r| r.unwrap()).collect();
+    assert_eq!((on_exit.len(), later.len()), (2, 2));
+    let all = [vec![before], on_exit, later].concat();
+    assert!(all.windows(2).all(|w| w[0] < w[1]), "{all:?}");
+    // Every slot came back: this thread can take the only one.
+    assert!(g.local().is_ok());
+}
+
+/// A per-thread generator on a layout whose time field ran out fails loudly, and keeps failing.
+#[test]
+fn an_exhausted_layout_fails_loudly() {
+    let g = Generator::builder(Layout::baidu())
+        .build_per_thread(2)
+        .unwrap();
+    assert!(matches!(g.try_next_id(), Err(Error::Exhausted { .. })));
+    assert!(matches!(g.next_id(), Err(Error::Exhausted { .. })));
+    let local = g.local().unwrap();
+    assert!(matches!(local.try_next_id(), Err(Error::Exhausted { .. })));
+    assert!(matches!(
+        local.try_next_ids(4),
+        Err(Error::Exhausted { .. })
+    ));
+}
+
+/// Slots take sequence bits: the layout's cap is the limit, refused with the numbers.
+#[test]
+fn slots_are_limited_by_the_sequence_bits() {
+    let e = Generator::builder(two_bits())
+        .build_per_thread(3)
+        .unwrap_err();
+    assert!(matches!(
+        e,
+        Error::OutOfRange { ref field, value: 3, max: 2, .. } if field == "slots"
+    ));
+    let g = Generator::builder(two_bits()).build_per_thread(2).unwrap();
+    assert_eq!(g.slots(), 2);
+    let g = Generator::builder(two_bits()).build_per_thread(0).unwrap();
+    assert_eq!(g.slots(), 1);
+}
+
+/// The node and the slot are in every ID: per-thread IDs of node 5 decode to node 5.
+#[test]
+fn ids_carry_the_node() {
+    let g = Generator::builder(Layout::discord())
+        .node(5)
+        .build_per_thread(4)
+        .unwrap();
+    let local = g.local().unwrap();
+    for id in [g.next_id().unwrap(), local.next_id().unwrap()] {
+        assert_eq!(id.parts(g.layout()).unwrap().node(), 5);
+    }
+    let run: Vec<Id> = local.next_ids(100).unwrap().collect();
+    assert!(
+        run.iter()
+            .all(|id| id.parts(g.layout()).unwrap().node() == 5)
+    );
+}
+
+/// A leased per-thread generator: the keeper extends the reservation ahead of what the slots
+/// move into (a short window, so it extends many times while three threads issue), and once
+/// released, the node's next holder starts after every ID any thread issued.
+#[test]
+fn a_leased_per_thread_generator_hands_its_node_on_after_every_id() {
+    let dir = common::TempDir::new("per-thread-lease");
+    let store = Arc::new(monoflake::FileStore::open(dir.path()).unwrap());
+    let g = Generator::builder(Layout::twitter())
+        .reservation_window(Duration::from_millis(40))
+        .build_leased_per_thread(store.clone(), monoflake::NodeRequest::Exact(3), 4)
+        .unwrap();
+    assert_eq!(g.node(), 3);
+    let until = std::time::Instant::now() + Duration::from_millis(300);
+    let runs: Vec<Vec<Id>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..3)
+            .map(|k| {
+                let g = &g;
+                s.spawn(move || {
+                    let local = (k == 0).then(|| g.local().unwrap());
+                    let mut run = Vec::new();
+                    while std::time::Instant::now() < until {
+                        for _ in 0..256 {
+                            let id = match &local {
+                                Some(l) => l.next_id(),
+                                None => g.next_id(),
+                            };
+                            run.push(id.unwrap());
+                        }
+                    }
+                    run
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for run in &runs {
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+    }
+    let all: Vec<Id> = runs.concat();
+    assert_distinct(&all);
+    let stats = g.stats();
+    assert_eq!(stats.issued, all.len() as u64);
+    assert!(stats.reservation_writes >= 3, "{stats}");
+    let highest = *all.iter().max().unwrap();
+    g.release().unwrap();
+    let next = Generator::builder(Layout::twitter())
+        .build_leased(store, monoflake::NodeRequest::Exact(3))
+        .unwrap();
+    assert!(next.next_id().unwrap() > highest);
+}
+
+/// Millions of IDs across threads on the coarse clock, at the layout's cap: four threads (two
+/// by `next_id`, two by a handle) take a million IDs each from four slots of Twitter's layout,
+/// each slot paced at its quarter of the cap. Every ID is distinct, each thread's increase,
+/// and every one is counted.
+#[test]
+fn millions_of_ids_across_threads_are_unique() {
+    const PER_THREAD: usize = 1_000_000;
+    let (clock, _ticker) =
+        monoflake::CoarseClock::start(monoflake::DEFAULT_TICKER_INTERVAL).unwrap();
+    let g = Generator::builder(Layout::twitter())
+        .node(9)
+        .clock(clock)
+        .max_wait(Duration::from_secs(30))
+        .build_per_thread(4)
+        .unwrap();
+    let runs: Vec<Vec<Id>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|k| {
+                let g = &g;
+                s.spawn(move || {
+                    if k % 2 == 0 {
+                        (0..PER_THREAD).map(|_| g.next_id().unwrap()).collect()
+                    } else {
+                        let local = g.local().unwrap();
+                        (0..PER_THREAD).map(|_| local.next_id().unwrap()).collect()
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for run in &runs {
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+    }
+    let all = runs.concat();
+    assert_eq!(all.len(), 4 * PER_THREAD);
+    assert_distinct(&all);
+    assert_eq!(g.stats().issued, all.len() as u64);
+}
+
+/// A leased per-thread holder whose clock runs two seconds ahead has its records deleted, and
+/// another claimant takes the node finding no record. The holder, finding its claim gone,
+/// seals every slot — threads still issuing on three of them — and writes back the end of the
+/// highest tick any slot moved into before it says the lease is lost: the claimant reads it
+/// again, above every ID any thread issued, and so does the node's next generator.
+#[test]
+fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick() {
+    let dir = common::TempDir::new("per-thread-lost");
+    let state = dir.path().join("state");
+    let store: Arc<dyn monoflake::NodeStore> =
+        Arc::new(monoflake::FileStore::open(&state).unwrap());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let ahead = Arc::new(ManualClock::new(now + 2_000));
+    let layout = Layout::twitter();
+    let holder = Generator::builder(layout.clone())
+        .clock(Arc::clone(&ahead))
+        .build_leased_per_thread(Arc::clone(&store), monoflake::NodeRequest::Exact(1), 4)
+        .unwrap();
+    let cleared = Barrier::new(4);
+    let (runs, claim): (Vec<Vec<Id>>, _) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..3)
+            .map(|k| {
+                let (holder, ahead, cleared) = (&holder, &ahead, &cleared);
+                s.spawn(move || {
+                    let local = (k == 0).then(|| holder.local().unwrap());
+                    let next = || match &local {
+                        Some(l) => l.try_next_id(),
+                        None => holder.try_next_id(),
+                    };
+                    let mut run: Vec<Id> = (0..1000).map(|_| next().unwrap()).collect();
+                    cleared.wait();
+                    // Issue until refused for good, moving the clock on (a liveness bound).
+                    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+                    loop {
+                        match next() {
+                            Ok(id) => run.push(id),
+                            Err(Error::LeaseLost { node: 1, .. }) => break,
+                            Err(_) => ahead.advance_ms(1),
+                        }
+                        assert!(std::time::Instant::now() < give_up, "never lost");
+                    }
+                    // Refused for good, whichever way in.
+                    assert!(matches!(next(), Err(Error::LeaseLost { .. })));
+                    run
+                })
+            })
+            .collect();
+        // Every thread has issued; the records go, and a claimant takes the node.
+        std::fs::remove_dir_all(&state).unwrap();
+        let claim = store
+            .claim(&layout, monoflake::NodeRequest::Exact(1))
+            .unwrap();
+        assert_eq!(claim.reserved_until_ms(), None);
+        cleared.wait();
+        let runs = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        (runs, claim)
+    });
+    for run in &runs {
+        assert!(run.windows(2).all(|w| w[0] < w[1]));
+    }
+    let all = runs.concat();
+    assert_distinct(&all);
+    // A thread that takes a slot now finds it sealed.
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(matches!(holder.try_next_id(), Err(Error::LeaseLost { .. }))));
+    });
+    let last_ms = all
+        .iter()
+        .map(|id| id.parts(&layout).unwrap().unix_ms())
+        .max()
+        .unwrap();
+    let again = store.reservation(&claim).unwrap();
+    assert!(
+        again.is_some_and(|until| until > last_ms),
+        "the claimant read {again:?} again; the holder's threads issued up to {last_ms}"
+    );
+    store.release(claim, 0).unwrap();
+    drop(holder);
+    let next = Generator::builder(layout)
+        .build_leased(store, monoflake::NodeRequest::Exact(1))
+        .unwrap();
+    let first = next.next_id().unwrap();
+    assert!(all.iter().all(|&id| id < first));
+}
