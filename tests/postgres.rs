@@ -26,6 +26,7 @@ fn table(tag: &str) -> PgOptions {
 fn layout(node_bits: u32) -> Layout {
     Layout::builder()
         .name("pgtest")
+        .epoch("2024-01-01")
         .node_field("n", node_bits)
         .build()
         .unwrap()

@@ -20,6 +20,7 @@ const MAX_CALLS: u64 = 2_000;
 pub fn bench_layout() -> Layout {
     Layout::builder()
         .name("bench")
+        .epoch_ms(Layout::twitter().epoch_ms())
         .node_field("bench", 3)
         .sequence_bits(9)
         .build()
