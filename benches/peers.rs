@@ -237,34 +237,7 @@ pub fn window_each<'a>(
     length: Duration,
     make: &(dyn Fn() -> Box<dyn Fn() -> u64 + 'a> + Sync),
 ) -> (Vec<u64>, Duration) {
-    const STRIDE: u64 = 64;
-    let barrier = Barrier::new(threads + 1);
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let next = make();
-                    let mut n = 0u64;
-                    barrier.wait();
-                    while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..STRIDE {
-                            black_box(next());
-                        }
-                        n += STRIDE;
-                    }
-                    n
-                })
-            })
-            .collect();
-        barrier.wait();
-        let start = Instant::now();
-        std::thread::sleep(length);
-        stop.store(true, Ordering::Relaxed);
-        let elapsed = start.elapsed();
-        let counts = workers.into_iter().map(|w| w.join().unwrap()).collect();
-        (counts, elapsed)
-    })
+    window_of(threads, length, make)
 }
 
 /// `threads` threads start on a barrier and call `next` back to back for `length` (looking at
@@ -275,6 +248,17 @@ pub fn window(
     length: Duration,
     next: &(dyn Fn() -> u64 + Sync),
 ) -> (Vec<u64>, Duration) {
+    window_of(threads, length, &|| next)
+}
+
+/// The window both run: each thread makes its `next` with `make`, then calls it from the
+/// barrier until the stop flag (looked at every 64 calls).
+#[allow(dead_code)]
+fn window_of<F: Fn() -> u64>(
+    threads: usize,
+    length: Duration,
+    make: &(impl Fn() -> F + Sync + ?Sized),
+) -> (Vec<u64>, Duration) {
     const STRIDE: u64 = 64;
     let barrier = Barrier::new(threads + 1);
     let stop = AtomicBool::new(false);
@@ -282,6 +266,7 @@ pub fn window(
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
+                    let next = make();
                     let mut n = 0u64;
                     barrier.wait();
                     while !stop.load(Ordering::Relaxed) {

@@ -121,10 +121,17 @@ fn more_threads_than_slots_get_a_typed_error_or_wait() {
             ));
             assert!(matches!(g.try_next_ids(3), Err(Error::NoFreeSlot { .. })));
             assert!(matches!(g.local(), Err(Error::NoFreeSlot { .. })));
-            // Waits its 50 ms, then says so.
+            // Waits its 50 ms, then says so; counted as a waiting call, with its retries.
             let e = g.next_id().unwrap_err();
             assert!(matches!(e, Error::NoFreeSlot { .. }), "{e:?}");
             assert!(e.is_retryable());
+            let stats = g.stats();
+            assert_eq!(stats.waiting_calls, 1, "{stats:?}");
+            assert!(stats.wait_sleeps >= 1, "{stats:?}");
+            assert_eq!(
+                stats.wait_retries,
+                stats.wait_spins + stats.wait_yields + stats.wait_sleeps
+            );
         })
         .join()
         .unwrap();

@@ -20,6 +20,7 @@ pub use self::local::LocalSlot;
 use self::run::Run;
 use super::{Generator, Ids};
 use crate::clock::{LockedClock, TimeSource};
+use crate::stats::Counters;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::{Error, Id, Layout, Stats};
 
@@ -453,6 +454,9 @@ impl<C: TimeSource + 'static> PerThread<C> {
     /// Retries `attempt` while it reports [`Error::WouldBlock`] (waiting as
     /// [`Generator::next_id`] does) or [`Error::NoFreeSlot`] (spinning, yielding, then sleeping
     /// until a slot is given back), for at most `max_wait` in all.
+    ///
+    /// A wait for a slot counts in [`Stats`] as a waiting call, with its spins, yields and
+    /// sleeps (a call that then waits at the lead limit counts there too).
     fn waiting<T>(&self, attempt: impl Fn() -> Result<T, Error>) -> Result<T, Error> {
         let base = &self.shared.base;
         let mut step = 0;
@@ -464,7 +468,13 @@ impl<C: TimeSource + 'static> PerThread<C> {
                     return base.waiting(retry_after, &attempt);
                 }
                 Err(Error::NoFreeSlot { slots }) => {
-                    if !crate::sync::backoff(step) {
+                    let counter = if crate::sync::backoff(step) {
+                        if step < crate::sync::SPIN_LIMIT {
+                            &base.counters.wait_spins
+                        } else {
+                            &base.counters.wait_yields
+                        }
+                    } else {
                         if slept >= base.max_wait() {
                             return Err(Error::NoFreeSlot { slots });
                         }
@@ -472,7 +482,12 @@ impl<C: TimeSource + 'static> PerThread<C> {
                         crate::sync::sleep(this);
                         slept += this;
                         nap = (nap * 2).min(MAX_SLOT_NAP);
+                        &base.counters.wait_sleeps
+                    };
+                    if step == 0 {
+                        Counters::add(&base.counters.waiting_calls, 1);
                     }
+                    Counters::add(counter, 1);
                     step = step.saturating_add(1);
                 }
                 done => return done,
