@@ -418,20 +418,9 @@ mod tests {
     use std::time::Duration;
 
     use super::super::step::{Now, Step, next_state};
-    use crate::{Error, Generator, Layout, TimeSource};
+    use crate::{Error, Generator, Layout};
 
-    /// A clock with nanosecond readings that the test sets, backwards too.
-    #[derive(Clone, Debug)]
-    struct NsClock(Arc<AtomicU64>);
-
-    impl TimeSource for NsClock {
-        fn now_ms(&self) -> u64 {
-            self.0.load(Relaxed) / 1_000_000
-        }
-        fn now_ns(&self) -> u64 {
-            self.0.load(Relaxed)
-        }
-    }
+    use super::super::test_clock::NsClock;
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]

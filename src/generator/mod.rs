@@ -20,6 +20,8 @@ mod id_generator;
 mod per_core;
 mod per_thread;
 pub(crate) mod step;
+#[cfg(test)]
+mod test_clock;
 mod wait;
 
 use std::fmt;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use crate::generator::test_clock::NsClock;
 use crate::{Error, Generator, Id, Layout, ManualClock};
 
 const T0: u64 = 1_700_000_000_000;
@@ -125,19 +126,6 @@ fn a_seal_racing_issuers_bounds_every_id() {
         // Nothing more, from any way in.
         assert!(g.try_next_id().is_err());
         assert!(g.local().unwrap().try_next_id().is_err());
-    }
-}
-
-/// A clock with nanosecond readings that the test sets, backwards too.
-#[derive(Clone, Debug)]
-struct NsClock(Arc<std::sync::atomic::AtomicU64>);
-
-impl crate::TimeSource for NsClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Relaxed) / 1_000_000
-    }
-    fn now_ns(&self) -> u64 {
-        self.0.load(Relaxed)
     }
 }
 
