@@ -259,23 +259,50 @@ fn window_of<F: Fn() -> u64>(
     length: Duration,
     make: &(impl Fn() -> F + Sync + ?Sized),
 ) -> (Vec<u64>, Duration) {
+    window_run(threads, length, &|start: &dyn Fn(), stop: &AtomicBool| {
+        let next = make();
+        start();
+        calls_until(stop, next)
+    })
+}
+
+/// `next` called back to back until `stop` (looked at every 64 calls): how many calls.
+#[allow(dead_code)]
+pub fn calls_until(stop: &AtomicBool, mut next: impl FnMut() -> u64) -> u64 {
     const STRIDE: u64 = 64;
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..STRIDE {
+            black_box(next());
+        }
+        n += STRIDE;
+    }
+    n
+}
+
+/// `threads` threads each run `body`, which sets up what it calls, calls `start` (a barrier
+/// all threads pass together when the window opens), then calls until the stop flag
+/// ([`calls_until`]) and returns how many calls it made: the calls each made, and the
+/// window's real length. For a thread whose calls borrow what it set up (a per-thread
+/// generator's handle and its iterator), which a closure made by `make` cannot own.
+#[allow(dead_code)]
+pub fn window_run(
+    threads: usize,
+    length: Duration,
+    body: &(dyn Fn(&dyn Fn(), &AtomicBool) -> u64 + Sync),
+) -> (Vec<u64>, Duration) {
     let barrier = Barrier::new(threads + 1);
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    let next = make();
-                    let mut n = 0u64;
-                    barrier.wait();
-                    while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..STRIDE {
-                            black_box(next());
-                        }
-                        n += STRIDE;
-                    }
-                    n
+                    body(
+                        &|| {
+                            barrier.wait();
+                        },
+                        &stop,
+                    )
                 })
             })
             .collect();

@@ -13,8 +13,9 @@
 //! * The per-thread generator on one thread, on the coarse clock: through a `LocalSlot`
 //!   handle and through `next_id` (the thread-local registry), against ferroid's thread-local
 //!   monotonic ULID (its per-thread generator). Ratios: each / ferroid's thread-local ULID.
-//!   And the harness's own floor: a call that only bumps a plain counter; and the handle and
-//!   ferroid's thread-local ULID once more with the call inlined into the measuring loop.
+//!   And the harness's own floor: a call that only bumps a plain counter; and the handle, its
+//!   iterator (`LocalSlot::ids`, a new one per slice) and ferroid's thread-local ULID with the
+//!   call inlined into the measuring loop.
 //! * Two threads sharing one generator: IDs per second over a 100 ms window in which both
 //!   threads call back to back, and the smaller thread's share. Ratios: monoflake / ferroid.
 //!   In the same rounds, one thread alone on each of monoflake's generators: two threads taking
@@ -22,7 +23,8 @@
 //!   thread alone over ferroid's two is the most the two-thread ratio could show, and two
 //!   threads over one alone is what taking turns keeps of it.
 //! * In the same rounds, the per-thread generator (coarse clock) on two threads and on one,
-//!   by handle and by `next_id`: two threads over one is how it scales (nothing is shared but
+//!   by handle, by the handle's iterator (its call inlined into the window's loop) and by
+//!   `next_id`: two threads over one is how it scales (nothing is shared but
 //!   the clock's word and the fence's, which are only read).
 //!
 //! Every entrant is called through the same `&dyn Fn() -> u64`. `cargo bench --bench ratios`
@@ -59,7 +61,7 @@ fn slice(next: One, calls: u64) -> f64 {
 /// As [`slice`], with `next` known to the compiler: a closure passed here is inlined into the
 /// loop (where [`slice`] calls it through `&dyn Fn`).
 #[inline(always)]
-fn slice_inlined(next: impl Fn() -> u64, calls: u64) -> f64 {
+fn slice_inlined(mut next: impl FnMut() -> u64, calls: u64) -> f64 {
     let start = Instant::now();
     for _ in 0..calls {
         black_box(next());
@@ -128,6 +130,13 @@ fn main() {
         .build_per_thread(2)
         .expect("per-thread");
     let handle = per_thread.local().expect("a slot");
+    // A handle for the iterator (`LocalSlot::ids`), a new iterator per slice.
+    let per_thread_ids = Generator::builder(wide())
+        .node(1)
+        .clock(coarse_clock.clone())
+        .build_per_thread(2)
+        .expect("per-thread");
+    let ids_handle = std::cell::RefCell::new(per_thread_ids.local().expect("a slot"));
     let per_thread_implicit = Generator::builder(wide())
         .node(1)
         .clock(coarse_clock.clone())
@@ -189,6 +198,14 @@ fn main() {
         "monoflake per-thread coarse wide, LocalSlot, inlined loop",
         Box::new(|calls| slice_inlined(|| handle.next_id().unwrap().as_u64(), calls)),
     ));
+    runners.push((
+        "monoflake per-thread coarse wide, LocalSlot::ids, inlined loop",
+        Box::new(|calls| {
+            let mut local = ids_handle.borrow_mut();
+            let mut ids = local.ids();
+            slice_inlined(|| ids.next().unwrap().unwrap().as_u64(), calls)
+        }),
+    ));
     // One thread: calls per slice from a first measurement of each.
     let calls: Vec<u64> = runners
         .iter()
@@ -201,10 +218,10 @@ fn main() {
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); runners.len()];
     let (mut coarse_ratio, mut locked_ratio, mut slewing_ratio) =
         (Vec::new(), Vec::new(), Vec::new());
-    let (mut handle_ratio, mut implicit_ratio, mut inlined_ratio) =
-        (Vec::new(), Vec::new(), Vec::new());
+    let (mut handle_ratio, mut implicit_ratio, mut inlined_ratio, mut ids_ratio) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        let mut this = [0.0; 12];
+        let mut this = [0.0; 13];
         for k in 0..runners.len() {
             let i = (round + k) % runners.len();
             this[i] = (runners[i].1)(calls[i]);
@@ -216,6 +233,7 @@ fn main() {
         handle_ratio.push(this[7] / this[6]);
         implicit_ratio.push(this[8] / this[6]);
         inlined_ratio.push(this[11] / this[10]);
+        ids_ratio.push(this[12] / this[10]);
     }
     println!("\none thread, {ROUNDS} interleaved rounds of {SLICE:?} per entrant:");
     println!("| entrant | ns per ID (median) | quartiles |\n|---|---:|---|");
@@ -238,16 +256,19 @@ fn main() {
     let (h, h1, h3) = quartiles(handle_ratio);
     let (m, m1, m3) = quartiles(implicit_ratio);
     let (n, n1, n3) = quartiles(inlined_ratio);
+    let (it, it1, it3) = quartiles(ids_ratio);
     println!(
         "per-thread coarse, LocalSlot / ferroid thread-local ULID: {h:.2}× (quartiles {h1:.2} – \
          {h3:.2}); next_id: {m:.2}× (quartiles {m1:.2} – {m3:.2})"
     );
     println!(
         "per-thread coarse, LocalSlot / ferroid thread-local ULID, both inlined into the loop: \
-         {n:.2}× (quartiles {n1:.2} – {n3:.2})"
+         {n:.2}× (quartiles {n1:.2} – {n3:.2}); LocalSlot::ids: {it:.2}× (quartiles {it1:.2} – \
+         {it3:.2})"
     );
     drop(runners);
     drop(handle);
+    drop(ids_handle);
 
     // Two threads, one shared generator each; and, in the same rounds, one thread alone on
     // monoflake's generators: two threads taking turns on one state cannot issue faster than
@@ -264,6 +285,13 @@ fn main() {
     };
     let make_implicit =
         || -> Box<dyn Fn() -> u64 + '_> { Box::new(|| per_thread2.next_id().unwrap().as_u64()) };
+    // A handle's iterator on each thread, its call inlined into the window's loop.
+    let ids_body = |start: &dyn Fn(), stop: &std::sync::atomic::AtomicBool| {
+        let mut local = per_thread2.local().expect("a slot");
+        let mut ids = local.ids();
+        start();
+        peers::calls_until(stop, || ids.next().unwrap().unwrap().as_u64())
+    };
     let shared_next: [Next; 3] = [
         &*ferroid.next,
         &|| coarse.try_next_id().unwrap().as_u64(),
@@ -310,6 +338,20 @@ fn main() {
             }),
         ),
         (
+            "monoflake per-thread coarse wide, LocalSlot::ids, 2 threads",
+            Box::new(|| {
+                let (c, e) = peers::window_run(2, WINDOW, &ids_body);
+                rate(&c, e)
+            }),
+        ),
+        (
+            "monoflake per-thread coarse wide, LocalSlot::ids, 1 thread",
+            Box::new(|| {
+                let (c, e) = peers::window_run(1, WINDOW, &ids_body);
+                rate(&c, e)
+            }),
+        ),
+        (
             "monoflake per-thread coarse wide, next_id, 2 threads",
             Box::new(|| {
                 let (c, e) = peers::window_each(2, WINDOW, &make_implicit);
@@ -331,10 +373,11 @@ fn main() {
     // threads over one alone (what taking turns keeps of it); coarse, then locked.
     let mut ceiling: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     let mut kept: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    // Per round: the per-thread generator's two threads over one, by handle and by next_id.
-    let mut scaling: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    // Per round: the per-thread generator's two threads over one, by handle, by its iterator
+    // and by next_id.
+    let mut scaling: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     for round in 0..TWO_THREAD_ROUNDS {
-        let mut this = [0.0; 9];
+        let mut this = [0.0; 11];
         for k in 0..turns.len() {
             let i = (round + k) % turns.len();
             let (r, low) = (turns[i].1)();
@@ -349,7 +392,9 @@ fn main() {
         for c in 0..2 {
             ceiling[c].push(this[3 + c] / this[0]);
             kept[c].push(this[1 + c] / this[3 + c]);
-            scaling[c].push(this[5 + 2 * c] / this[6 + 2 * c]);
+        }
+        for (c, scale) in scaling.iter_mut().enumerate() {
+            scale.push(this[5 + 2 * c] / this[6 + 2 * c]);
         }
     }
     println!(
@@ -386,11 +431,20 @@ fn main() {
              two threads / one alone: {k:.2} (quartiles {k1:.2} – {k3:.2})"
         );
     }
-    let [scale_h, scale_m] = scaling.map(quartiles);
+    let [scale_h, scale_i, scale_m] = scaling.map(quartiles);
     println!(
         "per-thread coarse, two threads / one: LocalSlot {:.2}× (quartiles {:.2} – {:.2}), \
-         next_id {:.2}× (quartiles {:.2} – {:.2})",
-        scale_h.0, scale_h.1, scale_h.2, scale_m.0, scale_m.1, scale_m.2
+         LocalSlot::ids {:.2}× (quartiles {:.2} – {:.2}), next_id {:.2}× (quartiles {:.2} – \
+         {:.2})",
+        scale_h.0,
+        scale_h.1,
+        scale_h.2,
+        scale_i.0,
+        scale_i.1,
+        scale_i.2,
+        scale_m.0,
+        scale_m.1,
+        scale_m.2
     );
     // What one shared state can issue at all: its threads take turns on one cache line, so no
     // more than one thread doing nothing but the compare-exchange.
@@ -425,7 +479,9 @@ fn main() {
         "per_thread_handle_over_ferroid_tl": [h, h1, h3],
         "per_thread_next_id_over_ferroid_tl": [m, m1, m3],
         "per_thread_handle_inlined_over_ferroid_tl_inlined": [n, n1, n3],
+        "per_thread_ids_inlined_over_ferroid_tl_inlined": [it, it1, it3],
         "per_thread_handle_two_over_one": [scale_h.0, scale_h.1, scale_h.2],
+        "per_thread_ids_two_over_one": [scale_i.0, scale_i.1, scale_i.2],
         "per_thread_next_id_two_over_one": [scale_m.0, scale_m.1, scale_m.2],
     });
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ratios.json");

@@ -190,8 +190,8 @@ pub use crate::clock::{
 pub use crate::encoding::{Encoded, Encoding};
 pub use crate::error::Error;
 pub use crate::generator::{
-    DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, IdGenerator, Ids, LocalSlot,
-    MAX_LEAD_LIMIT, PerCore, PerThread,
+    DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, IdGenerator, Ids, LocalIds,
+    LocalSlot, MAX_LEAD_LIMIT, PerCore, PerThread,
 };
 #[cfg(unix)]
 pub use crate::global::{configure_default, default_generator, next_id};

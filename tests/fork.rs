@@ -184,6 +184,41 @@ fn every_kind_of_fork_is_refused_on_a_per_thread_generators_common_path() {
     }
 }
 
+/// A handle's iterator, its numbers copied into registers in the parent, is refused on its
+/// common path in a child made by every kind of fork — in the very tick the parent is issuing
+/// in — and the parent's iterator goes on right after its last ID.
+#[test]
+fn every_kind_of_fork_is_refused_on_a_handle_iterators_common_path() {
+    let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));
+    let g = Generator::builder(Layout::twitter())
+        .node(8)
+        .clock(Arc::clone(&clock))
+        .build_per_thread(4)
+        .unwrap();
+    let mut local = g.local().unwrap();
+    let mut ids = local.ids();
+    for how in FORKS {
+        let before = ids.next().unwrap().unwrap();
+        let code = in_child_forked_by(how, || {
+            let mut issued = 0;
+            for _ in 0..1000 {
+                match ids.next() {
+                    Some(Err(Error::Forked { node: 8, .. })) => {}
+                    Some(answer) => issued += i32::from(answer.is_ok()) + 100,
+                    None => issued += 1000,
+                }
+            }
+            issued.min(250)
+        });
+        assert_eq!(
+            code, 0,
+            "a child made by {how} issued from an iterator or was not refused as forked"
+        );
+        let after = ids.next().unwrap().unwrap();
+        assert_eq!(after.as_u64(), before.as_u64() + 1, "{how}");
+    }
+}
+
 #[test]
 fn a_raw_fork_is_caught_at_the_next_tick_and_at_every_batch() {
     let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));

@@ -72,6 +72,63 @@ fn a_slot_given_back_mid_tick_goes_on_after_its_last_value() {
     assert!(matches!(g.local(), Err(Error::NoFreeSlot { slots: 1, .. })));
 }
 
+/// An iterator issues what the handle would, crossing into borrowed ticks with its numbers in
+/// registers, and gives the last one back when it drops: the handle, then the slot's next
+/// holder, go on right after it.
+#[test]
+fn an_iterator_hands_its_last_value_back_to_the_handle() {
+    let layout = two_bits();
+    let (g, _clock) = frozen(layout.clone(), 2, 5);
+    let mut local = g.local().unwrap();
+    let slot = local.slot() as u64;
+    let a = local.next_id().unwrap();
+    assert_eq!(decoded(a, &layout), (0, slot, 0));
+    let run: Vec<Id> = local.ids().take(3).map(Result::unwrap).collect();
+    assert_eq!(
+        run.iter()
+            .map(|&id| decoded(id, &layout))
+            .collect::<Vec<_>>(),
+        [(0, slot, 1), (1, slot, 0), (1, slot, 1)]
+    );
+    assert_eq!(decoded(local.next_id().unwrap(), &layout), (2, slot, 0));
+    drop(local);
+    // Slots are taken lowest first: the one given back.
+    let again = g.local().unwrap();
+    assert_eq!(again.slot() as u64, slot);
+    assert_eq!(decoded(again.next_id().unwrap(), &layout), (2, slot, 1));
+}
+
+/// An iterator that is never dropped (`mem::forget`) cannot write back how far it went: the
+/// handle goes on from the end of the tick the iterator was last in — the rest of that tick
+/// is skipped, never a value issued twice — and so does the slot's next holder.
+#[test]
+fn a_forgotten_iterator_skips_the_rest_of_its_tick() {
+    let layout = two_bits();
+    // One slot: (ms after T0, sequence) of an ID.
+    let at = |id: Id| {
+        let p = id.parts(&layout).unwrap();
+        (p.unix_ms() - T0, p.sequence())
+    };
+    let (g, _clock) = frozen(layout.clone(), 1, 10);
+    let mut local = g.local().unwrap();
+    let mut ids = local.ids();
+    assert_eq!(at(ids.next().unwrap().unwrap()), (0, 0));
+    std::mem::forget(ids);
+    // Tick 0 had three values left; the handle takes none of them.
+    assert_eq!(at(local.next_id().unwrap()), (1, 0));
+    // Forgotten after moving into a later tick: the handle follows it past that tick.
+    let mut ids = local.ids();
+    let issued: Vec<Id> = (&mut ids).take(5).map(Result::unwrap).collect();
+    assert_eq!(
+        issued.iter().map(|&id| at(id)).collect::<Vec<_>>(),
+        [(1, 1), (1, 2), (1, 3), (2, 0), (2, 1)]
+    );
+    std::mem::forget(ids);
+    drop(local);
+    let next = g.local().unwrap();
+    assert_eq!(at(next.next_id().unwrap()), (3, 0));
+}
+
 /// A thread that exits holding a tick borrowed ahead of the clock: its slot's state is ahead of
 /// the clock, and the next holder continues from it (the rest of the borrowed tick), not from
 /// the clock's tick.
@@ -429,9 +486,10 @@ fn a_leased_per_thread_generator_hands_its_node_on_after_every_id() {
     assert!(next.next_id().unwrap() > highest);
 }
 
-/// Millions of IDs across threads on the coarse clock, at the layout's cap: four threads (two
-/// by `next_id`, two by a handle) take a million IDs each from four slots of Twitter's layout,
-/// each slot paced at its quarter of the cap. Every ID is distinct, each thread's increase,
+/// Millions of IDs across threads on the coarse clock, at the layout's cap: six threads (two
+/// by `next_id`, two by a handle's calls, two by a handle's iterator, each new iterator after
+/// 1000 IDs) take a million IDs each from six slots of Twitter's layout (eight slots, three
+/// bits), each slot paced at its eighth of the cap. Every ID is distinct, each thread's increase,
 /// and every one is counted.
 #[test]
 fn millions_of_ids_across_threads_are_unique() {
@@ -442,18 +500,25 @@ fn millions_of_ids_across_threads_are_unique() {
         .node(9)
         .clock(clock)
         .max_wait(Duration::from_secs(30))
-        .build_per_thread(4)
+        .build_per_thread(8)
         .unwrap();
     let runs: Vec<Vec<Id>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..4)
+        let workers: Vec<_> = (0..6)
             .map(|k| {
                 let g = &g;
-                s.spawn(move || {
-                    if k % 2 == 0 {
-                        (0..PER_THREAD).map(|_| g.next_id().unwrap()).collect()
-                    } else {
+                s.spawn(move || match k % 3 {
+                    0 => (0..PER_THREAD).map(|_| g.next_id().unwrap()).collect(),
+                    1 => {
                         let local = g.local().unwrap();
                         (0..PER_THREAD).map(|_| local.next_id().unwrap()).collect()
+                    }
+                    _ => {
+                        let mut local = g.local().unwrap();
+                        let mut run = Vec::with_capacity(PER_THREAD);
+                        while run.len() < PER_THREAD {
+                            run.extend(local.ids().take(1000).map(Result::unwrap));
+                        }
+                        run
                     }
                 })
             })
@@ -464,7 +529,7 @@ fn millions_of_ids_across_threads_are_unique() {
         assert!(run.windows(2).all(|w| w[0] < w[1]));
     }
     let all = runs.concat();
-    assert_eq!(all.len(), 4 * PER_THREAD);
+    assert_eq!(all.len(), 6 * PER_THREAD);
     assert_distinct(&all);
     assert_eq!(g.stats().issued, all.len() as u64);
 }

@@ -67,6 +67,11 @@ impl Fence {
         self.fork.forked()
     }
 
+    /// The fork watch [`Fence::forked`] asks, for a caller that keeps a copy of it.
+    pub(crate) fn fork_watch(&self) -> &ForkWatch {
+        &self.fork
+    }
+
     /// Whether this is another process than the one that built the generator, however it was
     /// forked: a system call (`getpid`), so checked only off the common path — when a call
     /// moves to a new tick, borrows one, is refused, or takes a batch. On Linux

@@ -4,10 +4,12 @@
 
 use std::cell::Cell;
 
+use super::super::fence::Fence;
 use super::super::step::{InTick, Step, next_state};
 use super::{SEALED, Shared};
 use crate::Error;
 use crate::clock::TimeSource;
+use crate::fork::ForkWatch;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The numbers of one slot held by one thread. Plain cells: only the owning thread reads or
@@ -133,21 +135,44 @@ impl Run {
     /// read-modify-write.
     #[inline(always)]
     pub(super) fn common<C: TimeSource>(&self, shared: &Shared<C>) -> Option<u64> {
-        let g = &shared.base;
-        let cur = self.id.get();
-        let now_ns = g.clock.now_ns();
-        // Evaluated without short-circuits: one branch.
-        let ok = (now_ns.wrapping_sub(self.from_ns.get()) < self.width_ns.get())
-            & (cur < self.end_id.get())
-            & !g.core.fence.refuses_in(self.tick.get())
-            & !g.core.fence.forked();
-        if ok {
-            let next = cur + self.step.get();
-            self.id.set(next);
-            Some(next)
-        } else {
-            None
+        let mut hot = self.hot();
+        let fence = &shared.base.core.fence;
+        let id = hot.advance(&shared.base.clock, fence, fence.fork_watch())?;
+        self.id.set(id);
+        Some(id)
+    }
+
+    /// What the common case reads of this run, copied out.
+    #[inline(always)]
+    pub(super) fn hot(&self) -> Hot {
+        Hot {
+            id: self.id.get(),
+            end_id: self.end_id.get(),
+            step: self.step.get(),
+            from_ns: self.from_ns.get(),
+            width_ns: self.width_ns.get(),
+            tick: self.tick.get(),
         }
+    }
+
+    /// Lends the common case's numbers to a [`LocalIds`](super::LocalIds), which advances
+    /// them in registers: the run itself moves to the tick's last value, as if every value
+    /// left in the tick were issued, until [`Run::settle`] writes back the one reached. A
+    /// borrower that is never dropped (`mem::forget`) so costs the rest of a tick, never a
+    /// value issued twice.
+    pub(super) fn lend(&self) -> Hot {
+        let hot = self.hot();
+        // Where the tick has room (`end_id` is 0 otherwise, and the common case never applies).
+        if hot.end_id > hot.id {
+            self.id.set(hot.end_id);
+        }
+        hot
+    }
+
+    /// Takes back lent numbers: `id` is the last ID the borrower issued (or the one it was
+    /// lent at), in the tick this run is in.
+    pub(super) fn settle(&self, id: u64) {
+        self.id.set(id);
     }
 
     /// The general step for `n >= 1` values: the clock (the precise one before anything
@@ -245,6 +270,51 @@ impl Run {
         if state != SEALED {
             shared.count(self.slot.get(), state.wrapping_sub(self.counted.get()));
             self.counted.set(state);
+        }
+    }
+}
+
+/// What the common case reads of a [`Run`]: the last ID issued and the bounds of its tick.
+/// A [`Run`] keeps these in cells; a [`LocalIds`](super::LocalIds) keeps a copy in registers.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Hot {
+    /// The ID of the last state value issued.
+    pub(super) id: u64,
+    /// The ID of the tick's last value in this slot (0 where the tick has no room).
+    end_id: u64,
+    /// One step of the sequence field in an ID.
+    step: u64,
+    /// The window of time for the state's tick (Unix ns): `[from_ns, from_ns + width_ns)`.
+    from_ns: u64,
+    width_ns: u64,
+    /// The state's tick, for the fence's one-word check.
+    tick: u64,
+}
+
+impl Hot {
+    /// The common case, the one step every way into a slot shares: the clock in the state's
+    /// tick, room in the tick's sequence, the fence open for the tick, and no fork. Then the
+    /// next state is `state + 1` — what `next_state` issues there (`InTick`) — and this
+    /// advances `id` and returns it; otherwise `None`, and nothing moved.
+    #[inline(always)]
+    pub(super) fn advance<C: TimeSource>(
+        &mut self,
+        clock: &C,
+        fence: &Fence,
+        fork: &ForkWatch,
+    ) -> Option<u64> {
+        let cur = self.id;
+        let now_ns = clock.now_ns();
+        // Evaluated without short-circuits: one branch.
+        let ok = (now_ns.wrapping_sub(self.from_ns) < self.width_ns)
+            & (cur < self.end_id)
+            & !fence.refuses_in(self.tick)
+            & !fork.forked();
+        if ok {
+            self.id = cur + self.step;
+            Some(self.id)
+        } else {
+            None
         }
     }
 }

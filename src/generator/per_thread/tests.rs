@@ -68,9 +68,40 @@ fn the_fence_stops_a_threads_numbers() {
     assert!(matches!(g.try_next_id(), Err(Error::LeaseLost { .. })));
 }
 
-/// A seal racing three threads that issue (two by handles, one by the thread-local way in) on
-/// a layout of four values per tick per slot, so that threads move into later ticks all the
-/// time: every ID any thread issued, before or after the seal, lies in a tick at or below the
+/// The fence stops an iterator's numbers, kept in registers, as it stops the handle's: the
+/// common case issues inside the limit's tick; a borrow past the limit is refused, and so is
+/// every later item; a handle goes on where the iterator stopped once the fence opens.
+#[test]
+fn the_fence_stops_an_iterator() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(small())
+        .clock(Arc::clone(&clock))
+        .build_per_thread(4)
+        .unwrap();
+    let base = &g.shared().base;
+    let tick = base.now_of(T0 * 1_000_000).tick;
+    base.fence().set(tick, u64::MAX);
+    let mut local = g.local().unwrap();
+    let mut ids = local.ids();
+    let run: Vec<Id> = (&mut ids).take(4).map(Result::unwrap).collect();
+    assert!(run.windows(2).all(|w| w[0] < w[1]));
+    // The slot's four values are used: the next one borrows tick + 1, past the limit.
+    assert!(matches!(ids.next(), Some(Err(Error::LeaseLost { .. }))));
+    assert!(matches!(ids.next(), Some(Err(Error::LeaseLost { .. }))));
+    base.fence().set(tick + 1, u64::MAX);
+    let next = ids.next().unwrap().unwrap();
+    assert_eq!(next.parts(&small()).unwrap().tick(), tick + 1);
+    // The deadline is the clock's tick: the common case (room left in tick + 1) refuses.
+    base.fence().set(tick + 1, tick);
+    assert!(matches!(ids.next(), Some(Err(Error::LeaseLost { .. }))));
+    drop(ids);
+    base.fence().set(tick + 1, u64::MAX);
+    assert_eq!(local.next_id().unwrap().as_u64(), next.as_u64() + 1);
+}
+
+/// A seal racing four threads that issue (two by handles, one by a handle's iterator, one by
+/// the thread-local way in) on a layout of four values per tick per slot, so that threads move
+/// into later ticks all the time: every ID any thread issued, before or after the seal, lies in a tick at or below the
 /// tick the seal returns, and every thread stops with the closed fence's error.
 #[test]
 fn a_seal_racing_issuers_bounds_every_id() {
@@ -81,26 +112,32 @@ fn a_seal_racing_issuers_bounds_every_id() {
             .unwrap();
         let shared = Arc::clone(g.shared());
         let (sealed, runs) = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..3)
+            let workers: Vec<_> = (0..4)
                 .map(|k| {
                     let g = &g;
                     s.spawn(move || {
-                        let local = if k < 2 {
-                            Some(g.local().unwrap())
-                        } else {
-                            None
-                        };
-                        let mut run = Vec::new();
-                        loop {
-                            let got = match &local {
-                                Some(l) => l.next_id(),
-                                None => g.next_id(),
-                            };
-                            match got {
-                                Ok(id) => run.push(id),
-                                Err(Error::LeaseLost { .. }) => break run,
-                                Err(e) => panic!("round {round}: {e}"),
+                        // Every ID up to the closed fence's error.
+                        let until_lost = |mut next: Box<dyn FnMut() -> Result<Id, Error> + '_>| {
+                            let mut run = Vec::new();
+                            loop {
+                                match next() {
+                                    Ok(id) => run.push(id),
+                                    Err(Error::LeaseLost { .. }) => break run,
+                                    Err(e) => panic!("round {round}: {e}"),
+                                }
                             }
+                        };
+                        match k {
+                            0 | 1 => {
+                                let local = g.local().unwrap();
+                                until_lost(Box::new(|| local.next_id()))
+                            }
+                            2 => {
+                                let mut local = g.local().unwrap();
+                                let mut ids = local.ids();
+                                until_lost(Box::new(move || ids.next().unwrap()))
+                            }
+                            _ => until_lost(Box::new(|| g.next_id())),
                         }
                     })
                 })
@@ -129,15 +166,27 @@ fn a_seal_racing_issuers_bounds_every_id() {
     }
 }
 
+/// How a model test asks a slot for IDs.
+#[derive(Clone, Copy, Debug)]
+enum Way {
+    /// [`LocalSlot::try_next_id`](super::LocalSlot::try_next_id), one call each.
+    Handle,
+    /// One [`LocalIds`](super::LocalIds) for the whole test, across clock moves (it waits at
+    /// the lead as `next_id` does, for at most a zero `max_wait`).
+    Iterator,
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
     /// A slot's numbers (common case and general step) against a model that only ever takes
     /// the general step: the same IDs and the same refusals, call by call, for clocks that
     /// jump, stand still and go back, across small sequences, long ticks, start offsets,
-    /// floors and slot counts.
+    /// floors and slot counts — by the handle's calls and by one iterator that lives through
+    /// every move of the clock.
     #[test]
     fn a_slot_issues_what_the_general_step_issues(
+        iterator in proptest::bool::ANY,
         sequence_bits in 2u32..=5,
         slot_bits in 1u32..=1,
         tick_ms in proptest::sample::select(vec![1u64, 7, 1_000]),
@@ -154,61 +203,103 @@ proptest::proptest! {
             1..40,
         ),
     ) {
-        use super::super::step::{Now, Step, next_state};
-        let epoch_ms = 1_288_834_974_657u64;
-        let layout = Layout::builder()
-            .time_bits(41)
-            .sequence_bits(sequence_bits)
-            .node_field("n", 1)
-            .tick_ms(tick_ms)
-            .epoch_ms(epoch_ms)
-            .build()
-            .unwrap();
-        let tick_ns = tick_ms * 1_000_000;
-        let epoch_ns = epoch_ms * 1_000_000;
-        let now = Arc::new(std::sync::atomic::AtomicU64::new(
-            (1_700_000_000_000 + start_ticks * tick_ms) * 1_000_000,
-        ));
-        let mut builder = Generator::builder(layout)
-            .clock(NsClock(Arc::clone(&now)))
-            .node(1)
-            .max_lead(Duration::from_millis(lead_ticks * tick_ms))
-            .start_offset_bits(offset_bits);
-        if let Some(f) = floor {
-            builder = builder.resume_after(f + (1_700_000_000_000 - epoch_ms) / tick_ms);
+        let way = if iterator { Way::Iterator } else { Way::Handle };
+        slot_against_the_step(
+            way, sequence_bits, slot_bits, tick_ms, offset_bits, lead_ticks, floor, start_ticks,
+            &steps,
+        )?;
+    }
+}
+
+/// The body of `a_slot_issues_what_the_general_step_issues`.
+#[allow(clippy::too_many_arguments)]
+fn slot_against_the_step(
+    way: Way,
+    sequence_bits: u32,
+    slot_bits: u32,
+    tick_ms: u64,
+    offset_bits: u32,
+    lead_ticks: u64,
+    floor: Option<u64>,
+    start_ticks: u64,
+    steps: &[(i64, u32, usize)],
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use super::super::step::{Now, Step, next_state};
+    let epoch_ms = 1_288_834_974_657u64;
+    let layout = Layout::builder()
+        .time_bits(41)
+        .sequence_bits(sequence_bits)
+        .node_field("n", 1)
+        .tick_ms(tick_ms)
+        .epoch_ms(epoch_ms)
+        .build()
+        .unwrap();
+    let tick_ns = tick_ms * 1_000_000;
+    let epoch_ns = epoch_ms * 1_000_000;
+    let now = Arc::new(std::sync::atomic::AtomicU64::new(
+        (1_700_000_000_000 + start_ticks * tick_ms) * 1_000_000,
+    ));
+    let mut builder = Generator::builder(layout)
+        .clock(NsClock(Arc::clone(&now)))
+        .node(1)
+        .max_lead(Duration::from_millis(lead_ticks * tick_ms))
+        .max_wait(Duration::ZERO)
+        .start_offset_bits(offset_bits);
+    if let Some(f) = floor {
+        builder = builder.resume_after(f + (1_700_000_000_000 - epoch_ms) / tick_ms);
+    }
+    let g = builder.build_per_thread(1 << slot_bits).unwrap();
+    let mut local = g.local().unwrap();
+    let shared = Arc::clone(g.shared());
+    let p = shared.base.params;
+    let mut model = local.run.state();
+    // The ID of a state in the handle's slot, worked out apart from the handle (which the
+    // iterator borrows).
+    let (out, fixed) = (shared.base.out, shared.fixed(local.slot()));
+    let id_of = |state: u64| out.id(state).as_u64() | fixed;
+    let mut issue: Box<dyn FnMut() -> Result<Id, Error>> = match way {
+        Way::Handle => {
+            let local = &local;
+            Box::new(move || local.try_next_id())
         }
-        let g = builder.build_per_thread(1 << slot_bits).unwrap();
-        let local = g.local().unwrap();
-        let shared = Arc::clone(g.shared());
-        let p = shared.base.params;
-        let mut model = local.run.state();
-        for (delta, unit, calls) in steps {
-            let t = now.load(Relaxed);
-            let next = match unit {
-                0 => t.saturating_add_signed(delta),
-                1 => t.saturating_add_signed(delta.signum() * tick_ns as i64 + delta % 3),
-                _ => {
-                    let since = t - epoch_ns;
-                    epoch_ns + since / tick_ns * tick_ns + tick_ns - 1 + (delta % 3).unsigned_abs()
-                }
+        Way::Iterator => {
+            let mut ids = local.ids();
+            Box::new(move || ids.next().unwrap())
+        }
+    };
+    for &(delta, unit, calls) in steps {
+        let t = now.load(Relaxed);
+        let next = match unit {
+            0 => t.saturating_add_signed(delta),
+            1 => t.saturating_add_signed(delta.signum() * tick_ns as i64 + delta % 3),
+            _ => {
+                let since = t - epoch_ns;
+                epoch_ns + since / tick_ns * tick_ns + tick_ns - 1 + (delta % 3).unsigned_abs()
+            }
+        };
+        now.store(next, Relaxed);
+        for _ in 0..calls {
+            let since = now.load(Relaxed) - epoch_ns;
+            let reading = Now {
+                tick: since / tick_ns,
+                rem_ns: since % tick_ns,
             };
-            now.store(next, Relaxed);
-            for _ in 0..calls {
-                let since = now.load(Relaxed) - epoch_ns;
-                let reading = Now { tick: since / tick_ns, rem_ns: since % tick_ns };
-                let want = next_state(model, reading, 1, &p);
-                let got = local.try_next_id();
-                match (want, &got) {
-                    (Step::Issue { first, last }, Ok(id)) => {
-                        proptest::prop_assert_eq!(id.as_u64(), local.run.id_of(&shared, first));
-                        model = last;
-                    }
-                    (Step::Lead { .. }, Err(Error::WouldBlock { .. }))
-                    | (Step::Exhausted { .. }, Err(Error::Exhausted { .. })) => {}
-                    _ => proptest::prop_assert!(false, "the step says {:?}, the slot {:?}", want, got),
+            let want = next_state(model, reading, 1, &p);
+            let got = issue();
+            match (want, &got, way) {
+                (Step::Issue { first, last }, Ok(id), _) => {
+                    proptest::prop_assert_eq!(id.as_u64(), id_of(first));
+                    model = last;
                 }
-                proptest::prop_assert_eq!(local.run.state(), model);
+                (Step::Lead { .. }, Err(Error::WouldBlock { .. }), Way::Handle)
+                | (Step::Lead { .. }, Err(Error::TimedOut { .. }), Way::Iterator)
+                | (Step::Exhausted { .. }, Err(Error::Exhausted { .. }), _) => {}
+                _ => proptest::prop_assert!(false, "the step says {:?}, the slot {:?}", want, got),
             }
         }
     }
+    // The iterator (if any) gives the numbers back: the handle is where the model is.
+    drop(issue);
+    proptest::prop_assert_eq!(local.run.state(), model);
+    Ok(())
 }
