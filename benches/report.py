@@ -306,15 +306,18 @@ def ratio_targets(ratios):
     if "per_thread_handle_over_ferroid_tl" in ratios:
         one = {r["name"]: r for r in ratios["one"]}
         floor = one.get("a plain counter (the call alone)")
-        for name, how in (("monoflake per-thread coarse wide, LocalSlot", "through the harness's call"),
+        for name, how in (("monoflake per-thread coarse wide, LocalSlot",
+                           "a `LocalSlot`, through the harness's call"),
                           ("monoflake per-thread coarse wide, LocalSlot, inlined loop",
-                           "inlined into the loop")):
+                           "a `LocalSlot`, inlined into the loop"),
+                          ("monoflake per-thread coarse wide, LocalSlot::ids, inlined loop",
+                           "a `LocalSlot`'s iterator, inlined into the loop")):
             h = one.get(name)
             if not h:
                 continue
             extra = (f"; the harness's own call: {floor['ns_median']:.2f} ns"
                      if floor and "inlined" not in name else "")
-            rows.append(f"| one thread, per-thread coarse (a `LocalSlot`, {how}) ≤ 1.5 ns per ID "
+            rows.append(f"| one thread, per-thread coarse ({how}) ≤ 1.5 ns per ID "
                         f"(interleaved) | {h['ns_median']:.2f} ns (quartiles {h['ns_q1']:.2f} – "
                         f"{h['ns_q3']:.2f}){extra} | {'yes' if h['ns_median'] <= 1.5 else '**no**'} |")
         add("one thread, per-thread coarse (a `LocalSlot`) vs ferroid's thread-local ULID",
@@ -325,8 +328,15 @@ def ratio_targets(ratios):
             add("one thread, per-thread coarse (a `LocalSlot`) vs ferroid's thread-local ULID, "
                 "both inlined into the loop",
                 ratios["per_thread_handle_inlined_over_ferroid_tl_inlined"], 1.0, True)
+        if "per_thread_ids_inlined_over_ferroid_tl_inlined" in ratios:
+            add("one thread, per-thread coarse (a `LocalSlot`'s iterator) vs ferroid's "
+                "thread-local ULID, both inlined into the loop",
+                ratios["per_thread_ids_inlined_over_ferroid_tl_inlined"], 1.0, True)
         add("two threads, per-thread coarse (a `LocalSlot` each) ≥ 1.9× one thread",
             ratios["per_thread_handle_two_over_one"], 1.9, False)
+        if "per_thread_ids_two_over_one" in ratios:
+            add("two threads, per-thread coarse (a `LocalSlot`'s iterator each) ≥ 1.9× one "
+                "thread", ratios["per_thread_ids_two_over_one"], 1.9, False)
         add("two threads, per-thread coarse (`next_id`) ≥ 1.9× one thread",
             ratios["per_thread_next_id_two_over_one"], 1.9, False)
 
