@@ -25,7 +25,9 @@
 //! * In the same rounds, the per-thread generator (coarse clock) on two threads and on one,
 //!   by handle, by the handle's iterator (its call inlined into the window's loop) and by
 //!   `next_id`: two threads over one is how it scales (nothing is shared but
-//!   the clock's word and the fence's, which are only read).
+//!   the clock's word and the fence's, which are only read). Beside them a reference that
+//!   shares nothing at all (each thread advances a private number): its two threads over one
+//!   is the machine's own ceiling in those rounds, and each way's scaling is also given over it.
 //!
 //! Every entrant is called through the same `&dyn Fn() -> u64`. `cargo bench --bench ratios`
 //! prints the tables and writes `target/ratios.json` (`report.py` reads it). About 40 s.
@@ -44,7 +46,7 @@ use serde_json::json;
 
 const ROUNDS: usize = 41;
 const SLICE: Duration = Duration::from_millis(20);
-const TWO_THREAD_ROUNDS: usize = 15;
+const TWO_THREAD_ROUNDS: usize = 21;
 const WINDOW: Duration = Duration::from_millis(100);
 
 type Next<'a> = &'a (dyn Fn() -> u64 + Sync);
@@ -285,6 +287,17 @@ fn main() {
     };
     let make_implicit =
         || -> Box<dyn Fn() -> u64 + '_> { Box::new(|| per_thread2.next_id().unwrap().as_u64()) };
+    // The machine's own scaling: each thread advances a private number (a multiply and an
+    // add), sharing nothing — what two threads over one can be here at best, in the same
+    // rounds (two cores' clocks, the host's other guests).
+    let private_body = |start: &dyn Fn(), stop: &std::sync::atomic::AtomicBool| {
+        let mut x = 1u64;
+        start();
+        peers::calls_until(stop, || {
+            x = x.wrapping_mul(3).wrapping_add(1);
+            x
+        })
+    };
     // A handle's iterator on each thread, its call inlined into the window's loop.
     let ids_body = |start: &dyn Fn(), stop: &std::sync::atomic::AtomicBool| {
         let mut local = per_thread2.local().expect("a slot");
@@ -365,6 +378,20 @@ fn main() {
                 rate(&c, e)
             }),
         ),
+        (
+            "reference: a private number per thread (nothing shared), 2 threads",
+            Box::new(|| {
+                let (c, e) = peers::window_run(2, WINDOW, &private_body);
+                rate(&c, e)
+            }),
+        ),
+        (
+            "reference: a private number per thread (nothing shared), 1 thread",
+            Box::new(|| {
+                let (c, e) = peers::window_run(1, WINDOW, &private_body);
+                rate(&c, e)
+            }),
+        ),
     ];
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); turns.len()];
     let mut lows: Vec<Vec<f64>> = vec![Vec::new(); turns.len()];
@@ -374,10 +401,12 @@ fn main() {
     let mut ceiling: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     let mut kept: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     // Per round: the per-thread generator's two threads over one, by handle, by its iterator
-    // and by next_id.
-    let mut scaling: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    // and by next_id; then the reference's (the machine's own).
+    let mut scaling: [Vec<f64>; 4] = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    // Per round: each way's scaling over the reference's.
+    let mut against: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     for round in 0..TWO_THREAD_ROUNDS {
-        let mut this = [0.0; 11];
+        let mut this = [0.0; 13];
         for k in 0..turns.len() {
             let i = (round + k) % turns.len();
             let (r, low) = (turns[i].1)();
@@ -395,6 +424,10 @@ fn main() {
         }
         for (c, scale) in scaling.iter_mut().enumerate() {
             scale.push(this[5 + 2 * c] / this[6 + 2 * c]);
+        }
+        let machine = this[11] / this[12];
+        for (c, over) in against.iter_mut().enumerate() {
+            over.push(this[5 + 2 * c] / this[6 + 2 * c] / machine);
         }
     }
     println!(
@@ -431,7 +464,8 @@ fn main() {
              two threads / one alone: {k:.2} (quartiles {k1:.2} – {k3:.2})"
         );
     }
-    let [scale_h, scale_i, scale_m] = scaling.map(quartiles);
+    let [scale_h, scale_i, scale_m, scale_r] = scaling.map(quartiles);
+    let [over_h, over_i, over_m] = against.map(quartiles);
     println!(
         "per-thread coarse, two threads / one: LocalSlot {:.2}× (quartiles {:.2} – {:.2}), \
          LocalSlot::ids {:.2}× (quartiles {:.2} – {:.2}), next_id {:.2}× (quartiles {:.2} – \
@@ -445,6 +479,24 @@ fn main() {
         scale_m.0,
         scale_m.1,
         scale_m.2
+    );
+    println!(
+        "the machine's own scaling, a private number per thread, two threads / one: {:.2}× \
+         (quartiles {:.2} – {:.2}); per-thread coarse against it, per round: LocalSlot {:.2} \
+         (quartiles {:.2} – {:.2}), LocalSlot::ids {:.2} (quartiles {:.2} – {:.2}), next_id \
+         {:.2} (quartiles {:.2} – {:.2})",
+        scale_r.0,
+        scale_r.1,
+        scale_r.2,
+        over_h.0,
+        over_h.1,
+        over_h.2,
+        over_i.0,
+        over_i.1,
+        over_i.2,
+        over_m.0,
+        over_m.1,
+        over_m.2
     );
     // What one shared state can issue at all: its threads take turns on one cache line, so no
     // more than one thread doing nothing but the compare-exchange.
@@ -483,6 +535,10 @@ fn main() {
         "per_thread_handle_two_over_one": [scale_h.0, scale_h.1, scale_h.2],
         "per_thread_ids_two_over_one": [scale_i.0, scale_i.1, scale_i.2],
         "per_thread_next_id_two_over_one": [scale_m.0, scale_m.1, scale_m.2],
+        "private_two_over_one": [scale_r.0, scale_r.1, scale_r.2],
+        "per_thread_handle_scaling_over_private": [over_h.0, over_h.1, over_h.2],
+        "per_thread_ids_scaling_over_private": [over_i.0, over_i.1, over_i.2],
+        "per_thread_next_id_scaling_over_private": [over_m.0, over_m.1, over_m.2],
     });
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ratios.json");
     match std::fs::write(&path, out.to_string()) {

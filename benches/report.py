@@ -339,6 +339,18 @@ def ratio_targets(ratios):
                 "thread", ratios["per_thread_ids_two_over_one"], 1.9, False)
         add("two threads, per-thread coarse (`next_id`) ≥ 1.9× one thread",
             ratios["per_thread_next_id_two_over_one"], 1.9, False)
+        if "private_two_over_one" in ratios:
+            m, q1, q3 = ratios["private_two_over_one"]
+            rows.append(f"| the machine's own scaling: two threads over one, each advancing a "
+                        f"private number (nothing shared), same rounds (interleaved) | {m:.2f}× "
+                        f"(quartiles {q1:.2f} – {q3:.2f}) | (reference) |")
+            for key, how in (("handle", "a `LocalSlot` each"),
+                             ("ids", "a `LocalSlot`'s iterator each"),
+                             ("next_id", "`next_id`")):
+                m, q1, q3 = ratios[f"per_thread_{key}_scaling_over_private"]
+                rows.append(f"| two threads, per-thread coarse ({how}): its scaling over the "
+                            f"machine's own, per round (interleaved) | {m:.2f} (quartiles "
+                            f"{q1:.2f} – {q3:.2f}) | (reported) |")
 
     def report(what, triple):
         m, q1, q3 = triple
