@@ -621,3 +621,79 @@ fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick()
     let first = next.next_id().unwrap();
     assert!(all.iter().all(|&id| id < first));
 }
+
+/// A clock that issues an ID from the generator it serves from inside its own read, once per
+/// arming (`TimeSource` is user code): by the thread-local way in or by a handle.
+mod calling_back {
+    use std::cell::{Cell, OnceCell};
+    use std::sync::OnceLock;
+    use std::time::Duration;
+
+    use monoflake::{Generator, Id, LocalSlot, PerThread, TimeSource};
+
+    use super::{T0, two_bits};
+
+    pub struct CallingBack;
+
+    pub static GENERATOR: OnceLock<PerThread<CallingBack>> = OnceLock::new();
+
+    thread_local! {
+        /// Whether the next read calls back, and how: by a handle or by `next_id`.
+        pub static ARMED: Cell<Option<bool>> = const { Cell::new(None) };
+        /// What the call from inside the read issued.
+        pub static INNER: Cell<Option<Id>> = const { Cell::new(None) };
+        pub static HANDLE: OnceCell<LocalSlot<'static, CallingBack>> = const { OnceCell::new() };
+    }
+
+    impl TimeSource for CallingBack {
+        fn now_ms(&self) -> u64 {
+            if let Some(by_handle) = ARMED.take() {
+                let g = GENERATOR.get().expect("built");
+                let id = if by_handle {
+                    HANDLE.with(|h| h.get_or_init(|| g.local().unwrap()).next_id())
+                } else {
+                    g.next_id()
+                };
+                INNER.set(Some(id.expect("the call from inside the clock")));
+            }
+            T0
+        }
+    }
+
+    pub fn generator() -> &'static PerThread<CallingBack> {
+        GENERATOR.get_or_init(|| {
+            Generator::builder(two_bits())
+                .clock(CallingBack)
+                .max_lead(Duration::from_millis(100))
+                .build_per_thread(2)
+                .unwrap()
+        })
+    }
+}
+
+/// A clock that issues from the slot it serves, from inside the read of every call (the first
+/// call, the common case inside a tick, and moves into borrowed ticks, on a layout of two
+/// values per tick per slot): the outer call goes on after what the inner one issued, by the
+/// thread-local way in and by a handle — never the same ID twice.
+#[test]
+fn a_clock_that_issues_from_its_own_generator_never_repeats_an_id() {
+    use calling_back::{ARMED, HANDLE, INNER, generator};
+    let g = generator();
+    for by_handle in [false, true] {
+        let mut run = Vec::new();
+        for _ in 0..20 {
+            ARMED.set(Some(by_handle));
+            let outer = if by_handle {
+                HANDLE.with(|h| h.get_or_init(|| g.local().unwrap()).next_id())
+            } else {
+                g.next_id()
+            }
+            .unwrap();
+            let inner = INNER.take().expect("the clock called back");
+            assert!(inner < outer, "{inner} then {outer}");
+            run.extend([inner, outer]);
+        }
+        assert!(run.windows(2).all(|w| w[0] < w[1]), "{run:?}");
+        assert_distinct(&run);
+    }
+}

@@ -16,16 +16,18 @@ use crate::{Error, Id};
 /// the same fence and fork checks, the same step, waiting at the lead limit for at most
 /// `max_wait` — but the numbers the common case reads and advances (the last ID, the bounds of
 /// its tick) are copied into the iterator, where the compiler keeps them in registers when the
-/// iterator is a local of the loop. Per ID that leaves three loads (the clock's word, the
-/// fence's word, the process generation), a comparison and an add: no store to memory.
+/// iterator is a local of the loop. Per ID that leaves a clock read (one load on the coarse
+/// clock), two loads (the fence's word and the process generation), comparisons and an add:
+/// no store to memory.
 ///
 /// * **Exclusive.** The iterator borrows its handle mutably: nothing else issues from the slot
 ///   while it lives.
 /// * **Written back** when the iterator drops, and before every call beyond the common case:
 ///   the handle goes on from the last ID the iterator issued.
 /// * **Forgotten** (`mem::forget`): the handle goes on from the end of the tick the iterator
-///   was in — values are skipped, never issued twice. While the iterator lives, the handle
-///   holds that tick's last value in place of the one reached.
+///   was in — the rest of that tick is skipped, never issued twice (and counted in
+///   [`Stats::issued`](crate::Stats::issued), as if issued). While the iterator lives, the
+///   handle holds that tick's last value in place of the one reached.
 /// * **Never ends**: an error is an item (`Some(Err(_))`), and a refusal that lasts (the fence
 ///   closed, the node lost, a fork) is the item every later call gives too — stop at the first
 ///   error (`?`, or `map_while(Result::ok)`).
@@ -78,8 +80,9 @@ impl<C: TimeSource + 'static> Iterator for LocalIds<'_, '_, C> {
     /// ```
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        let now_ns = self.shared.base.clock.now_ns();
         let fence = &self.shared.base.core.fence;
-        match self.hot.advance(&self.shared.base.clock, fence, &self.fork) {
+        match self.hot.advance(now_ns, fence, &self.fork) {
             Some(id) => Some(Ok(Id::from_u64(id))),
             None => {
                 // The numbers go out and come back by value: the iterator's own memory never

@@ -135,9 +135,13 @@ impl Run {
     /// read-modify-write.
     #[inline(always)]
     pub(super) fn common<C: TimeSource>(&self, shared: &Shared<C>) -> Option<u64> {
+        // The clock first, then the numbers: a clock that itself issues from this run (a
+        // `TimeSource` calling back into the generator) has moved them by the time they are
+        // read, and this call goes on after what it issued.
+        let now_ns = shared.base.clock.now_ns();
         let mut hot = self.hot();
         let fence = &shared.base.core.fence;
-        let id = hot.advance(&shared.base.clock, fence, fence.fork_watch())?;
+        let id = hot.advance(now_ns, fence, fence.fork_watch())?;
         self.id.set(id);
         Some(id)
     }
@@ -188,14 +192,17 @@ impl Run {
         let g = &shared.base;
         let p = &g.params;
         let forked = g.core.fence.forked();
-        let cur = self.state();
-        let mut clock = g.now_of(g.clock.now_ns());
         let mut precise = !g.clock.is_coarse();
+        let mut clock = g.now_of(g.clock.now_ns());
+        // The state after every clock read, as in `Run::common`: a clock that issues from this
+        // run has moved it by then.
+        let mut cur = self.state();
         let (first, last) = loop {
             let step = next_state(cur, clock, n, p);
             if !precise && step.wants_precise_time(clock.tick, p.sequence_bits) {
                 clock = g.now_of(g.clock.precise_now_ns());
                 precise = true;
+                cur = self.state();
                 continue;
             }
             match step {
@@ -297,14 +304,11 @@ impl Hot {
     /// next state is `state + 1` — what `next_state` issues there (`InTick`) — and this
     /// advances `id` and returns it; otherwise `None`, and nothing moved.
     #[inline(always)]
-    pub(super) fn advance<C: TimeSource>(
-        &mut self,
-        clock: &C,
-        fence: &Fence,
-        fork: &ForkWatch,
-    ) -> Option<u64> {
+    ///
+    /// `now_ns` is the clock's reading, taken before these numbers were read (see
+    /// [`Run::common`]).
+    pub(super) fn advance(&mut self, now_ns: u64, fence: &Fence, fork: &ForkWatch) -> Option<u64> {
         let cur = self.id;
-        let now_ns = clock.now_ns();
         // Evaluated without short-circuits: one branch.
         let ok = (now_ns.wrapping_sub(self.from_ns) < self.width_ns)
             & (cur < self.end_id)
