@@ -1,4 +1,6 @@
-//! [`LocalIds`]: a [`LocalSlot`]'s IDs as an iterator, its common-case numbers in registers.
+//! [`LocalIds`]: a [`LocalSlot`]'s IDs as an iterator, its common-case numbers in registers,
+//! and [`LocalSlot::ids`], which makes one. Uses the handle (`local.rs`); the handle does not
+//! know it.
 
 use std::fmt;
 
@@ -62,6 +64,35 @@ impl<'a, 'g, C: TimeSource + 'static> LocalIds<'a, 'g, C> {
             fork: shared.base.core.fence.fork_watch().clone(),
             hot: local.run.lend(),
         }
+    }
+}
+
+impl<'g, C: TimeSource + 'static> LocalSlot<'g, C> {
+    /// Issues IDs one at a time as an iterator: each item is what [`LocalSlot::next_id`] would
+    /// give, with the common case's numbers kept in registers for the iterator's life — the
+    /// fastest way to issue many IDs one by one. See [`LocalIds`].
+    ///
+    /// ```
+    /// let ids = monoflake::Generator::builder(monoflake::Layout::twitter()).node(5).build_per_thread(2)?;
+    /// let mut local = ids.local()?;
+    /// for id in local.ids().take(1000) {
+    ///     assert_eq!(id?.parts(ids.layout())?.node(), 5);
+    /// }
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn ids(&mut self) -> LocalIds<'_, 'g, C> {
+        let shared = self.shared;
+        LocalIds::new(self, shared)
+    }
+
+    /// [`LocalSlot::next_id`] beyond the common case for a [`LocalIds`] that reached `id`:
+    /// takes the lent numbers back, issues, and lends them again. By value both ways, so that
+    /// the iterator's memory never escapes its loop.
+    #[inline(never)]
+    fn beyond_lent(&self, id: u64) -> (Hot, Result<Id, Error>) {
+        self.run.settle(id);
+        let answer = self.next_id_beyond();
+        (self.run.lend(), answer)
     }
 }
 

@@ -4,8 +4,7 @@
 use std::fmt;
 
 use super::Shared;
-use super::ids::LocalIds;
-use super::run::{Hot, Run};
+use super::run::Run;
 use crate::clock::TimeSource;
 use crate::generator::{IdGenerator, Ids};
 use crate::{Error, Id, Layout, Stats};
@@ -38,7 +37,7 @@ use crate::{Error, Id, Layout, Stats};
 /// # Ok::<(), monoflake::Error>(())
 /// ```
 pub struct LocalSlot<'g, C: TimeSource + 'static> {
-    shared: &'g Shared<C>,
+    pub(super) shared: &'g Shared<C>,
     pub(super) run: Run,
 }
 
@@ -138,35 +137,9 @@ impl<'g, C: TimeSource + 'static> LocalSlot<'g, C> {
         }
     }
 
-    /// Issues IDs one at a time as an iterator: each item is what [`LocalSlot::next_id`] would
-    /// give, with the common case's numbers kept in registers for the iterator's life — the
-    /// fastest way to issue many IDs one by one. See [`LocalIds`].
-    ///
-    /// ```
-    /// let ids = monoflake::Generator::builder(monoflake::Layout::twitter()).node(5).build_per_thread(2)?;
-    /// let mut local = ids.local()?;
-    /// for id in local.ids().take(1000) {
-    ///     assert_eq!(id?.parts(ids.layout())?.node(), 5);
-    /// }
-    /// # Ok::<(), monoflake::Error>(())
-    /// ```
-    pub fn ids(&mut self) -> LocalIds<'_, 'g, C> {
-        let shared = self.shared;
-        LocalIds::new(self, shared)
-    }
-
-    /// [`LocalSlot::next_id`] beyond the common case for a [`LocalIds`] that reached `id`:
-    /// takes the lent numbers back, issues, and lends them again. By value both ways, so that
-    /// the iterator's memory never escapes its loop.
+    /// [`LocalSlot::next_id`] beyond the common case (also an iterator's way beyond it).
     #[inline(never)]
-    pub(super) fn beyond_lent(&self, id: u64) -> (Hot, Result<Id, Error>) {
-        self.run.settle(id);
-        let answer = self.next_id_beyond();
-        (self.run.lend(), answer)
-    }
-
-    #[inline(never)]
-    fn next_id_beyond(&self) -> Result<Id, Error> {
+    pub(super) fn next_id_beyond(&self) -> Result<Id, Error> {
         match self.attempt_beyond() {
             Err(Error::WouldBlock { retry_after }) => {
                 self.shared.base.waiting(retry_after, || self.attempt())
