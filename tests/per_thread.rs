@@ -697,3 +697,54 @@ fn a_clock_that_issues_from_its_own_generator_never_repeats_an_id() {
         assert_distinct(&run);
     }
 }
+
+/// On a layout whose time and sequence fields fill all 64 bits, one slot's last state would be
+/// `u64::MAX`, the sealed marker: such a generator has two slots at least, so that the last
+/// value of the time field is issued, counted and handed on like any other; with a single
+/// sequence bit there is no room for a slot bit, which is refused.
+#[test]
+fn a_layout_that_fills_64_bits_keeps_a_slot_bit() {
+    let full = |sequence_bits: u32| {
+        Layout::builder()
+            .epoch_ms(1_000)
+            .time_bits(64 - sequence_bits)
+            .sequence_bits(sequence_bits)
+            .allow_sign_bit(true)
+            .build()
+            .unwrap()
+    };
+    // 44 bits of ms end within the clock's range (u64 nanoseconds); 20 sequence bits.
+    let layout = full(20);
+    let last_ms = 1_000 + layout.max_tick();
+    let clock = Arc::new(ManualClock::new(last_ms));
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .max_wait(Duration::ZERO)
+        .build_per_thread(1)
+        .unwrap();
+    assert_eq!(g.slots(), 2);
+    let mut local = g.local().unwrap();
+    // Every value of the slot's half of the last tick, the very last one included.
+    let per_slot = 1usize << 19;
+    let run: Vec<Id> = local.ids().take(per_slot).map(Result::unwrap).collect();
+    let last = run[per_slot - 1].parts(&layout).unwrap();
+    assert_eq!(
+        (last.tick(), last.sequence()),
+        (layout.max_tick(), (1 << 19) - 1)
+    );
+    assert!(matches!(local.next_id(), Err(Error::Exhausted { .. })));
+    drop(local);
+    assert_eq!(g.stats().issued, per_slot as u64);
+    // The slot's next holder goes on after its last value: nothing is left, and it says so.
+    assert!(matches!(
+        g.local().unwrap().next_id(),
+        Err(Error::Exhausted { .. })
+    ));
+    assert!(matches!(
+        Generator::builder(full(1)).build_per_thread(1),
+        Err(Error::InvalidConfig {
+            setting: "slots",
+            ..
+        })
+    ));
+}

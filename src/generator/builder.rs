@@ -283,6 +283,11 @@ impl<C: TimeSource> GeneratorBuilder<C> {
     /// As [`GeneratorBuilder::build`]; [`Error::OutOfRange`] (field `"slots"`) when the
     /// slots would take every sequence bit.
     ///
+    /// On a layout whose time and sequence fields fill all 64 bits (no node field, the sign
+    /// bit allowed) a generator has at least two slots, as one slot's last state would be the
+    /// marker of a sealed slot; such a layout needs at least 2 sequence bits
+    /// ([`Error::InvalidConfig`], setting `"slots"`).
+    ///
     /// ```
     /// let ids = monoflake::Generator::builder(monoflake::Layout::twitter())
     ///     .node(1)
@@ -313,7 +318,20 @@ impl<C: TimeSource> GeneratorBuilder<C> {
     where
         C: 'static,
     {
-        let slot_bits = self.slot_bits(slots)?;
+        // A slot's last state is `max_tick << sequence bits | sequence mask`: on a layout whose
+        // time and sequence fields fill all 64 bits, with one slot that is `u64::MAX`, the
+        // sealed marker. At least one slot bit keeps every state a slot can hold below it.
+        let fills_64 = self.layout.time_bits() + self.layout.sequence_bits() >= 64;
+        if fills_64 && self.layout.sequence_bits() < 2 {
+            return Err(Error::InvalidConfig {
+                setting: "slots",
+                value: slots.to_string(),
+                allowed: "a per-thread generator needs 2 sequence bits on a layout whose time \
+                          and sequence fields fill 64 bits (one for the slot)"
+                    .into(),
+            });
+        }
+        let slot_bits = self.slot_bits(slots)?.max(u32::from(fills_64));
         let base = self.build_slot(refusal, limit, deadline, slot_bits, 0)?;
         Ok(PerThread::from_base(base, slot_bits))
     }
