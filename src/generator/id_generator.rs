@@ -6,12 +6,14 @@ use crate::clock::TimeSource;
 use crate::{Error, Id, Layout, Stats};
 
 /// What every generator flavour promises: [`Generator`] (one state), [`PerCore`] (a state per
-/// slot) and [`Leased`](crate::Leased) (a generator holding its node through a store).
+/// slot), [`PerThread`] and its [`LocalSlot`](crate::LocalSlot) handles (a slot per thread)
+/// and [`Leased`](crate::Leased) (a generator holding its node through a store).
 ///
 /// * **Unique.** No two IDs a generator returns are equal, across all its threads.
 /// * **Increasing.** [`Generator`] and [`Leased`](crate::Leased): every ID is greater than
 ///   every ID returned before, across threads. [`PerCore`]: per thread; across threads, ordered
-///   by time (k-sorted).
+///   by time (k-sorted). [`PerThread`]: per slot (a thread's calls, or a handle's); across
+///   slots, ordered by time.
 /// * **Honest time.** The time field is never ahead of the clock by more than `max_lead`, and
 ///   never behind the previous ID's.
 /// * **Fails loudly.** When an ID cannot be issued the call returns a typed [`Error`]: it never
