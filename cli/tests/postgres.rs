@@ -319,7 +319,9 @@ fn the_database_restarted_under_load_stops_holders_within_their_bound_and_they_r
 }
 
 /// The incident: four services handing out IDs, 200 callers each writing orders into one
-/// table whose primary key is the ID. Every insert must succeed: zero conflicts.
+/// table whose primary key is the ID. Every insert must succeed: zero conflicts. The callers
+/// load the same PostgreSQL that holds the leases, so a service may pause while a renewal
+/// waits for it (a 503 with its wait): a caller asks again, as clients do.
 #[test]
 fn the_incident_replayed_four_services_two_hundred_callers_zero_conflicts() {
     if !pg_wanted() {
@@ -340,13 +342,15 @@ fn the_incident_replayed_four_services_two_hundred_callers_zero_conflicts() {
     const CALLERS: usize = 200;
     const ORDERS: usize = 50;
     let conflicts = AtomicU64::new(0);
+    let refused = AtomicU64::new(0);
     // A gate, not a Barrier: a caller that cannot connect must not leave the others waiting.
     let (ready, go) = (AtomicU64::new(0), AtomicBool::new(false));
     std::thread::scope(|scope| {
         for caller in 0..CALLERS {
             let service = caller % services.len();
             let url = services[service].url("/v1/id");
-            let (conflicts, ready, go, pg_url) = (&conflicts, &ready, &go, &pg.url);
+            let (conflicts, refused, ready, go, pg_url) =
+                (&conflicts, &refused, &ready, &go, &pg.url);
             scope.spawn(move || {
                 let mut db = postgres::Client::connect(pg_url, postgres::NoTls).unwrap();
                 let insert = db
@@ -358,7 +362,8 @@ fn the_incident_replayed_four_services_two_hundred_callers_zero_conflicts() {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 for _ in 0..ORDERS {
-                    let id = ids_of(&get(&a, &url, &[]))[0];
+                    let (id, asked_again) = server::id_retrying(&a, &url);
+                    refused.fetch_add(u64::from(asked_again), Ordering::Relaxed);
                     let id = i64::try_from(id).unwrap();
                     match db.execute(&insert, &[&id, &(service as i32), &(caller as i32)]) {
                         Ok(1) => {}
@@ -384,6 +389,11 @@ fn the_incident_replayed_four_services_two_hundred_callers_zero_conflicts() {
         conflicts.load(Ordering::Relaxed),
         0,
         "primary-key conflicts"
+    );
+    eprintln!(
+        "503s asked again: {} of {} orders",
+        refused.load(Ordering::Relaxed),
+        CALLERS * ORDERS
     );
     let counts = pg.psql("SELECT count(*), count(DISTINCT service) FROM orders");
     assert_eq!(counts, format!("{}|4", CALLERS * ORDERS));

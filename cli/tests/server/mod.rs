@@ -222,6 +222,23 @@ pub fn get(agent: &ureq::Agent, url: &str, headers: &[(&str, &str)]) -> Answer {
     answer(request.call().unwrap_or_else(|e| panic!("GET {url}: {e}")))
 }
 
+/// One ID from `GET url`, as a client does it: a 503 (the service paused, its node store slow
+/// to confirm, or at its lead limit) is asked again after its `retry_after_ms` (at most 1 s
+/// a time), for at most [`GUARD`]. Returns the ID and how many 503s came first.
+pub fn id_retrying(agent: &ureq::Agent, url: &str) -> (u64, u32) {
+    let start = std::time::Instant::now();
+    let mut refused = 0;
+    loop {
+        let answer = get(agent, url, &[]);
+        if answer.status != 503 || start.elapsed() > GUARD {
+            return (ids_of(&answer)[0], refused);
+        }
+        refused += 1;
+        let wait = answer.json()["retry_after_ms"].as_u64().unwrap_or(100);
+        std::thread::sleep(Duration::from_millis(wait.clamp(1, 1_000)));
+    }
+}
+
 /// The IDs of a `{"ids":[…]}` or `{"id":…}` body.
 pub fn ids_of(a: &Answer) -> Vec<u64> {
     assert_eq!(a.status, 200, "{a:?}");
