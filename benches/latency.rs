@@ -8,8 +8,10 @@
 //!   allows in the 100 ms a burst takes), 200 ms apart. monoflake borrows ahead (its
 //!   `max_lead` of 100 ms covers a burst); the peers wait at each millisecond boundary.
 //! * **sustained**: 1 thread, then 2 threads, calling back to back for 300 ms of warm-up (past
-//!   monoflake's 100 ms lead) and then 2.5 s measured: every call waits for its slot under the
-//!   cap. Throughput is the IDs issued in the measured window against the cap (4,096 per ms).
+//!   monoflake's 100 ms lead) and then 0.5 s measured, five times per entrant, the entrants
+//!   taking turns (interleaved, so that the machine's slow phases fall on all of them): every
+//!   call waits for its slot under the cap. Percentiles are over the five windows merged;
+//!   throughput is the IDs issued in them against the cap (4,096 per ms).
 //!   Beside them, a reference that is no generator: each call takes the next 1/4096 ms slot from
 //!   a counter and spins until it opens, the machine's own noise at this pace.
 //!   And the per-thread generator (coarse clock) with one slot per thread: each thread paces
@@ -33,7 +35,10 @@ const BURST: usize = 400_000;
 const PACED: usize = 1_000_000;
 const PACE_NS: u64 = 1_000;
 const WARM_UP: Duration = Duration::from_millis(300);
-const MEASURED: Duration = Duration::from_millis(2500);
+/// One measured window of the sustained regime; each entrant has [`SLICES`] of them.
+const MEASURED: Duration = Duration::from_millis(500);
+/// Windows per entrant in the sustained regime, the entrants taking turns.
+const SLICES: usize = 5;
 /// Twitter's cap: IDs per millisecond.
 const CAP_PER_MS: f64 = 4096.0;
 
@@ -122,11 +127,32 @@ fn sustained(
         all.add(h).unwrap();
         issued += n;
     }
-    let cap = CAP_PER_MS * MEASURED.as_secs_f64() * 1e3;
     let extra = json!({
         "threads": threads,
-        "ids_per_s": issued as f64 / MEASURED.as_secs_f64(),
-        "of_cap": issued as f64 / cap,
+        "issued": issued,
+        "measured_s": MEASURED.as_secs_f64(),
+    });
+    (all, extra)
+}
+
+/// Several windows' results as one: histograms merged; for the sustained regime the IDs
+/// issued over the time measured, as a rate and against the cap.
+fn merged(windows: Vec<(Histogram<u64>, Value)>) -> (Histogram<u64>, Value) {
+    let mut all = histogram();
+    let (mut issued, mut seconds, mut threads) = (0u64, 0f64, Value::Null);
+    for (h, extra) in windows {
+        all.add(h).unwrap();
+        issued += extra["issued"].as_u64().unwrap_or(0);
+        seconds += extra["measured_s"].as_f64().unwrap_or(0.0);
+        threads = extra["threads"].clone();
+    }
+    if seconds == 0.0 {
+        return (all, Value::Null);
+    }
+    let extra = json!({
+        "threads": threads,
+        "ids_per_s": issued as f64 / seconds,
+        "of_cap": issued as f64 / (CAP_PER_MS * seconds * 1e3),
     });
     (all, extra)
 }
@@ -156,6 +182,20 @@ fn row(name: &str, h: &Histogram<u64>, extra: &Value) -> (String, Value) {
 }
 
 type Run = Box<dyn Fn(&quanta::Clock, &(dyn Fn() -> u64 + Sync)) -> (Histogram<u64>, Value)>;
+
+/// One regime of the bench.
+struct Regime {
+    /// What a filter on the command line matches.
+    key: &'static str,
+    title: &'static str,
+    /// Only the entrants capped by Twitter's sequence.
+    capped_only: bool,
+    /// The regime's threads, where it starts its own.
+    threads: Option<usize>,
+    /// Windows per entrant, the entrants taking turns.
+    windows: usize,
+    run: Run,
+}
 
 fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
@@ -259,26 +299,49 @@ fn main() {
     out += &format!(
         "\ntimer overhead, ns:\n| what | p50 | p99 | p99.9 | p99.99 | max |\n|---|---|---|---|---|---|\n{text}\n"
     );
-    // (key, title, capped entrants only, the regime's threads where it starts its own, run)
-    let regimes: Vec<(&str, &str, bool, Option<usize>, Run)> = vec![
-        ("burst", "bursts at the cap", false, None, Box::new(burst)),
-        (
-            "sustained",
-            "sustained at the cap, 1 thread",
-            true,
-            Some(1),
-            Box::new(|c: &quanta::Clock, n: &(dyn Fn() -> u64 + Sync)| sustained(c, n, 1)),
-        ),
-        (
-            "sustained",
-            "sustained at the cap, 2 threads",
-            true,
-            Some(2),
-            Box::new(|c: &quanta::Clock, n: &(dyn Fn() -> u64 + Sync)| sustained(c, n, 2)),
-        ),
-        ("paced", "below the cap", false, None, Box::new(paced)),
+    let regimes = vec![
+        Regime {
+            key: "burst",
+            title: "bursts at the cap",
+            capped_only: false,
+            threads: None,
+            windows: 1,
+            run: Box::new(burst),
+        },
+        Regime {
+            key: "sustained",
+            title: "sustained at the cap, 1 thread",
+            capped_only: true,
+            threads: Some(1),
+            windows: SLICES,
+            run: Box::new(|c: &quanta::Clock, n: &(dyn Fn() -> u64 + Sync)| sustained(c, n, 1)),
+        },
+        Regime {
+            key: "sustained",
+            title: "sustained at the cap, 2 threads",
+            capped_only: true,
+            threads: Some(2),
+            windows: SLICES,
+            run: Box::new(|c: &quanta::Clock, n: &(dyn Fn() -> u64 + Sync)| sustained(c, n, 2)),
+        },
+        Regime {
+            key: "paced",
+            title: "below the cap",
+            capped_only: false,
+            threads: None,
+            windows: 1,
+            run: Box::new(paced),
+        },
     ];
-    for (key, regime, capped_only, threads, run) in regimes {
+    for Regime {
+        key,
+        title: regime,
+        capped_only,
+        threads,
+        windows: slices,
+        run,
+    } in regimes
+    {
         if filter.as_ref().is_some_and(|f| !key.contains(f.as_str())) {
             continue;
         }
@@ -288,13 +351,24 @@ fn main() {
         let mut table = format!(
             "\n{regime}, ns per call:\n| generator | p50 | p99 | p99.9 | p99.99 | max |{extra_head}\n|---|---|---|---|---|---|{extra_rule}\n"
         );
-        for e in entrants
+        let chosen: Vec<&Entrant> = entrants
             .iter()
             .filter(|e| e.capped || !capped_only)
             .filter(|e| capped_only || !e.name.starts_with("reference"))
             .filter(|e| e.threads.is_none() || e.threads == threads)
-        {
-            let (h, extra) = run(&clock, &*e.next);
+            .collect();
+        let mut windows: Vec<Vec<(Histogram<u64>, Value)>> = vec![Vec::new(); chosen.len()];
+        for _ in 0..slices {
+            for (i, e) in chosen.iter().enumerate() {
+                windows[i].push(run(&clock, &*e.next));
+            }
+        }
+        for (e, windows) in chosen.iter().zip(windows) {
+            let (h, extra) = if slices == 1 {
+                windows.into_iter().next().expect("one window")
+            } else {
+                merged(windows)
+            };
             let (text, j) = row(e.name, &h, &extra);
             eprintln!("{regime}: {text}");
             table += &text;
