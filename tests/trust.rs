@@ -389,7 +389,9 @@ fn a_state_directory_replaced_under_a_holder_is_detected_not_followed() {
     std::fs::rename(&state, base.path().join("moved")).unwrap();
     std::fs::create_dir(&state).unwrap();
     set_mode(&state, 0o700);
-    // Issue until the holder stops (a liveness bound only).
+    // Issue until the holder stops (a liveness bound only), a millisecond apart: a loop that
+    // never sleeps would take the core the lease keeper needs (with the other one busy, as
+    // under .ci/hog-runs), and the lease would lapse before the keeper looked.
     let start = std::time::Instant::now();
     let lost = loop {
         match old.try_next_id() {
@@ -397,6 +399,7 @@ fn a_state_directory_replaced_under_a_holder_is_detected_not_followed() {
             Err(Error::WouldBlock { .. }) => {}
             Err(e) => break e,
         }
+        std::thread::sleep(std::time::Duration::from_millis(1));
         assert!(
             start.elapsed() < std::time::Duration::from_secs(60),
             "never stopped"
