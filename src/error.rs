@@ -272,6 +272,9 @@ pub enum Error {
     NodeHeld {
         /// The node ID.
         node: u64,
+        /// Who holds it, when the store can tell: the file store names the process on this
+        /// host that holds the node's host-wide claim (its pid and uid).
+        holder: Option<String>,
     },
     /// The state directory cannot be created, locked, read or written.
     #[non_exhaustive]
@@ -532,7 +535,10 @@ impl fmt::Display for Error {
                     human_duration(*tolerance)
                 )
             }
-            Error::NodeHeld { node } => write!(f, "node {node} is held by another live claimant"),
+            Error::NodeHeld { node, holder } => match holder {
+                Some(holder) => write!(f, "node {node} is held by {holder}"),
+                None => write!(f, "node {node} is held by another live claimant"),
+            },
             Error::StateDir {
                 path,
                 action,

@@ -94,6 +94,15 @@ pub struct Stats {
     /// further ahead of the clock than the tolerance (see
     /// [`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)).
     pub nodes_skipped_ahead: u64,
+    /// How far this generator's IDs may sort below IDs issued earlier in the same store, in
+    /// milliseconds: the furthest a skipped node's reservation (the end of what its holders
+    /// issued, or reserved) was ahead of the clock when this generator was built. Not 0 means
+    /// this clock is behind what the store saw before — the clock was set back since, or an
+    /// earlier holder's was ahead — and this generator took another node rather than wait
+    /// that long: its IDs are unique, but sort below IDs issued up to this long ago. Said
+    /// once as a `tracing` warning (feature `tracing`), and on standard error by the command
+    /// line.
+    pub sorts_below_ms: u64,
     /// Nodes passed over when claiming any node because their records could not be used: a
     /// damaged or untrusted reservation, a lock file that is a directory or a link (the final
     /// error names them when no node is left).
@@ -122,7 +131,7 @@ impl fmt::Display for Stats {
             "issued {}, borrowed ticks {} (max lead {}), would-block returned {}, waiting \
              calls {} (retries {}: spins {}, yields {}, sleeps {}; timed out {}), forward \
              steps {} (skew {} µs, max {} µs, slewing {} µs), nodes skipped ahead {} \
-             (unusable {}), claim wait {} ms, reservation writes {} (failed {}), lease renewals \
+             (sorting below by up to {} ms; unusable {}), claim wait {} ms, reservation writes {} (failed {}), lease renewals \
              {} (lost {})",
             self.issued,
             self.borrowed_ticks,
@@ -139,6 +148,7 @@ impl fmt::Display for Stats {
             self.max_skew_ns / 1000,
             self.slew_left_ns / 1000,
             self.nodes_skipped_ahead,
+            self.sorts_below_ms,
             self.nodes_skipped_unusable,
             self.claim_wait_ms,
             self.reservation_writes,

@@ -396,8 +396,11 @@ fn a_dropped_generator_s_node_comes_back_at_once() {
 
 /// A node reserved further ahead than this generator's lead costs the time until it is
 /// `max_lead` ahead: it is taken over a never-used node when that is the shorter wait, and the
-/// never-used node that ended the search is given back with the floor its claim would have
-/// started at.
+/// never-used node that ended the search is given back untouched — no record — so that its
+/// next claimant waits and reads its record again, as for any node with no record. (A
+/// give-back that wrote the floor its claimant would have started at let the next claimant
+/// skip both, and start below a holder whose records had been deleted under it while its
+/// clock ran ahead: 7.9–9.4 M duplicates in the hand-over issue.)
 #[test]
 fn any_node_takes_the_least_wait() {
     let dir = common::TempDir::new("least-wait");
@@ -424,7 +427,7 @@ fn any_node_takes_the_least_wait() {
         T0 + 140
     );
     assert_eq!(record(1), Some(T0 + 2_000), "passed over, unchanged");
-    assert_eq!(record(2), Some(T0 + 250 + 100), "given back with its floor");
+    assert_eq!(record(2), None, "given back untouched");
     assert_eq!(record(3), None, "the search stopped at node 2");
     drop(g);
     // Node 0 reserved 400 ms ahead costs 300 ms; node 2 costs 250, as node 3 (never used)
@@ -487,8 +490,10 @@ fn state_directory_errors_are_typed() {
 }
 
 /// The state directory is deleted under a live holder (`rm -rf`, a tmp cleaner) and a new
-/// process claims the same node in the fresh directory: the old holder stops at its next
-/// check, and the newcomer starts past everything the old one could still issue.
+/// claimant on the same host asks for the same node in the fresh directory: refused while
+/// the old holder holds the node's host-wide claim, which it lets go only once it has
+/// stopped (at its next check) and written back what it used; the newcomer then starts past
+/// everything the old one issued.
 #[test]
 fn a_state_directory_deleted_under_a_holder_gives_no_duplicates() {
     let base = common::TempDir::new("deleted");
@@ -520,11 +525,10 @@ fn a_state_directory_deleted_under_a_holder_gives_no_duplicates() {
         });
         std::thread::sleep(Duration::from_millis(50));
         std::fs::remove_dir_all(&dir).unwrap();
+        let store = Arc::new(FileStore::open(&dir).unwrap());
+        drop(common::claim_when_let_go(&*store, &Layout::twitter(), 0));
         let new = Generator::builder(Layout::twitter())
-            .build_leased(
-                Arc::new(FileStore::open(&dir).unwrap()),
-                NodeRequest::Exact(0),
-            )
+            .build_leased(store, NodeRequest::Exact(0))
             .unwrap();
         let new_ids: Vec<Id> = (0..20_000).map(|_| new.next_id().unwrap()).collect();
         // Liveness bound only: the old holder must stop long before this.

@@ -127,7 +127,9 @@ fn restart_with_the_clock_set_back_an_hour() {
         trusted.iter().all(|&id| id > max_before),
         "an ID after the restart is not above the earlier ones"
     );
-    // Any node: node 0 is passed over; another node, stamped with this (faked) clock's time.
+    // Any node: node 0 is passed over; another node, stamped with this (faked) clock's time
+    // — never silently: stderr says that these IDs sort below earlier ones, and by how much
+    // (node 0's reservation, about an hour ahead of this clock; `Stats::sorts_below_ms`).
     let out = under_faketime(state.path(), "-1h")
         .args(["gen", "-n", "1000", "--stats"])
         .output()
@@ -135,7 +137,20 @@ fn restart_with_the_clock_set_back_an_hour() {
     let auto = ids(&out);
     let node = Id::from_u64(auto[0]).parts(&layout).unwrap().node();
     assert_ne!(node, 0);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nodes skipped ahead 1"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nodes skipped ahead 1 (sorting below by up to "),
+        "{err}"
+    );
+    assert!(
+        err.contains("monoflake: warning: this clock is 60.")
+            && err.contains(" min behind what the node store saw before")
+            && err.contains(&format!(
+                "node {node} was taken instead of waiting, and its IDs sort below IDs issued up \
+                 to 60."
+            )),
+        "{err}"
+    );
     let t = unix_ms_of(auto[0], &layout);
     assert!(
         t < now_ms() - 3_000_000,
@@ -505,11 +520,13 @@ fn a_world_writable_state_directory_is_refused_with_the_fix() {
     assert!(err.contains("install -d -m 2770 -g monoflake"), "{err}");
 }
 
-/// A holder paused (SIGSTOP) while its state directory is deleted and a successor takes its
-/// node in a new one, then resumed (SIGCONT) while the successor issues: it issues nothing
-/// later than two check intervals after its last check, which came before the deletion, and
-/// the successor (no record: it waits two and a half) starts past that. Every ID the old
-/// holder printed lies below the successor's first, and the old holder stops.
+/// A holder paused (SIGSTOP) while its state directory is deleted — the case the chaos soak
+/// found with the holder's clock a second ahead (issue 39), where its last IDs lie above any
+/// floor a successor on an honest clock could compute. On one host the node's host-wide claim
+/// decides: while the holder exists, stopped or not, a successor asking for its node in the
+/// new directory is refused, naming the holder's pid; resumed (SIGCONT), the holder finds its
+/// claim lost, stops, writes back what it used into the directory now there, and lets go;
+/// only then does a successor get the node — and it starts above every ID the holder printed.
 #[test]
 fn a_holder_paused_while_its_directory_is_deleted_never_collides_with_the_successor() {
     let state = common::TempDir::new("paused");
@@ -526,20 +543,95 @@ fn a_holder_paused_while_its_directory_is_deleted_never_collides_with_the_succes
     ra.wait_for(10_000);
     common::signal(a.id(), "STOP");
     std::fs::remove_dir_all(state.path()).unwrap();
-    let mut b = spawn();
-    let rb = common::Reader::spawn(&mut b);
-    // Long enough for the successor's IDs to run past where the old holder's would resume.
-    rb.wait_for(1_000_000);
+    // Refused, naming the stopped holder, however long it stays stopped.
+    for _ in 0..3 {
+        let refused = monoflake(state.path())
+            .args(["gen", "-n", "5", "--node", "0"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{err}");
+        assert!(refused.stdout.is_empty(), "{err}");
+        assert!(
+            err.contains(&format!("node 0 is held by process {} of user", a.id())),
+            "{err}"
+        );
+    }
     common::signal(a.id(), "CONT");
     let (code, err) = common::stderr_of(a);
-    // The successor goes on after the old holder stopped: both ran at once in between.
-    rb.wait_for(rb.count() + 10_000);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("lease was lost"), "{err}");
+    // The holder has let go (it exited); the successor takes node 0 and starts above it.
+    let mut b = spawn();
+    let rb = common::Reader::spawn(&mut b);
+    rb.wait_for(100_000);
     common::signal(b.id(), "TERM");
     let _ = common::stderr_of(b);
     let (a_ids, b_ids) = (ra.finish(), rb.finish());
-    assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("lease was lost"), "{err}");
     common::assert_successor_above(&a_ids, &b_ids);
+}
+
+/// Two processes on one host, each given a state directory of its own (root's default and a
+/// user's `MONOFLAKE_STATE_DIR`, say): the node's host-wide claim keeps them apart — the
+/// second is refused node 0 naming the first, and `--node auto` takes node 1 — where two
+/// lock files in two directories each handed out node 0 (issue 33: 84,672 of 800,000 IDs
+/// issued twice). The tests' per-directory host scope is removed here: this is the host.
+#[test]
+fn two_state_directories_on_one_host_never_hold_one_node_at_once() {
+    let base = common::TempDir::new("two-dirs");
+    let (one, two) = (base.path().join("one"), base.path().join("two"));
+    // A layout no other test uses, so that a test running in parallel is not this host too.
+    let layout = "time=41,n=9,sequence=13,epoch=2024-01-01";
+    let host_wide = |dir: &Path| {
+        let mut c = monoflake(dir);
+        c.env_remove("MONOFLAKE_TEST_HOST_SCOPE");
+        c
+    };
+    let mut a = host_wide(&one)
+        .args([
+            "gen",
+            "--layout",
+            layout,
+            "-n",
+            "100000000000",
+            "--node",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ra = common::Reader::spawn(&mut a);
+    ra.wait_for(1_000);
+    let refused = host_wide(&two)
+        .args(["gen", "--layout", layout, "-n", "5", "--node", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("node 0 is held by process {} of user", a.id())),
+        "{err}"
+    );
+    let auto = host_wide(&two)
+        .args(["gen", "--layout", layout, "-n", "100000", "--node", "auto"])
+        .output()
+        .unwrap();
+    let b_ids = ids(&auto);
+    common::signal(a.id(), "TERM");
+    let _ = common::stderr_of(a);
+    let a_ids = ra.finish();
+    let layout: Layout = layout.parse().unwrap();
+    assert!(
+        a_ids
+            .iter()
+            .all(|&id| Id::from_u64(id).parts(&layout).unwrap().node() == 0)
+    );
+    assert!(
+        b_ids
+            .iter()
+            .all(|&id| Id::from_u64(id).parts(&layout).unwrap().node() == 1)
+    );
 }
 
 #[test]

@@ -291,6 +291,18 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             .skipped_ahead
             .store(chosen.skipped_ahead, Ordering::Relaxed);
         status
+            .sorts_below_ms
+            .store(chosen.sorts_below_ms, Ordering::Relaxed);
+        #[cfg(feature = "tracing")]
+        if chosen.sorts_below_ms > 0 {
+            tracing::warn!(
+                node,
+                sorts_below_ms = chosen.sorts_below_ms,
+                "monoflake: this clock is behind what the store saw before; the IDs of this \
+                 generator sort below IDs issued up to that long ago"
+            );
+        }
+        status
             .skipped_unusable
             .store(chosen.skipped_unusable, Ordering::Relaxed);
         status
@@ -355,7 +367,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             match store.reservation(&claim) {
                 Ok(again) => reserved = again,
                 Err(e) => {
-                    let _ = store.release(claim, 0);
+                    let _ = store.abandon(claim);
                     return Err(e);
                 }
             }
@@ -374,8 +386,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         // A clock past the layout's end (or a trusted reservation there): nothing can be
         // issued, so nothing is written; the node's record stays as it was.
         if start_ms >= layout.expires_at_ms() {
-            let previous = claim.reserved_until_ms().unwrap_or(0);
-            let _ = store.release(claim, previous);
+            let _ = store.abandon(claim);
             return Err(Error::Exhausted {
                 expired_at_ms: layout.expires_at_ms(),
             });
@@ -383,8 +394,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         let until = start_ms.saturating_add(window_ms);
         let first_round = std::time::Instant::now();
         if let Err(e) = store.extend(&claim, until) {
-            let previous = claim.reserved_until_ms().unwrap_or(0);
-            let _ = store.release(claim, previous);
+            let _ = store.abandon(claim);
             return Err(e);
         }
         let write_us = first_round.elapsed().as_micros();
@@ -425,6 +435,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         )?;
         let keeper = Keeper {
             sealed: None,
+            restore_pending: None,
             generator,
             store,
             status: Arc::clone(&status),

@@ -74,6 +74,9 @@ fn cost(claim: &Claim, now_ms: u64, limits: &Limits) -> Option<Cost> {
 pub(crate) struct Chosen {
     pub(crate) claim: Claim,
     pub(crate) skipped_ahead: u64,
+    /// How far ahead of the clock the furthest skipped node's reservation was (ms): this
+    /// generator's IDs may sort below what was issued there.
+    pub(crate) sorts_below_ms: u64,
     pub(crate) skipped_unusable: u64,
     pub(crate) waited_ms: u64,
 }
@@ -104,12 +107,13 @@ pub(crate) fn choose(
         let now_ms = now_ms();
         if cost(&claim, now_ms, limits).is_none() {
             let error = ahead_error(&claim, now_ms, limits.tolerance_ms);
-            give_back(store, claim, now_ms, limits);
+            give_back(store, claim);
             return Err(error);
         }
         return Ok(Chosen {
             claim,
             skipped_ahead: 0,
+            sorts_below_ms: 0,
             skipped_unusable: 0,
             waited_ms: 0,
         });
@@ -205,10 +209,9 @@ fn search_any(
             Err(e) => break Err(e),
         }
     };
-    let skipped_ahead = passed
-        .iter()
-        .filter(|c| cost(c, now, limits).is_none())
-        .count() as u64;
+    let skipped = || passed.iter().filter(|c| cost(c, now, limits).is_none());
+    let skipped_ahead = skipped().count() as u64;
+    let sorts_below_ms = skipped().map(|c| ahead_ms(c, now)).max().unwrap_or(0);
     let chosen = match outcome {
         Ok(Some(free)) => Ok(free),
         Ok(None) => {
@@ -231,14 +234,14 @@ fn search_any(
         Err(e) => Err(e),
     };
     if !passed.is_empty() {
-        let now = now_ms();
         for claim in passed {
-            give_back(store, claim, now, limits);
+            give_back(store, claim);
         }
     }
     chosen.map(|claim| Chosen {
         claim,
         skipped_ahead,
+        sorts_below_ms,
         skipped_unusable: unusable,
         waited_ms: 0,
     })
@@ -254,20 +257,15 @@ fn ahead_error(claim: &Claim, now_ms: u64, tolerance_ms: u64) -> Error {
     }
 }
 
-/// Gives a node back unused. A node with a record keeps it as it was. A node with no record
-/// cannot be given back without one (a release writes the final reservation), and a record
-/// below what its claimant would have started at would let the next one start at once: the
-/// unrecorded wait guards against a holder still issuing in a state directory deleted under
-/// it. So it gets the floor its claimant would have started at (`now_ms` plus the unrecorded
-/// wait plus `max_lead`), and whoever takes it next waits the same, or starts above it.
-fn give_back(store: &dyn NodeStore, claim: Claim, now_ms: u64, limits: &Limits) {
-    let until = claim.reserved_until_ms().unwrap_or_else(|| {
-        now_ms
-            .saturating_add(limits.unrecorded_wait_ms)
-            .saturating_add(limits.max_lead_ms)
-    });
+/// Gives a node back unused, writing nothing ([`NodeStore::abandon`]): a node with a record
+/// keeps it, a node with none keeps having none, so whoever takes it next waits the
+/// unrecorded wait and reads its record again before issuing, as this claimant would have.
+/// (Writing the floor this claimant would have started at, as a give-back once did, let the
+/// next claimant find a record, skip both, and start below a holder whose records had been
+/// deleted under it while its clock ran ahead: millions of duplicates.)
+fn give_back(store: &dyn NodeStore, claim: Claim) {
     // Best effort: the claim is given up either way.
-    let _ = store.release(claim, until);
+    let _ = store.abandon(claim);
 }
 
 #[cfg(test)]
@@ -333,7 +331,10 @@ mod tests {
                 }
             };
             if nodes[node].0 {
-                return Err(Error::NodeHeld { node: node as u64 });
+                return Err(Error::NodeHeld {
+                    node: node as u64,
+                    holder: None,
+                });
             }
             nodes[node].0 = true;
             Ok(Claim::new(node as u64, nodes[node].1, ()))
@@ -350,6 +351,11 @@ mod tests {
 
         fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
             self.extend(&claim, until_ms)?;
+            self.nodes.lock().unwrap()[claim.node() as usize].0 = false;
+            Ok(())
+        }
+
+        fn abandon(&self, claim: Claim) -> Result<(), Error> {
             self.nodes.lock().unwrap()[claim.node() as usize].0 = false;
             Ok(())
         }
@@ -397,10 +403,10 @@ mod tests {
         // (250 ms): node 1.
         let store = Nodes::new(&[Some(NOW + 300), Some(NOW + 150), None, None]);
         assert_eq!(any(&store, &LIMITS).unwrap(), 1);
-        // The nodes passed over keep their records; the never-used node that ended the
-        // search is given back with the floor its claimant would have started at.
+        // The nodes passed over keep their records, and the never-used node that ended the
+        // search keeps having none: its next claimant waits and reads it again.
         assert_eq!(store.record(0), Some(NOW + 300));
-        assert_eq!(store.record(2), Some(NOW + 250 + 100));
+        assert_eq!(store.record(2), None);
         assert_eq!(store.record(3), None, "the search stopped at node 2");
         // A wait longer than the unrecorded one: the never-used node.
         let store = Nodes::new(&[Some(NOW + 2_000), None]);

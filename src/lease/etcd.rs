@@ -330,7 +330,7 @@ impl NodeStore for EtcdStore {
             NodeRequest::Exact(node) => layout.check_node(node).and_then(|node| {
                 match self.try_node(layout, node, lease)? {
                     Found::Claimed(claim) => Ok(claim),
-                    Found::Held => Err(Error::NodeHeld { node }),
+                    Found::Held => Err(Error::NodeHeld { node, holder: None }),
                     Found::Unusable(e) => Err(e),
                 }
             }),
@@ -499,6 +499,23 @@ impl NodeStore for EtcdStore {
             client.put(key.as_str(), until_ms.to_string(), None),
         )
         .map(drop)
+    }
+
+    /// Deletes the claim key (when it is still this claim's) and revokes the lease; the
+    /// reservation key is left as it is.
+    fn abandon(&self, claim: Claim) -> Result<(), Error> {
+        let token = self.token(&claim)?;
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                token.node_key.as_str(),
+                CompareOp::Equal,
+                token.create_revision,
+            )])
+            .and_then([TxnOp::delete(token.node_key.as_str(), None)]);
+        let mut client = self.client.clone();
+        let deleted = self.run("give the node up", client.txn(txn)).map(drop);
+        let _ = self.run("revoke the lease", client.lease_revoke(token.lease));
+        deleted
     }
 
     fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {

@@ -87,6 +87,9 @@ pub(crate) struct Keeper<G: Held> {
     pub(crate) reserved_until_ms: u64,
     /// The highest tick issued in, once the generator was sealed because the lease was lost.
     pub(crate) sealed: Option<u64>,
+    /// What a lost claim's write-back ([`NodeStore::restore`]) must still record, while it
+    /// has not been written: tried again every round.
+    pub(crate) restore_pending: Option<u64>,
 }
 
 impl<G: Held> Keeper<G> {
@@ -106,6 +109,11 @@ impl<G: Held> Keeper<G> {
     /// publishes the new limit. A `LeaseLost` from either closes the fence at the end of this
     /// round, for good.
     fn maintain(&mut self, claim: &Claim) {
+        if let Some(until) = self.restore_pending
+            && self.store.restore(claim, until).is_ok()
+        {
+            self.restore_pending = None;
+        }
         let generator = Arc::clone(&self.generator);
         let g = &*generator;
         let layout = g.layout();
@@ -200,20 +208,27 @@ impl<G: Held> Keeper<G> {
     /// record reads this before it issues, so a clock of ours that runs ahead of the
     /// claimant's cannot be overlapped — and only then says the lease is lost. Once.
     fn lose(&mut self, claim: &Claim, reason: &str) {
+        let mut reason = reason.to_owned();
         if self.sealed.is_none() {
             let g = &*self.generator;
             let last_tick = g.seal();
             self.sealed = Some(last_tick);
             let used = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
             let until = used.max(claim.reserved_until_ms().unwrap_or(0));
-            let restored = self.store.restore(claim, until);
-            #[cfg(feature = "tracing")]
-            if let Err(e) = &restored {
-                tracing::warn!(node = g.node(), error = %e, "monoflake: cannot restore the reservation");
+            if let Err(e) = self.store.restore(claim, until) {
+                // Never silent: the reason every refusal carries says it, and the keeper
+                // tries again each round while the process lives.
+                #[cfg(feature = "tracing")]
+                tracing::error!(node = g.node(), error = %e, "monoflake: cannot write back the time used");
+                reason = format!(
+                    "{reason}; what it issued (up to {until} Unix ms) could not be written \
+                     back to {}: {e}",
+                    self.status.store
+                );
+                self.restore_pending = Some(until);
             }
-            let _ = restored;
         }
-        self.status.lose(reason);
+        self.status.lose(&reason);
     }
 
     /// Stops the generator for good, then writes the end of the last tick issued as the final

@@ -528,7 +528,7 @@ impl PgStore {
             })
             .map_err(|e| self.failed("claim the node", e))?;
         let Some(row) = row else {
-            return Err(Error::NodeHeld { node });
+            return Err(Error::NodeHeld { node, holder: None });
         };
         let fence: i64 = row.get(0);
         let reserved: Option<i64> = row.get(1);
@@ -691,6 +691,11 @@ impl NodeStore for PgStore {
             }
             Err(e) => Err(self.failed("restore the reservation", e)),
         }
+    }
+
+    /// Ends the claim and leaves the row's reservation as it is.
+    fn abandon(&self, claim: Claim) -> Result<(), Error> {
+        self.release_with(claim, None)
     }
 
     fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {

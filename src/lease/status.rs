@@ -112,6 +112,8 @@ pub(crate) struct LeaseStatus {
     pub(crate) losses: AtomicU64,
     /// Free nodes passed over at the claim because their reservation was too far ahead.
     pub(crate) skipped_ahead: AtomicU64,
+    /// How far ahead of the clock the furthest skipped node's reservation was, in ms.
+    pub(crate) sorts_below_ms: AtomicU64,
     /// Nodes passed over at the claim because their records could not be used.
     pub(crate) skipped_unusable: AtomicU64,
     /// How long the claim waited for a reservation slightly ahead of the clock, in ms.
@@ -137,6 +139,7 @@ impl LeaseStatus {
             renewals: AtomicU64::new(0),
             losses: AtomicU64::new(0),
             skipped_ahead: AtomicU64::new(0),
+            sorts_below_ms: AtomicU64::new(0),
             skipped_unusable: AtomicU64::new(0),
             claim_wait_ms: AtomicU64::new(0),
         }
@@ -205,6 +208,7 @@ impl LeaseStatus {
         stats.lease_renewals = self.renewals.load(Ordering::Relaxed);
         stats.lease_losses = self.losses.load(Ordering::Relaxed);
         stats.nodes_skipped_ahead = self.skipped_ahead.load(Ordering::Relaxed);
+        stats.sorts_below_ms = self.sorts_below_ms.load(Ordering::Relaxed);
         stats.nodes_skipped_unusable = self.skipped_unusable.load(Ordering::Relaxed);
         stats.claim_wait_ms = self.claim_wait_ms.load(Ordering::Relaxed);
     }

@@ -235,15 +235,54 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     /// were used on the node, needing no claim and never lowering or replacing what is there.
     /// A claimant of the node reads it at its claim or, if it found no record, after its wait
     /// ([`NodeStore::reservation`]), and starts above it: a holder whose clock runs ahead of
-    /// the claimant's (a wall clock stepped back under it) cannot be overlapped. Default:
-    /// does nothing.
+    /// the claimant's (a wall clock stepped back under it) cannot be overlapped. The holder
+    /// sealed its generator first and issues nothing more under the claim, so once the record
+    /// is written a store may let go of whatever else it holds for the claim (the file store:
+    /// the node's host-wide claim, which refuses a successor on this host until then).
+    /// Default: does nothing.
     ///
     /// # Errors
     ///
-    /// The store's, when the record cannot be written (the caller only logs it).
+    /// The store's, when the record cannot be written: the holder says so in its lease-lost
+    /// reason and tries again at each later round while it lives.
     fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let _ = (claim, until_ms);
         Ok(())
+    }
+
+    /// Gives the node ID up unused, writing nothing: the node's records stay exactly as the
+    /// claim found them. A claim that issued nothing — a node passed over by a search for
+    /// any node, or a build that failed before its first ID — ends this way, never with a
+    /// release: a record written for a node that had none (its floor, or 0) would let the next
+    /// claimant skip the wait and the re-read that a node with no record gets, which guard
+    /// against a holder whose records were deleted under it. Default: a release that writes
+    /// back what the claim read, or, for a node with no record, drops the claim (a store
+    /// whose claims end with the handle, or expire).
+    ///
+    /// # Errors
+    ///
+    /// The store's, when it cannot be told; the claim is given up either way.
+    ///
+    /// ```
+    /// use monoflake::{FileStore, Layout, NodeRequest, NodeStore};
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-abandon-{}", std::process::id()));
+    /// let store = FileStore::open(&dir)?;
+    /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(6))?;
+    /// store.abandon(claim)?;
+    /// // Free again, and still without a record: its next claimant waits as for a new node.
+    /// let again = store.claim(&Layout::twitter(), NodeRequest::Exact(6))?;
+    /// assert_eq!(again.reserved_until_ms(), None);
+    /// # drop(again); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    fn abandon(&self, claim: Claim) -> Result<(), Error> {
+        match claim.reserved_until_ms() {
+            Some(until) => self.release(claim, until),
+            None => {
+                drop(claim);
+                Ok(())
+            }
+        }
     }
 
     /// Writes the final reservation (the end of the last tick issued) and gives the node ID

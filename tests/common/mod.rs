@@ -575,3 +575,33 @@ pub fn assert_successor_above(old: &[u64], new: &[u64]) {
         "the old holder issued at or above the successor's first ID"
     );
 }
+
+/// Claims `node` of `layout` from a file store on this host once its last holder — a
+/// generator of this process whose records were deleted under it — has let go: until it has
+/// sealed and written back what it used, the node's host-wide claim refuses every claimant
+/// on the host, naming this process. Panics on any other error (a liveness bound of 60 s).
+pub fn claim_when_let_go(
+    store: &dyn monoflake::NodeStore,
+    layout: &monoflake::Layout,
+    node: u64,
+) -> monoflake::Claim {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let us = format!("process {} of user", std::process::id());
+    let mut refused = 0;
+    loop {
+        match store.claim(layout, monoflake::NodeRequest::Exact(node)) {
+            Ok(claim) => return claim,
+            Err(monoflake::Error::NodeHeld {
+                holder: Some(h), ..
+            }) if h.starts_with(&us) => {
+                refused += 1;
+                assert!(
+                    Instant::now() < give_up,
+                    "never let go ({refused} refusals)"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+}

@@ -4,6 +4,7 @@
 //! * `trust.rs`: who may write the state directory; opening it by descriptor.
 //! * `record.rs`: a reservation file's text, read and written by descriptor.
 
+mod host;
 mod record;
 mod trust;
 
@@ -78,6 +79,10 @@ pub struct FileStore {
     default: bool,
     /// The directory as opened and checked: used while it is still the one at `path`.
     dir: Arc<TrustedDir>,
+    /// Why the default is this user's own directory ([`FileStore::default_note`]).
+    note: Option<String>,
+    /// The host the host-wide claims are made on (`host::scope_of`): `None`, this host.
+    host_scope: Option<String>,
 }
 
 /// The host-wide default state directory.
@@ -101,12 +106,19 @@ struct FileClaim {
     layout_path: PathBuf,
     /// The state directory's path, for noticing it removed or replaced.
     state_path: PathBuf,
+    /// The host-wide claim of the node (`host.rs`), held as long as the lock — or until a
+    /// holder that lost its claim has written back what it used (`NodeStore::restore`): then
+    /// a successor on this host may claim the node, and will read that record. `None` from
+    /// the start only for the moment [`FileStore::migrate_v1`] holds a node.
+    host: std::sync::Mutex<Option<host::HostClaim>>,
 }
 
 /// How one node fared in a claim.
 enum Attempt {
     Claimed(Claim),
-    Held,
+    /// Another claimant holds it: this directory's lock (`None`), or the host-wide claim of
+    /// another process on this host, which the text names.
+    Held(Option<String>),
 }
 
 impl FileStore {
@@ -146,21 +158,27 @@ impl FileStore {
             private_fix(reason, &absolute)
         })?);
         Ok(FileStore {
+            host_scope: host::scope_of(&absolute),
             path,
             absolute,
             default: false,
             dir,
+            note: None,
         })
     }
 
     /// Opens the default state directory: `$MONOFLAKE_STATE_DIR` when set, else
     /// [`DEFAULT_STATE_DIR`] (`/var/lib/monoflake`), creating it private to this user (mode
-    /// 0700) when missing.
+    /// 0700) when missing; for a user other than root who cannot use that one, this user's
+    /// own directory ([`FileStore::user_dir`]), saying why in [`FileStore::default_note`].
     ///
-    /// The default is host-wide on purpose: two services on one host with the default settings
-    /// either share one node space (the directory is shared with a group they are both in,
-    /// mode 2770), or the second fails loudly — never does each take node 0 in a space of its
-    /// own. To share it:
+    /// Node IDs stay exclusive on the host whichever directory a process uses: every claim
+    /// also takes the node's host-wide claim (an abstract Unix socket per node and bit shape,
+    /// bound while the claim lives), so two processes on one host never hold one node at
+    /// once — whatever directory each was given. What the directory adds is memory: the
+    /// reservation a restart starts above. Processes that take turns on a node should
+    /// therefore share one directory, which the host-wide default does with a group
+    /// (mode 2770):
     ///
     /// ```text
     /// sudo groupadd monoflake
@@ -176,27 +194,128 @@ impl FileStore {
     ///
     /// # Errors
     ///
-    /// As [`FileStore::open`]; a directory this user cannot use is an error that says how to
-    /// share it, never a silent fallback to a private directory.
+    /// As [`FileStore::open`]: for `$MONOFLAKE_STATE_DIR`, for root, or when this user's own
+    /// directory cannot be used either (then the error about the host-wide one, which says
+    /// how to share it).
     ///
     /// ```
     /// use std::path::PathBuf;
     /// use monoflake::FileStore;
     /// assert_eq!(FileStore::default_dir_from(None), PathBuf::from("/var/lib/monoflake"));
     /// assert_eq!(FileStore::default_dir_from(Some("/srv/ids".into())), PathBuf::from("/srv/ids"));
+    /// let store = FileStore::open_default()?;
+    /// if let Some(note) = store.default_note() {
+    ///     eprintln!("monoflake: {note}"); // a user who cannot use /var/lib/monoflake
+    /// }
+    /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn open_default() -> Result<Self, Error> {
-        let path = Self::default_dir_from(std::env::var_os("MONOFLAKE_STATE_DIR"));
+        let set = std::env::var_os("MONOFLAKE_STATE_DIR").filter(|v| !v.is_empty());
+        let explicit = set.is_some();
+        let path = Self::default_dir_from(set);
+        let host_wide = Self::open_as_default(path);
+        let e = match host_wide {
+            Ok(store) => return Ok(store),
+            Err(e) if explicit || rustix::process::geteuid().is_root() => return Err(e),
+            Err(e) if !this_user_cannot_use(&e) => return Err(e),
+            Err(e) => e,
+        };
+        let Some(own) =
+            Self::user_dir_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+        else {
+            return Err(e);
+        };
+        let why = match &e {
+            Error::StateDir {
+                path,
+                action,
+                source,
+            } => format!(
+                "cannot {action} {}: {}",
+                path.display(),
+                source.to_string().split(". ").next().unwrap_or_default()
+            ),
+            other => other.to_string(),
+        };
+        let Ok(mut store) = Self::open(&own) else {
+            return Err(e);
+        };
+        let note = format!(
+            "state directory {} ({why}); node IDs are still claimed host-wide, so no other \
+             process on this host holds the same node; share {DEFAULT_STATE_DIR} with a \
+             group to keep one directory for every user",
+            own.display()
+        );
+        #[cfg(feature = "tracing")]
+        tracing::info!(dir = %own.display(), "monoflake: {note}");
+        store.note = Some(note);
+        Ok(store)
+    }
+
+    /// Opens `path` as the default directory (the fix an error suggests is the default's).
+    fn open_as_default(path: PathBuf) -> Result<Self, Error> {
         let absolute = absolute(&path)?;
         let dir = Arc::new(open_state_dir(&absolute, &|reason| {
             default_fix(reason, &absolute)
         })?);
         Ok(FileStore {
+            host_scope: host::scope_of(&absolute),
             path,
             absolute,
             default: true,
             dir,
+            note: None,
         })
+    }
+
+    /// Why [`FileStore::open_default`] uses this user's own directory instead of the
+    /// host-wide one, in one line for a person (`None` when it uses the host-wide one, or
+    /// `$MONOFLAKE_STATE_DIR`). A command line prints it once on standard error.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-note-{}", std::process::id()));
+    /// assert_eq!(monoflake::FileStore::open(&dir)?.default_note(), None);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn default_note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// This user's own state directory, for a user who cannot use the host-wide one:
+    /// `$XDG_STATE_HOME/monoflake` when that is an absolute path, else
+    /// `$HOME/.local/state/monoflake`; `None` without a home.
+    ///
+    /// ```
+    /// use std::path::PathBuf;
+    /// use monoflake::FileStore;
+    /// assert_eq!(
+    ///     FileStore::user_dir_from(None, Some("/home/ann".into())),
+    ///     Some(PathBuf::from("/home/ann/.local/state/monoflake"))
+    /// );
+    /// assert_eq!(
+    ///     FileStore::user_dir_from(Some("/var/state/ann".into()), Some("/home/ann".into())),
+    ///     Some(PathBuf::from("/var/state/ann/monoflake"))
+    /// );
+    /// // A relative XDG_STATE_HOME is ignored, as the XDG specification says.
+    /// assert_eq!(
+    ///     FileStore::user_dir_from(Some("state".into()), None),
+    ///     None
+    /// );
+    /// ```
+    pub fn user_dir_from(
+        xdg_state_home: Option<OsString>,
+        home: Option<OsString>,
+    ) -> Option<PathBuf> {
+        let xdg = xdg_state_home
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
+        if let Some(xdg) = xdg {
+            return Some(xdg.join("monoflake"));
+        }
+        home.map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .map(|home| home.join(".local/state/monoflake"))
     }
 
     /// The state directory as it is now at its path: the one opened, or — when it was
@@ -314,6 +433,7 @@ impl FileStore {
                 // Held by a live process: it wrote (or will write) its own reservation. A node
                 // whose files cannot be trusted is an error, not a file silently left refused.
                 let claim = match self.lock_node(
+                    None,
                     &state,
                     &layout_dir,
                     &layout_name,
@@ -322,7 +442,7 @@ impl FileStore {
                     true,
                 )? {
                     Attempt::Claimed(claim) => claim,
-                    Attempt::Held => continue,
+                    Attempt::Held(_) => continue,
                 };
                 let token = file_claim(&claim)?;
                 match record::read(&token.layout_dir, &name, &state.trust) {
@@ -345,10 +465,14 @@ impl FileStore {
         Ok(migrated)
     }
 
-    /// Locks node `node`'s lock file in the layout's directory and reads its reservation.
-    /// `legacy` accepts a version-1 reservation (for [`FileStore::migrate_v1`]).
+    /// Locks node `node`'s lock file in the layout's directory, takes the node's host-wide
+    /// claim of `layout`'s shape (none without a layout: [`FileStore::migrate_v1`], which
+    /// issues nothing) and reads its reservation. `legacy` accepts a version-1 reservation
+    /// (for [`FileStore::migrate_v1`]).
+    #[allow(clippy::too_many_arguments)]
     fn lock_node(
         &self,
+        layout: Option<&Layout>,
         state: &Arc<TrustedDir>,
         layout_dir: &OwnedFd,
         layout_name: &OsStr,
@@ -420,9 +544,24 @@ impl FileStore {
         trust.check_entry(&lock, &lock_meta).map_err(untrusted)?;
         match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
-            Err(Errno::WOULDBLOCK) => return Ok(Attempt::Held),
+            Err(Errno::WOULDBLOCK) => return Ok(Attempt::Held(None)),
             Err(e) => return Err(io("lock", e)),
         }
+        // The lock excludes the processes of this directory; the host-wide claim, those of
+        // every directory on the host. Held elsewhere: the lock goes with the descriptor,
+        // nothing is read or written.
+        let scope = self.host_scope.as_deref();
+        let host = match layout.map(|layout| host::claim(layout, node, scope)) {
+            None => None,
+            Some(Ok(host::Host::Claimed(host))) => Some(host),
+            Some(Ok(host::Host::Held { holder })) => return Ok(Attempt::Held(Some(holder))),
+            Some(Err(e)) => {
+                return Err(io(
+                    "claim host-wide (an abstract Unix socket) the node of",
+                    e,
+                ));
+            }
+        };
         let reserved = read_node(layout_dir, layout_path, node, trust, legacy)?;
         record::remove_leftovers(layout_dir, node);
         // Close-on-exec, as every descriptor the store opens: a child a thread of this
@@ -443,6 +582,7 @@ impl FileStore {
                 layout_name: layout_name.to_owned(),
                 layout_path: layout_path.to_owned(),
                 state_path: self.absolute.clone(),
+                host: std::sync::Mutex::new(host),
             },
         )))
     }
@@ -502,6 +642,20 @@ fn read_node(
     Ok(reserved.max(restored))
 }
 
+/// Whether an error about the host-wide directory says that this user may not use it (it
+/// cannot create it, open it, or trust it), rather than that something is broken.
+fn this_user_cannot_use(e: &Error) -> bool {
+    match e {
+        Error::StateDir { source, .. } => {
+            source.kind() == std::io::ErrorKind::PermissionDenied
+                || source.raw_os_error() == Some(Errno::ROFS.raw_os_error())
+                || source.kind() == std::io::ErrorKind::ReadOnlyFilesystem
+        }
+        Error::UntrustedState { .. } => true,
+        _ => false,
+    }
+}
+
 /// What an error about a directory given to [`FileStore::open`] suggests.
 fn private_fix(reason: &str, path: &Path) -> String {
     format!(
@@ -549,6 +703,7 @@ impl NodeStore for FileStore {
             NodeRequest::Exact(node) => {
                 layout.check_node(node)?;
                 match self.lock_node(
+                    Some(layout),
                     &state,
                     &layout_dir,
                     &layout_name,
@@ -557,7 +712,7 @@ impl NodeStore for FileStore {
                     false,
                 )? {
                     Attempt::Claimed(claim) => Ok(claim),
-                    Attempt::Held => Err(Error::NodeHeld { node }),
+                    Attempt::Held(holder) => Err(Error::NodeHeld { node, holder }),
                 }
             }
             NodeRequest::Any => {
@@ -568,6 +723,7 @@ impl NodeStore for FileStore {
                 let mut reasons = Vec::new();
                 for node in 0..=layout.max_node() {
                     match self.lock_node(
+                        Some(layout),
                         &state,
                         &layout_dir,
                         &layout_name,
@@ -576,7 +732,7 @@ impl NodeStore for FileStore {
                         false,
                     ) {
                         Ok(Attempt::Claimed(claim)) => return Ok(claim.with_unusable(unusable)),
-                        Ok(Attempt::Held) => {}
+                        Ok(Attempt::Held(_)) => {}
                         Err(e) => {
                             unusable += 1;
                             if reasons.len() < UNUSABLE_NAMED {
@@ -629,7 +785,11 @@ impl NodeStore for FileStore {
     }
 
     /// Writes a restored record for the claim's node into the state directory now at the
-    /// store's path (made again, private, if it is missing), beside whatever is there.
+    /// store's path (made again, private, if it is missing), beside whatever is there; once
+    /// it is written, lets go of the node's host-wide claim, so that a successor on this host
+    /// may take the node — and reads this record. While it cannot be written the host-wide
+    /// claim stays: a successor on this host is refused, naming this process, rather than
+    /// start unaware of what it issued.
     fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let token = file_claim(claim)?;
         let state = self.current()?;
@@ -640,7 +800,15 @@ impl NodeStore for FileStore {
             claim.node(),
             until_ms,
             &state.trust,
-        )
+        )?;
+        drop(
+            token
+                .host
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+        Ok(())
     }
 
     fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
@@ -653,6 +821,13 @@ impl NodeStore for FileStore {
         drop(claim); // closes the file: the lock goes with it
         result
     }
+
+    /// Closes the lock file (the lock goes with it) and the host-wide claim; nothing written.
+    fn abandon(&self, claim: Claim) -> Result<(), Error> {
+        file_claim(&claim)?;
+        drop(claim);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -663,7 +838,11 @@ mod tests {
     use super::record::failpoint::{self, Stage};
     use super::*;
 
+    /// A fresh directory. These tests look at the directory's files, each in a directory of
+    /// its own and in parallel: their claims skip the host-wide claim (host.rs has its own
+    /// tests), which would otherwise have them take node 0 from one another.
     fn temp_dir(tag: &str) -> PathBuf {
+        host::tests::SKIP.set(true);
         let dir = std::env::temp_dir().join(format!("monoflake-unit-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
@@ -714,6 +893,8 @@ mod tests {
         failpoint::set(move |stage| {
             if stage == Stage::Start && seen.get().is_none() {
                 std::fs::remove_file(&lock).unwrap();
+                // (On one host the host-wide claim alone refuses this successor; the record
+                // layer must fence it by itself too.)
                 let successor = other
                     .claim(&Layout::twitter(), NodeRequest::Exact(0))
                     .unwrap();
