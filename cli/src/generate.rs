@@ -12,7 +12,7 @@ use monoflake::{Encoding, Error, Generator, IdGenerator, Ids, NodeRequest, Opaqu
 use crate::args::{Format, GenArgs, NodeArg};
 use crate::failure::Failure;
 use crate::key_file::read_key;
-use crate::store::open_store;
+use crate::store::{open_store, say_if_behind};
 
 /// Output buffered per thread and written to stdout in large chunks.
 const CHUNK: usize = 64 * 1024;
@@ -76,6 +76,7 @@ pub fn run(args: &GenArgs) -> Result<(), Failure> {
     let leased = Generator::builder(layout)
         .trust_future_reservation(args.node_args.trust_reservation)
         .build_leased(store, request)?;
+    say_if_behind(&leased);
     let progress = progress_bar(args.count);
     // Ctrl-C stops the writers; the lease is then released as on a normal exit.
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));

@@ -76,7 +76,7 @@ fn not_built(feature: &str) -> Failure {
         code: 2,
         message: format!(
             "this monoflake was built without the `{feature}` feature \
-             (cargo build --features {feature})"
+             (cargo build --release -p monoflake-cli --features {feature})"
         ),
     }
 }
@@ -110,12 +110,17 @@ fn pg_url(args: &StoreArgs) -> Result<String, Failure> {
     }
 }
 
-/// Opens the file store in `dir` (`--state-dir`), or the host-wide default. A directory that
-/// cannot be used is a failure that also names the command line's way to choose another.
+/// Opens the file store in `dir` (`--state-dir`), or the host-wide default — for a user who
+/// cannot use that, their own, said once on standard error. A directory that cannot be used
+/// is a failure that also names the command line's way to choose another.
 pub fn open_file_store(dir: Option<&Path>) -> Result<FileStore, Failure> {
     let opened = match dir {
         Some(dir) => FileStore::open(dir),
-        None => FileStore::open_default(),
+        None => FileStore::open_default().inspect(|store| {
+            if let Some(note) = store.default_note() {
+                eprintln!("monoflake: {note}");
+            }
+        }),
     };
     opened.map_err(|e| {
         let hint = matches!(e, Error::StateDir { .. } | Error::UntrustedState { .. });
@@ -161,4 +166,32 @@ fn etcd_options(args: &StoreArgs) -> Result<monoflake::EtcdOptions, Failure> {
         options = options.user(user.clone(), password);
     }
     Ok(options)
+}
+
+/// Says on standard error, once per claim, when the node store saw IDs above where this
+/// generator starts: the clock is behind what the store saw before (set back since, or an
+/// earlier holder's clock was ahead), and the claim took another node rather than wait. The
+/// IDs are unique; they sort below IDs issued up to that long ago.
+pub fn say_if_behind(leased: &monoflake::Leased) {
+    let below = leased.stats().sorts_below_ms;
+    if below > 0 {
+        eprintln!(
+            "monoflake: warning: this clock is {} behind what the node store saw before (a \
+             clock set back, or an earlier holder's ahead); node {} was taken instead of \
+             waiting, and its IDs sort below IDs issued up to {} ago",
+            human_ms(below),
+            leased.node(),
+            human_ms(below)
+        );
+    }
+}
+
+/// Milliseconds the way a person reads them: `850 ms`, `12.5 s`, `60.0 min`, `3.0 h`.
+fn human_ms(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms} ms"),
+        1_000..120_000 => format!("{:.1} s", ms as f64 / 1e3),
+        120_000..7_200_000 => format!("{:.1} min", ms as f64 / 60e3),
+        _ => format!("{:.1} h", ms as f64 / 3_600e3),
+    }
 }

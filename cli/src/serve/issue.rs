@@ -41,9 +41,11 @@ pub struct Source {
 impl Source {
     /// Claims a node and builds a generator holding it.
     pub fn claim(&self) -> Result<Leased, Error> {
-        Generator::builder(self.layout.clone())
+        let leased = Generator::builder(self.layout.clone())
             .trust_future_reservation(self.trust_reservation)
-            .build_leased(Arc::clone(&self.store), self.request)
+            .build_leased(Arc::clone(&self.store), self.request)?;
+        crate::store::say_if_behind(&leased);
+        Ok(leased)
     }
 }
 
