@@ -75,8 +75,9 @@ cleanup() {
 trap cleanup EXIT
 # In the background, so that a signal to this script is passed on at once (the run then
 # stops everything it started and reports).
-target/debug/monoflake-chaos run --seconds "$seconds" --seed "$seed" \
-    --monoflake target/debug/monoflake --out "$out" ${rest[@]+"${rest[@]}"} &
+bin="${CARGO_TARGET_DIR:-target}/debug"
+"$bin/monoflake-chaos" run --seconds "$seconds" --seed "$seed" \
+    --monoflake "$bin/monoflake" --out "$out" ${rest[@]+"${rest[@]}"} &
 harness=$!
 trap 'kill -TERM "$harness" 2>/dev/null; wait "$harness"; exit 130' INT TERM
 rc=0
