@@ -173,6 +173,8 @@ pub struct Answer {
     pub status: u16,
     pub content_type: String,
     pub retry_after: Option<String>,
+    /// The `Cache-Control` header, when there is one.
+    pub cache_control: Option<String>,
     pub body: String,
 }
 
@@ -200,10 +202,12 @@ pub fn answer(mut response: ureq::http::Response<ureq::Body>) -> Answer {
     };
     let content_type = header("content-type").unwrap_or_default();
     let retry_after = header("retry-after");
+    let cache_control = header("cache-control");
     Answer {
         status: response.status().as_u16(),
         content_type,
         retry_after,
+        cache_control,
         body: response
             .body_mut()
             .with_config()
