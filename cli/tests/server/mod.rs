@@ -41,10 +41,19 @@ impl Server {
 
     /// As [`Server::start`], or the exit code and output of a server that did not start.
     pub fn try_start(args: &[&str]) -> Result<Server, (Option<i32>, String)> {
+        Self::try_start_with_env(args, &[])
+    }
+
+    /// As [`Server::try_start`], with these environment variables set for the server.
+    pub fn try_start_with_env(
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Server, (Option<i32>, String)> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_monoflake"))
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
