@@ -1,11 +1,12 @@
 //! `monoflake serve` as operators run it: settings from `MONOFLAKE_*` environment variables
-//! (the flag winning, secrets never printed).
+//! (the flag winning, secrets never printed), and `/metrics`' build and process metrics.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod server;
 
 use std::process::{Command, Output};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use server::{Server, agent, get, ids_of};
 
@@ -232,4 +233,112 @@ fn the_token_from_the_environment_is_required_and_never_printed() {
         "{err}"
     );
     assert!(!err.contains("7f3a"), "{err}");
+}
+
+/// The value of the sample `name` (no labels) in an exposition.
+fn value(exposition: &str, name: &str) -> f64 {
+    exposition
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{name} missing from\n{exposition}"))
+        .parse()
+        .unwrap()
+}
+
+/// `VmRSS` of process `pid`, in bytes, as the kernel tells anyone who asks.
+fn rss_of(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kib * 1024.0
+}
+
+#[test]
+fn build_info_and_process_metrics_are_scraped() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let dir = common::TempDir::new("serve-process");
+    let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    // Connections that send nothing are kept long enough for the count below.
+    let s = Server::start(&[
+        "--state-dir",
+        &state_dir(&dir),
+        "--layout",
+        "discord",
+        "--idle-timeout",
+        "600",
+        "--handshake-timeout",
+        "600",
+    ]);
+    let a = agent();
+    let first = get(&a, &s.url("/metrics"), &[]).body;
+    let build = format!(
+        "monoflake_build_info{{version=\"{}\",layout=\"discord\"}} 1\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(first.contains(&build), "{build:?} missing from\n{first}");
+    for (name, kind) in [
+        ("monoflake_build_info", "gauge"),
+        ("process_cpu_seconds", "counter"),
+        ("process_resident_memory_bytes", "gauge"),
+        ("process_virtual_memory_bytes", "gauge"),
+        ("process_open_fds", "gauge"),
+        ("process_max_fds", "gauge"),
+        ("process_start_time_seconds", "gauge"),
+    ] {
+        assert!(
+            first.contains(&format!("# TYPE {name} {kind}\n")),
+            "{name} {kind} in\n{first}"
+        );
+    }
+    let rss = value(&first, "process_resident_memory_bytes");
+    // The server's own reading and the kernel's, read by this test, agree in size (RSS
+    // moves a little between the two reads: a factor of two is far beyond that).
+    let seen = rss_of(s.pid());
+    assert!(
+        rss > 0.0 && rss < 2.0 * seen && seen < 2.0 * rss,
+        "{rss} vs {seen}"
+    );
+    assert!(value(&first, "process_virtual_memory_bytes") >= rss);
+    let fds = value(&first, "process_open_fds");
+    // At least standard input, output and error, the listener and this scrape's connection.
+    assert!(fds >= 5.0, "{fds}");
+    assert!(fds <= value(&first, "process_max_fds"));
+    let cpu = value(&first, "process_cpu_seconds_total");
+    assert!(cpu >= 0.0, "{cpu}");
+    // Started between this test's clock reading and now; the kernel counts from boot in
+    // 10 ms ticks, so allow for a clock stepped since boot, not for a wrong unit (×100).
+    let started = value(&first, "process_start_time_seconds");
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    assert!(
+        started > before.as_secs_f64() - 300.0 && started < now.as_secs_f64() + 300.0,
+        "{started} not within {before:?}..{now:?}"
+    );
+
+    // Five more connections, once the server holds them, are five more descriptors.
+    let held: Vec<std::net::TcpStream> = (0..5)
+        .map(|_| std::net::TcpStream::connect(&s.http).unwrap())
+        .collect();
+    let open_before = value(&first, "monoflake_connections_open");
+    let start = std::time::Instant::now();
+    let second = loop {
+        let m = get(&a, &s.url("/metrics"), &[]).body;
+        if value(&m, "monoflake_connections_open") >= open_before + 5.0 {
+            break m;
+        }
+        assert!(start.elapsed() < server::GUARD, "never held the five:\n{m}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(value(&second, "process_open_fds") >= fds + 5.0, "{second}");
+    assert!(value(&second, "process_cpu_seconds_total") >= cpu);
+    assert_eq!(value(&second, "process_start_time_seconds"), started);
+    drop(held);
 }

@@ -5,7 +5,8 @@
 //!   its own events through its `Observer` trait, which `metrics.rs` implements: the issuer
 //!   does not import the metrics.
 //! * `http.rs`: the HTTP routes and bodies; `grpc.rs`: the `monoflake.v1.Ids` service.
-//! * `metrics.rs`: `/metrics`; `auth.rs`: the bearer token; `tls.rs`: rustls.
+//! * `metrics.rs`: `/metrics`; `process.rs`: the process's resources for it, from
+//!   `/proc/self`; `auth.rs`: the bearer token; `tls.rs`: rustls.
 //! * `listener.rs`: accept loop, protocol limits, graceful stop; `slots.rs`: which connection
 //!   makes room for a new one; `connection.rs`: one connection's life and deadline watch.
 //! * `exchange.rs`: a connection's requests in flight, its progress and deadline;
@@ -24,6 +25,7 @@ mod issue;
 mod lifecycle;
 mod listener;
 mod metrics;
+mod process;
 mod slots;
 mod tls;
 mod tracked;
