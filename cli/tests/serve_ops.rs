@@ -185,7 +185,12 @@ fn the_token_from_the_environment_is_required_and_never_printed() {
     let s = Server::try_start_with_env(&["--state-dir", &state], &[("MONOFLAKE_TOKEN", token)])
         .unwrap();
     let a = agent();
-    assert_eq!(get(&a, &s.url("/v1/id"), &[]).status, 401);
+    let refused = get(&a, &s.url("/v1/id"), &[]);
+    // A refusal of an ID route is never stored by a cache either.
+    assert_eq!(
+        (refused.status, refused.cache_control.as_deref()),
+        (401, Some("no-store"))
+    );
     let bearer = format!("Bearer {token}");
     let ok = get(&a, &s.url("/v1/id"), &[("Authorization", &bearer)]);
     assert_eq!(ids_of(&ok).len(), 1);
