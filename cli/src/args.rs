@@ -325,68 +325,129 @@ pub struct DecodeArgs {
     pub ids: Vec<String>,
 }
 
-/// `monoflake serve`: the ID service.
+/// The environment variables `serve` reads for the node and store flags it shares with `gen`
+/// and `bench`: only `serve` reads them (a container's settings), so `gen` and `bench` in a
+/// shell where they are set behave as before. The flag wins over the variable. Not here:
+/// `--state-dir` (the library already reads `$MONOFLAKE_STATE_DIR` for the host-wide default,
+/// for every subcommand) and `--pg-url` (`$MONOFLAKE_PG_URL` is read by the store, after
+/// `--pg-url-file` and `--pg-url`, for every subcommand).
+#[cfg(feature = "server")]
+const SERVE_SHARED_ENV: [(&str, &str); 14] = [
+    ("layout", "MONOFLAKE_LAYOUT"),
+    ("node", "MONOFLAKE_NODE"),
+    ("trust_reservation", "MONOFLAKE_TRUST_RESERVATION"),
+    ("backend", "MONOFLAKE_BACKEND"),
+    ("etcd_endpoints", "MONOFLAKE_ETCD_ENDPOINTS"),
+    ("etcd_prefix", "MONOFLAKE_ETCD_PREFIX"),
+    ("etcd_ca", "MONOFLAKE_ETCD_CA"),
+    ("etcd_cert", "MONOFLAKE_ETCD_CERT"),
+    ("etcd_key", "MONOFLAKE_ETCD_KEY"),
+    ("etcd_user", "MONOFLAKE_ETCD_USER"),
+    ("etcd_password_file", "MONOFLAKE_ETCD_PASSWORD_FILE"),
+    ("pg_url_file", "MONOFLAKE_PG_URL_FILE"),
+    ("pg_table", "MONOFLAKE_PG_TABLE"),
+    ("lease_ttl", "MONOFLAKE_LEASE_TTL"),
+];
+
+/// Gives a shared node or store flag of `serve` its environment variable
+/// ([`SERVE_SHARED_ENV`]). Values of variables that name where a secret lives are never shown
+/// by `--help`.
+#[cfg(feature = "server")]
+fn serve_env(arg: clap::Arg) -> clap::Arg {
+    let id = arg.get_id().as_str();
+    let Some(&(_, name)) = SERVE_SHARED_ENV.iter().find(|(flag, _)| *flag == id) else {
+        return arg;
+    };
+    let secret = matches!(id, "etcd_password_file" | "pg_url_file" | "etcd_key");
+    arg.env(name).hide_env_values(secret)
+}
+
+/// `monoflake serve`: the ID service. Every setting can also come from a `MONOFLAKE_*`
+/// environment variable (`--help` names each); the flag wins over the variable.
 #[cfg(feature = "server")]
 #[derive(Debug, clap::Args)]
+#[command(mut_args(serve_env))]
 pub struct ServeArgs {
     #[command(flatten)]
     pub node_args: NodeArgs,
     /// The HTTP listener (loopback by default: put a proxy or --tls-cert and --token-file in
     /// front before listening elsewhere). Port 0 picks a free port, printed at start.
-    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        env = "MONOFLAKE_LISTEN",
+        value_name = "ADDR:PORT",
+        default_value = "127.0.0.1:8080"
+    )]
     pub listen: std::net::SocketAddr,
     /// The gRPC listener (`monoflake.v1.Ids`); none unless given.
-    #[arg(long, value_name = "ADDR:PORT")]
+    #[arg(long, env = "MONOFLAKE_GRPC_LISTEN", value_name = "ADDR:PORT")]
     pub grpc_listen: Option<std::net::SocketAddr>,
     /// The most IDs one request may take (`/v1/ids?count=N`, gRPC `Next`).
-    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    #[arg(long, env = "MONOFLAKE_MAX_COUNT", value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_count: u64,
     /// A file holding the bearer token callers must send (`Authorization: Bearer <token>`)
     /// to get or decode IDs; its first line, at least 16 bytes. /healthz, /readyz and /metrics
-    /// stay open.
-    #[arg(long, value_name = "FILE")]
+    /// stay open. Or the token itself in $MONOFLAKE_TOKEN (never printed); giving both is
+    /// refused.
+    #[arg(
+        long,
+        env = "MONOFLAKE_TOKEN_FILE",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub token_file: Option<PathBuf>,
     /// A PEM certificate chain: serve HTTPS (and gRPC over TLS) with it (needs --tls-key).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(
+        long,
+        env = "MONOFLAKE_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
     pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "MONOFLAKE_TLS_KEY",
+        hide_env_values = true,
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
     pub tls_key: Option<PathBuf>,
     /// Open connections served at once, per listener. When all are taken, a new connection
     /// takes the place of an idle one (one that never completed a request first, then the
     /// longest idle); one with a request in flight is never closed for it.
-    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, env = "MONOFLAKE_MAX_CONNECTIONS", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
     /// A connection that completes no request for this long is closed, and so is one whose
     /// client does not take an answer within it. Bytes trickled in are not progress.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
+    #[arg(long, env = "MONOFLAKE_IDLE_TIMEOUT", value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
     pub idle_timeout: f64,
     /// A new connection must finish its TLS handshake and send its first request's head
     /// (HTTP/2: the preface and SETTINGS first) within this long.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+    #[arg(long, env = "MONOFLAKE_HANDSHAKE_TIMEOUT", value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
     pub handshake_timeout: f64,
     /// HTTP/2 streams (requests) served at once on one connection.
-    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, env = "MONOFLAKE_MAX_STREAMS", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_streams: u32,
     /// The most memory answers not yet taken by their clients may hold, in MiB, for the whole
     /// server. Past three quarters of it, large answers are refused with 503; one connection
     /// holds at most 1 MiB (or the largest answer --max-count allows).
-    #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    #[arg(long, env = "MONOFLAKE_RESPONSE_BUDGET", value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub response_budget: u32,
     /// How long a request may wait for the generator (its lead used up, a reservation being
     /// written) before it is answered 503 with Retry-After.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_seconds)]
+    #[arg(long, env = "MONOFLAKE_MAX_WAIT", value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_seconds)]
     pub max_wait: f64,
     /// After a lost lease (`/readyz` 503), wait this long, then claim a node again and serve
     /// from it; retried as often while the store refuses.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_seconds)]
+    #[arg(long, env = "MONOFLAKE_RECLAIM_AFTER", value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_seconds)]
     pub reclaim_after: f64,
     /// Threads serving requests [default: one per CPU].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, env = "MONOFLAKE_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
     /// How long a stop (SIGTERM, SIGINT) waits for requests in flight before it closes their
     /// connections and releases the node.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_seconds)]
+    #[arg(long, env = "MONOFLAKE_DRAIN_TIMEOUT", value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_seconds)]
     pub drain_timeout: f64,
 }
 

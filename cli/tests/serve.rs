@@ -69,10 +69,8 @@ fn decode_matches_the_decode_command() {
             .output()
             .unwrap();
         assert!(cli.status.success());
-        assert_eq!(
-            served.body,
-            String::from_utf8(cli.stdout).unwrap().trim_end()
-        );
+        // Byte for byte, the line end included.
+        assert_eq!(served.body, String::from_utf8(cli.stdout).unwrap());
     }
     // Hex with 0x is read too.
     let hex = get(&a, &s.url("/v1/decode/0x0271065ac1020007"), &[]);
@@ -446,6 +444,8 @@ fn the_lead_limit_is_a_503_with_retry_after_never_a_wrong_id() {
     }
     let refused = refused.unwrap();
     assert_eq!(refused.retry_after.as_deref(), Some("1"));
+    // A refusal on an ID route is never stored either: a cached 503 outlives its delay.
+    assert_eq!(refused.cache_control.as_deref(), Some("no-store"));
     assert!(
         refused
             .error()
@@ -503,12 +503,9 @@ fn the_query_is_a_url_query_and_count_is_digits_given_once() {
     let dir = common::TempDir::new("serve-query");
     let s = start(&dir, &["--max-count", "500"]);
     let a = agent();
-    // Percent-decoded, other parameters ignored (a cache-buster, say).
+    // Percent-decoded; empty pairs are no parameter.
     assert_eq!(ids_of(&get(&a, &s.url("/v1/ids?count=%35"), &[])).len(), 5);
-    assert_eq!(
-        ids_of(&get(&a, &s.url("/v1/ids?_=1&count=7&x"), &[])).len(),
-        7
-    );
+    assert_eq!(ids_of(&get(&a, &s.url("/v1/ids?&count=7&"), &[])).len(), 7);
     let refused: [(&str, &str); 5] = [
         // `+` is a space in a URL query, and a sign is not a digit either way.
         (
@@ -601,6 +598,110 @@ fn a_path_that_is_not_utf8_is_a_json_400_and_counted() {
     assert!(
         m.body
             .contains("monoflake_responses_total{code=\"400\"} 2\n"),
+        "{}",
+        m.body
+    );
+}
+
+#[test]
+fn id_answers_are_never_cached_and_json_ends_a_line() {
+    let dir = common::TempDir::new("serve-no-store");
+    let s = start(&dir, &["--max-count", "500"]);
+    let a = agent();
+    let no_store = Some("no-store".to_owned());
+    // Every answer of an ID-issuing route, whatever its format or status.
+    for (path, accept, status) in [
+        ("/v1/id", "application/json", 200),
+        ("/v1/id", "text/plain", 200),
+        ("/v1/ids?count=3", "application/json", 200),
+        ("/v1/ids?count=3", "text/plain", 200),
+        ("/v1/ids?count=0", "application/json", 400),
+        ("/v1/id?count=5", "application/json", 400),
+    ] {
+        let answer = get(&a, &s.url(path), &[("Accept", accept)]);
+        assert_eq!(answer.status, status, "{path} {accept}: {answer:?}");
+        assert_eq!(answer.cache_control, no_store, "{path} {accept}");
+        assert!(answer.body.ends_with('\n'), "{path} {accept}: {answer:?}");
+    }
+    for path in ["/v1/id", "/v1/ids?count=3"] {
+        let head = server::answer(a.head(&s.url(path)).call().unwrap());
+        assert_eq!(
+            (head.status, &head.cache_control),
+            (200, &no_store),
+            "HEAD {path}"
+        );
+    }
+    // A decoded ID is the same answer every time: it may be cached.
+    let decoded = get(&a, &s.url("/v1/decode/175928847299117063"), &[]);
+    assert_eq!((decoded.status, decoded.cache_control), (200, None));
+    // Every JSON body is one line: the object, then a newline.
+    for path in [
+        "/v1/id",
+        "/v1/ids?count=2",
+        "/v1/decode/175928847299117063",
+        "/healthz",
+        "/readyz",
+        "/v1/ids?count=0",
+        "/nowhere",
+    ] {
+        let answer = get(&a, &s.url(path), &[]);
+        assert_eq!(answer.content_type, "application/json", "{path}");
+        let (object, end) = answer.body.split_at(answer.body.len() - 1);
+        assert_eq!(end, "\n", "{path}: {:?}", answer.body);
+        assert!(!object.contains('\n'), "{path}: {:?}", answer.body);
+        serde_json::from_str::<serde_json::Value>(object).unwrap();
+    }
+    let post = server::answer(a.post(&s.url("/v1/ids?count=1")).send("").unwrap());
+    assert_eq!(post.status, 405);
+    assert!(post.body.ends_with("}\n"), "{:?}", post.body);
+}
+
+#[test]
+fn an_unknown_or_misplaced_query_parameter_is_refused_by_name() {
+    let dir = common::TempDir::new("serve-params");
+    let s = start(&dir, &["--max-count", "500"]);
+    let a = agent();
+    let cases: [(&str, &str); 7] = [
+        (
+            "/v1/id?count=5",
+            "/v1/id takes no query parameter, got \"count\": ask /v1/ids?count=N for more than one ID",
+        ),
+        ("/v1/id?n=5", "/v1/id takes no query parameter, got \"n\""),
+        // A cache-buster is no longer needed: the answers say no-store.
+        ("/v1/id?_=1", "/v1/id takes no query parameter, got \"_\""),
+        (
+            "/v1/ids?cout=5",
+            "unknown query parameter \"cout\": /v1/ids takes only count",
+        ),
+        (
+            "/v1/ids?count=5&x",
+            "unknown query parameter \"x\": /v1/ids takes only count",
+        ),
+        (
+            "/v1/ids?%63ount=5&l%61yout=discord",
+            "unknown query parameter \"layout\": /v1/ids takes only count",
+        ),
+        (
+            "/v1/decode/175928847299117063?layout=discord",
+            "/v1/decode takes no query parameter, got \"layout\": it decodes under the layout the server runs (twitter)",
+        ),
+    ];
+    for (path, message) in cases {
+        let answer = get(&a, &s.url(path), &[]);
+        assert_eq!(answer.status, 400, "{path}: {answer:?}");
+        assert_eq!(answer.content_type, "application/json", "{path}");
+        assert_eq!(
+            answer.body,
+            format!("{}\n", serde_json::json!({ "error": message })),
+            "{path}"
+        );
+    }
+    // HEAD refuses the same, and nothing was issued for any of it.
+    let head = server::answer(a.head(&s.url("/v1/ids?cout=5")).call().unwrap());
+    assert_eq!(head.status, 400);
+    let m = get(&a, &s.url("/metrics"), &[]);
+    assert!(
+        m.body.contains("monoflake_ids_issued_total 0\n"),
         "{}",
         m.body
     );

@@ -1,4 +1,5 @@
-//! The bearer token: read once from `--token-file`, compared in constant time.
+//! The bearer token: read once from `--token-file` or `$MONOFLAKE_TOKEN`, compared in
+//! constant time.
 
 use std::path::Path;
 
@@ -26,26 +27,41 @@ impl Token {
             code: 2,
             message: format!("cannot read the token file {}: {e}", path.display()),
         })?;
+        Token::from_text(
+            &text,
+            &format!("the token in {}", path.display()),
+            &path.display().to_string(),
+        )
+    }
+
+    /// The token given in the environment (`$MONOFLAKE_TOKEN`): its first line, surrounding
+    /// white space removed. The value is never part of a message.
+    pub fn from_env(value: &std::ffi::OsStr) -> Result<Token, Failure> {
+        let text = value.to_str().ok_or_else(|| Failure {
+            code: 2,
+            message: "$MONOFLAKE_TOKEN is not UTF-8 text".to_owned(),
+        })?;
+        Token::from_text(text, "$MONOFLAKE_TOKEN", "FILE")
+    }
+
+    /// The token in `text`'s first line, checked; `what` names where it came from, `file`
+    /// where the hint writes a new one.
+    fn from_text(text: &str, what: &str, file: &str) -> Result<Token, Failure> {
         let token = text.lines().next().unwrap_or("").trim();
         if token.len() < MIN_TOKEN {
             return Err(Failure {
                 code: 2,
                 message: format!(
-                    "the token in {} has {} bytes; at least {MIN_TOKEN} are needed \
-                     (e.g. head -c 32 /dev/urandom | base64 > {})",
-                    path.display(),
+                    "{what} has {} bytes; at least {MIN_TOKEN} are needed \
+                     (e.g. head -c 32 /dev/urandom | base64 > {file})",
                     token.len(),
-                    path.display()
                 ),
             });
         }
         if !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(Failure {
                 code: 2,
-                message: format!(
-                    "the token in {} has spaces or characters an HTTP header cannot carry",
-                    path.display()
-                ),
+                message: format!("{what} has spaces or characters an HTTP header cannot carry"),
             });
         }
         Ok(Token(token.as_bytes().to_vec()))

@@ -1,5 +1,5 @@
-//! A batch's answer, written as the client takes it: [`CHUNK`]-sized pieces of JSON or text
-//! lines, at most `limit` bytes produced and not yet handed to the kernel at once.
+//! A batch's answer, written as the client takes it: [`CHUNK`]-sized pieces of JSON (ending
+//! with a newline, as every JSON body does) or text lines, at most `limit` bytes produced and not yet handed to the kernel at once.
 //!
 //! The IDs are reserved (issued) before the answer starts, with one reservation, and only
 //! their text is made as the client reads: 100,000 IDs hold 32 KiB at a time, not 2.2 MB. If
@@ -22,7 +22,7 @@ use super::budget::CHUNK;
 /// How the IDs are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// `{"ids":["…","…"]}`
+    /// `{"ids":["…","…"]}` and a newline
     Json,
     /// One decimal ID per line.
     Text,
@@ -91,8 +91,8 @@ impl Batch {
         if !self.begun && json {
             out.push_str("{\"ids\":[");
         }
-        // Writing to a String cannot fail.
-        while out.len() + LONGEST + 2 <= CHUNK {
+        // Writing to a String cannot fail. Room is kept for one ID and the closing `]}\n`.
+        while out.len() + LONGEST + 3 <= CHUNK {
             let Some(id) = self.ids.next() else { break };
             if json {
                 let sep = if self.begun { "," } else { "" };
@@ -105,7 +105,7 @@ impl Batch {
         if self.ids.len() == 0 {
             self.done = true;
             if json {
-                out.push_str("]}");
+                out.push_str("]}\n");
             }
         }
         self.begun = true;
@@ -184,6 +184,7 @@ mod tests {
                 }
                 assert!(body.is_end_stream());
                 let text = String::from_utf8(text).unwrap();
+                assert!(text.ends_with('\n'), "{n} {format:?}: the body ends a line");
                 let got: Vec<String> = match format {
                     Format::Json => {
                         serde_json::from_str::<serde_json::Value>(&text).unwrap()["ids"]

@@ -3,7 +3,9 @@
 //! IDs travel as decimal strings in JSON (JavaScript loses precision above 2^53), or as bare
 //! decimal lines with `Accept: text/plain`. Errors are `{"error":"…"}`: 400 for a bad count or
 //! ID, 401 for a missing or wrong token, 404 for an unknown path, 405 for a method other than
-//! GET, 503 with `Retry-After` when the generator cannot issue.
+//! GET, 503 with `Retry-After` when the generator cannot issue. Every JSON body ends with a
+//! newline. Every answer of an ID-issuing route carries `Cache-Control: no-store`: a cache
+//! between caller and service must never hand one ID to two callers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,6 +64,7 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 const OPENMETRICS: HeaderValue =
     HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
+const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
 fn body(status: StatusCode, kind: HeaderValue, text: String) -> Response {
     let mut response = Response::new(Body::from(text));
@@ -70,13 +73,26 @@ fn body(status: StatusCode, kind: HeaderValue, text: String) -> Response {
     response
 }
 
+/// A JSON answer: `object` (one JSON value, no line end) and a newline, so that a shell
+/// prompt or a line-reading client finds the body's end.
+fn json(status: StatusCode, object: impl std::fmt::Display) -> Response {
+    body(status, JSON, format!("{object}\n"))
+}
+
 /// `{"error":"…"}` with `status`.
 pub fn error(status: StatusCode, message: &str) -> Response {
-    body(
-        status,
-        JSON,
-        serde_json::json!({ "error": message }).to_string(),
-    )
+    json(status, serde_json::json!({ "error": message }))
+}
+
+/// Marks an answer of an ID-issuing route as never to be stored by a cache: a cache that
+/// kept a `GET /v1/id` answer (Varnish keeps a 200 for 120 s by default) would hand one ID
+/// to many callers. Set on every answer of those routes, refusals too, so that no cache
+/// rule has to tell them apart.
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, NO_STORE);
+    response
 }
 
 fn refused(refusal: Refusal) -> Response {
@@ -86,14 +102,12 @@ fn refused(refusal: Refusal) -> Response {
             message,
             retry_after,
         } => {
-            let mut response = body(
+            let mut response = json(
                 StatusCode::SERVICE_UNAVAILABLE,
-                JSON,
                 serde_json::json!({
                     "error": message,
                     "retry_after_ms": u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX),
-                })
-                .to_string(),
+                }),
             );
             response.headers_mut().insert(
                 header::RETRY_AFTER,
@@ -159,32 +173,66 @@ fn wants_text(headers: &HeaderMap) -> bool {
 async fn id(State(app): Shared, request: Request) -> Response {
     let start = Instant::now();
     let headers = request.headers();
+    let query = no_query(request.uri().query());
     let response = match unauthorized(&app, headers) {
         Some(r) => r,
-        None if request.method() == Method::HEAD => head(&app),
-        None => match app.issuer.id().await {
-            Ok(id) => {
-                app.metrics.served(1);
-                if wants_text(headers) {
-                    body(StatusCode::OK, TEXT, format!("{id}\n"))
-                } else {
-                    body(StatusCode::OK, JSON, format!("{{\"id\":\"{id}\"}}"))
-                }
-            }
+        None => match query {
             Err(r) => refused(r),
+            Ok(()) if request.method() == Method::HEAD => head(&app),
+            Ok(()) => match app.issuer.id().await {
+                Ok(id) => {
+                    app.metrics.served(1);
+                    if wants_text(headers) {
+                        body(StatusCode::OK, TEXT, format!("{id}\n"))
+                    } else {
+                        json(StatusCode::OK, format_args!("{{\"id\":\"{id}\"}}"))
+                    }
+                }
+                Err(r) => refused(r),
+            },
         },
     };
-    finish(&app, Endpoint::Id, start, response)
+    finish(&app, Endpoint::Id, start, no_store(response))
+}
+
+/// The name of a URL query's first parameter, percent-decoded; `None` for no query, an
+/// empty one, or one of `&`s only.
+fn first_param(query: Option<&str>) -> Option<String> {
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .next()
+        .map(|(key, _)| key.into_owned())
+}
+
+/// Refuses any query parameter on `/v1/id`, which takes none: `/v1/id?count=5` must not
+/// quietly answer one ID to a caller who asked for five.
+fn no_query(query: Option<&str>) -> Result<(), Refusal> {
+    match first_param(query) {
+        None => Ok(()),
+        Some(key) if key == "count" => Err(Refusal::BadInput(
+            "/v1/id takes no query parameter, got \"count\": ask /v1/ids?count=N for more \
+             than one ID"
+                .to_owned(),
+        )),
+        Some(key) => Err(Refusal::BadInput(format!(
+            "/v1/id takes no query parameter, got {:?}",
+            echo(&key)
+        ))),
+    }
 }
 
 /// The value of `count` in a query string, read as a URL query (`application/x-www-form-
 /// urlencoded`: percent-decoded, `+` a space); `None` when absent. A `count` given twice is
 /// refused rather than one of them picked: a cache or proxy in front might pick the other.
+/// Any other parameter is refused too: a misspelt `cout=5` must not be read as no count, and
+/// a parameter the service does not know is one it would silently ignore.
 fn count_param(query: Option<&str>) -> Result<Option<String>, Refusal> {
     let mut found = None;
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if key != "count" {
-            continue;
+            return Err(Refusal::BadInput(format!(
+                "unknown query parameter {:?}: /v1/ids takes only count",
+                echo(&key)
+            )));
         }
         if found.is_some() {
             return Err(Refusal::BadInput(
@@ -238,7 +286,7 @@ async fn ids(State(app): Shared, request: Request) -> Response {
             }
         },
     };
-    finish(&app, Endpoint::Ids, start, response)
+    finish(&app, Endpoint::Ids, start, no_store(response))
 }
 
 /// Reads an ID written in decimal, or in hex with a `0x` prefix.
@@ -269,8 +317,19 @@ async fn decode(
                 rejection.body_text()
             ),
         ),
+        // `?layout=discord` would otherwise be ignored, and the ID decoded under another
+        // layout than the caller meant.
+        (None, Ok(_)) if first_param(request.uri().query()).is_some() => error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "/v1/decode takes no query parameter, got {:?}: it decodes under the layout \
+                 the server runs ({})",
+                echo(&first_param(request.uri().query()).unwrap_or_default()),
+                layout.name()
+            ),
+        ),
         (None, Ok(Path(raw))) => match parse_id(&raw).and_then(|id| json_object(id, layout)) {
-            Ok(json) => body(StatusCode::OK, JSON, json),
+            Ok(object) => json(StatusCode::OK, object),
             Err(e) => error(
                 StatusCode::BAD_REQUEST,
                 &format!(
@@ -291,7 +350,7 @@ async fn decode(
 
 async fn healthz(State(app): Shared) -> Response {
     let start = Instant::now();
-    let response = body(StatusCode::OK, JSON, "{\"status\":\"ok\"}".into());
+    let response = json(StatusCode::OK, "{\"status\":\"ok\"}");
     finish(&app, Endpoint::Healthz, start, response)
 }
 
@@ -302,10 +361,9 @@ async fn readyz(State(app): Shared) -> Response {
         unavailable("stopping: the node is being released")
     } else {
         match issuer.ready() {
-            Ok(()) => body(
+            Ok(()) => json(
                 StatusCode::OK,
-                JSON,
-                format!(
+                format_args!(
                     "{{\"status\":\"ready\",\"node\":{},\"layout\":\"{}\"}}",
                     issuer.node(),
                     issuer.layout().name()

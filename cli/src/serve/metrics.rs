@@ -4,7 +4,9 @@
 //! The hot path touches only relaxed atomics: a request adds to its endpoint's latency
 //! bucket, count and sum (prometheus-client's own histogram takes a lock per observation,
 //! which two cores serving 100,000 requests a second would fight over). Everything else —
-//! the generator's [`Stats`](monoflake::Stats), the lease state — is read when scraped.
+//! the generator's [`Stats`](monoflake::Stats), the lease state, the process's resources
+//! (`process.rs`) — is read when scraped. `monoflake_build_info` names the version and the
+//! layout served.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +21,7 @@ use prometheus_client::registry::Registry;
 
 use super::budget::Budget;
 use super::issue::{Issuer, Observer};
+use super::process;
 
 /// The endpoints whose latency is measured, in the order of [`ENDPOINTS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -415,6 +418,22 @@ impl Collector for Scrape {
                     .encode(family.encode_family(&[("code", *label)])?)?;
             }
         }
+        {
+            let layout = escape_label(self.issuer.layout().name());
+            let mut family = e.encode_descriptor(
+                "monoflake_build_info",
+                "Always 1: the monoflake version and the layout this server issues under.",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(1_i64).encode(family.encode_family(&[
+                ("version", env!("CARGO_PKG_VERSION")),
+                ("layout", layout.as_str()),
+            ])?)?;
+        }
+        if let Some(p) = process::sample() {
+            encode_process(e, &p)?;
+        }
         let mut family = e.encode_descriptor(
             "monoflake_request_duration_seconds",
             "Time from a request's arrival at its handler to its answer, per endpoint.",
@@ -439,6 +458,59 @@ impl Collector for Scrape {
         }
         Ok(())
     }
+}
+
+/// A label value as the text format wants it: `\`, `"` and a newline escaped
+/// (prometheus-client writes label values as given).
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The process's resources under the names every Prometheus client library uses, so that
+/// dashboards and alerts written for them work unchanged.
+fn encode_process(e: &mut DescriptorEncoder, p: &process::Sample) -> Result<(), std::fmt::Error> {
+    ConstCounter::new(p.cpu_seconds).encode(e.encode_descriptor(
+        "process_cpu_seconds",
+        "Total user and system CPU time spent in seconds.",
+        None,
+        MetricType::Counter,
+    )?)?;
+    let bytes = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    gauge(
+        e,
+        "process_resident_memory_bytes",
+        "Resident memory size in bytes.",
+        bytes(p.resident_bytes),
+    )?;
+    gauge(
+        e,
+        "process_virtual_memory_bytes",
+        "Virtual memory size in bytes.",
+        bytes(p.virtual_bytes),
+    )?;
+    gauge(
+        e,
+        "process_open_fds",
+        "Number of open file descriptors.",
+        bytes(p.open_fds),
+    )?;
+    if let Some(max) = p.max_fds {
+        gauge(
+            e,
+            "process_max_fds",
+            "Maximum number of open file descriptors.",
+            bytes(max),
+        )?;
+    }
+    ConstGauge::new(p.start_time_seconds).encode(e.encode_descriptor(
+        "process_start_time_seconds",
+        "Start time of the process since unix epoch in seconds.",
+        None,
+        MetricType::Gauge,
+    )?)
 }
 
 /// The registry behind `/metrics`.

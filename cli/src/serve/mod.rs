@@ -5,7 +5,8 @@
 //!   its own events through its `Observer` trait, which `metrics.rs` implements: the issuer
 //!   does not import the metrics.
 //! * `http.rs`: the HTTP routes and bodies; `grpc.rs`: the `monoflake.v1.Ids` service.
-//! * `metrics.rs`: `/metrics`; `auth.rs`: the bearer token; `tls.rs`: rustls.
+//! * `metrics.rs`: `/metrics`; `process.rs`: the process's resources for it, from
+//!   `/proc/self`; `auth.rs`: the bearer token; `tls.rs`: rustls.
 //! * `listener.rs`: accept loop, protocol limits, graceful stop; `slots.rs`: which connection
 //!   makes room for a new one; `connection.rs`: one connection's life and deadline watch.
 //! * `exchange.rs`: a connection's requests in flight, its progress and deadline;
@@ -24,6 +25,7 @@ mod issue;
 mod lifecycle;
 mod listener;
 mod metrics;
+mod process;
 mod slots;
 mod tls;
 mod tracked;
@@ -73,6 +75,25 @@ fn warn_if_exposed(addr: std::net::SocketAddr, token: bool, tls: bool) {
     }
 }
 
+/// The bearer token from `--token-file` (or `$MONOFLAKE_TOKEN_FILE`), or from
+/// `$MONOFLAKE_TOKEN`; none without either. Both at once are refused: two sources of one
+/// secret leave the operator unsure which one callers must hold.
+fn token(args: &ServeArgs) -> Result<Option<auth::Token>, Failure> {
+    match (&args.token_file, std::env::var_os(TOKEN_ENV)) {
+        (Some(_), Some(_)) => Err(usage(
+            "the token is given twice: --token-file (or $MONOFLAKE_TOKEN_FILE) and \
+             $MONOFLAKE_TOKEN; give one"
+                .to_owned(),
+        )),
+        (Some(path), None) => auth::Token::read(path).map(Some),
+        (None, Some(value)) => auth::Token::from_env(&value).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The environment variable that may hold the bearer token itself.
+const TOKEN_ENV: &str = "MONOFLAKE_TOKEN";
+
 pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     let layout = args.node_args.layout.clone();
     let request = match args.node_args.node {
@@ -113,11 +134,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
             per_connection.div_ceil(1024)
         )));
     }
-    let token = args
-        .token_file
-        .as_deref()
-        .map(auth::Token::read)
-        .transpose()?;
+    let token = token(args)?;
     let (tls, expiry) = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {
             let (acceptor, expiry) = tls::acceptor(cert, key)?;

@@ -41,10 +41,19 @@ impl Server {
 
     /// As [`Server::start`], or the exit code and output of a server that did not start.
     pub fn try_start(args: &[&str]) -> Result<Server, (Option<i32>, String)> {
+        Self::try_start_with_env(args, &[])
+    }
+
+    /// As [`Server::try_start`], with these environment variables set for the server.
+    pub fn try_start_with_env(
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Server, (Option<i32>, String)> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_monoflake"))
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -173,6 +182,8 @@ pub struct Answer {
     pub status: u16,
     pub content_type: String,
     pub retry_after: Option<String>,
+    /// The `Cache-Control` header, when there is one.
+    pub cache_control: Option<String>,
     pub body: String,
 }
 
@@ -200,10 +211,12 @@ pub fn answer(mut response: ureq::http::Response<ureq::Body>) -> Answer {
     };
     let content_type = header("content-type").unwrap_or_default();
     let retry_after = header("retry-after");
+    let cache_control = header("cache-control");
     Answer {
         status: response.status().as_u16(),
         content_type,
         retry_after,
+        cache_control,
         body: response
             .body_mut()
             .with_config()
