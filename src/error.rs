@@ -161,6 +161,18 @@ pub enum Error {
         /// How long until the clock catches up enough for the request to fit.
         retry_after: Duration,
     },
+    /// A batch of IDs larger than the generator can ever issue at once: `n` IDs must fit
+    /// within `max_lead` ticks ahead of the clock, at most `limit` =
+    /// `(max_lead_ticks + 1) * 2^sequence_bits` (Twitter's layout with the default 100 ms
+    /// lead: 413,696). Refused at once, by the waiting calls too; nothing was issued and the
+    /// generator goes on issuing. Ask for fewer at a time.
+    #[non_exhaustive]
+    BatchTooLarge {
+        /// How many IDs were asked for.
+        requested: u64,
+        /// The largest batch the generator can issue at once.
+        limit: u64,
+    },
     /// A waiting call (`next_id`, `next_ids`) waited its `max_wait` at the lead limit and gave
     /// up. Nothing was issued; the clock stood still or the demand is far above the layout's
     /// capacity.
@@ -432,6 +444,11 @@ impl fmt::Display for Error {
                 waited.as_millis(),
                 retry_after.as_micros()
             ),
+            Error::BatchTooLarge { requested, limit } => write!(
+                f,
+                "a batch of {requested} IDs can never be issued at once: at most {limit} fit \
+                 within max_lead; ask for fewer at a time"
+            ),
             Error::WouldBlock { retry_after } => write!(
                 f,
                 "the generator is at its time lead limit; retry after {} µs",
@@ -681,7 +698,7 @@ impl Error {
     }
 
     /// Whether the input was at fault (a layout, node ID, ID string or key that is not
-    /// valid): the same input will fail again. A command line exits 2 for these.
+    /// valid, a batch too large ever to fit): the same input will fail again. A command line exits 2 for these.
     ///
     /// ```
     /// let e = "12x".parse::<monoflake::Id>().unwrap_err();
@@ -707,6 +724,7 @@ impl Error {
                 | Error::SignBitSet { .. }
                 | Error::InvalidKey { .. }
                 | Error::InvalidConfig { .. }
+                | Error::BatchTooLarge { .. }
         )
     }
 
