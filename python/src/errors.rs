@@ -62,12 +62,47 @@ fn class<'py>(
     let dict = PyDict::new(py);
     dict.set_item("__module__", "monoflake")?;
     dict.set_item("__doc__", doc)?;
+    // An instance made by hand (`monoflake.TimedOut("x")`) has the attributes the stubs
+    // declare: `kind` the class's name, the numbers their zero values. Raised ones set them.
+    dict.set_item("kind", name)?;
+    for ((_, attr), default) in DEFAULTS.iter().filter(|((class, _), _)| *class == name) {
+        match default {
+            Default::Int => dict.set_item(attr, 0)?,
+            Default::Float => dict.set_item(attr, 0.0)?,
+            Default::Str => dict.set_item(attr, "")?,
+        }
+    }
     let bases = PyTuple::new(py, bases)?;
     py.get_type::<PyType>()
         .call1((name, bases, dict))?
         .cast_into::<PyType>()
         .map_err(Into::into)
 }
+
+/// The zero value of an attribute an instance made by hand lacks.
+enum Default {
+    Int,
+    Float,
+    Str,
+}
+
+/// The attributes each class declares in the stubs, beyond `kind`.
+const DEFAULTS: &[((&str, &str), Default)] = &[
+    (("WouldBlock", "retry_after"), Default::Float),
+    (("TimedOut", "waited"), Default::Float),
+    (("Exhausted", "expired_at_ms"), Default::Int),
+    (("LeaseLost", "node"), Default::Int),
+    (("LeaseLost", "reason"), Default::Str),
+    (("Forked", "node"), Default::Int),
+    (("OutOfRange", "field"), Default::Str),
+    (("OutOfRange", "value"), Default::Int),
+    (("OutOfRange", "max"), Default::Int),
+    (("BatchTooLarge", "requested"), Default::Int),
+    (("BatchTooLarge", "limit"), Default::Int),
+    (("InvalidConfig", "setting"), Default::Str),
+    (("InvalidConfig", "value"), Default::Str),
+    (("InvalidConfig", "allowed"), Default::Str),
+];
 
 /// Makes the classes and adds them to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -258,8 +258,9 @@ impl PyGenerator {
         max_wait: Option<f64>,
         start_offset_bits: u32,
     ) -> PyResult<Self> {
-        let tuning = Tuning::new(py, max_lead, max_wait, start_offset_bits)?;
-        let builder = Generator::builder(layout.into_layout(py)?).node(node);
+        let layout = layout.into_layout(py)?;
+        let tuning = Tuning::new(py, &layout, max_lead, max_wait, start_offset_bits)?;
+        let builder = Generator::builder(layout).node(node);
         let generator = tuning.apply(builder).build().map_err(|e| to_py(py, e))?;
         PyGenerator::wrap(py, Flavour::Plain(Box::new(generator)))
     }
