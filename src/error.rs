@@ -68,6 +68,16 @@ pub enum Error {
     },
     /// A layout's tick is zero milliseconds.
     ZeroTick,
+    /// A layout's tick is so long that the generator's arithmetic cannot hold it: the tick in
+    /// nanoseconds, or the end of the time field in Unix milliseconds
+    /// (`epoch + 2^time_bits * tick`), would not fit in a `u64`.
+    #[non_exhaustive]
+    TickTooLong {
+        /// The tick asked for, in milliseconds.
+        tick_ms: u64,
+        /// The longest tick this layout's time width and epoch allow, in milliseconds.
+        max_ms: u64,
+    },
     /// A custom layout was built without an epoch
     /// ([`LayoutBuilder::epoch`](crate::LayoutBuilder::epoch)): a default epoch nobody chose
     /// is how layouts run out early.
@@ -374,6 +384,11 @@ impl fmt::Display for Error {
                 "invalid layout name {name:?}: 1 to 64 characters of [A-Za-z0-9_.-], not . or .."
             ),
             Error::ZeroTick => write!(f, "the tick must be at least 1 ms, got 0"),
+            Error::TickTooLong { tick_ms, max_ms } => write!(
+                f,
+                "a tick of {tick_ms} ms is too long: with this time width and epoch the tick \
+                 is at most {max_ms} ms"
+            ),
             Error::MissingEpoch => write!(
                 f,
                 "the layout has no epoch: choose the instant its time field counts from, close \
@@ -713,6 +728,7 @@ impl Error {
                 | Error::InvalidFieldName { .. }
                 | Error::InvalidLayoutName { .. }
                 | Error::ZeroTick
+                | Error::TickTooLong { .. }
                 | Error::MissingEpoch
                 | Error::InvalidEpoch { .. }
                 | Error::EpochInFuture { .. }

@@ -45,3 +45,34 @@ def test_exceptions_made_by_hand_have_the_attributes_the_stubs_declare():
     assert (t.kind, t.waited, t.retry_after) == ("TimedOut", 0.0, 0.0)
     assert monoflake.BatchTooLarge("x").limit == 0
     assert monoflake.InvalidConfig("x").setting == ""
+
+
+def test_a_tick_too_long_for_the_arithmetic_is_refused_at_build():
+    with pytest.raises(monoflake.InvalidLayout) as e:
+        monoflake.Layout.custom(
+            time_bits=41,
+            sequence_bits=12,
+            node_fields=[("worker", 10)],
+            epoch_ms=1_700_000_000_000,
+            tick_ms=2**64 - 1,
+        )
+    assert e.value.kind == "TickTooLong"
+
+
+def test_times_past_the_year_9999_raise_out_of_range():
+    # 2^41 seconds run far past the year 9999.
+    layout = monoflake.Layout.custom(
+        time_bits=41,
+        sequence_bits=12,
+        node_fields=[("worker", 10)],
+        epoch_ms=1_700_000_000_000,
+        tick_ms=1000,
+    )
+    with pytest.raises(monoflake.OutOfRange) as e:
+        layout.expires_at
+    assert (e.value.field, e.value.value) == ("unix_ms", layout.expires_at_ms)
+    late = layout.compose(2**41 - 1, 1, 0)
+    parts = monoflake.decode(late, layout)
+    with pytest.raises(monoflake.OutOfRange):
+        parts.time
+    assert parts.unix_ms == layout.unix_ms_of_tick(2**41 - 1)
