@@ -119,13 +119,15 @@ class Layout:
     @property
     def expires_at_ms(self) -> int: ...
     @property
-    def expires_at(self) -> datetime.datetime: ...
+    def expires_at(self) -> datetime.datetime:
+        """`expires_at_ms` as a datetime; `OutOfRange` past the year 9999."""
     def tick_at(self, unix_ms: int) -> int: ...
     def unix_ms_of_tick(self, tick: int) -> int: ...
     def compose(self, tick: int, node: int, sequence: int) -> int: ...
     def compose_at(self, unix_ms: int, node: int, sequence: int) -> int: ...
     def node_from_fields(self, **fields: int) -> int: ...
-    def node_fields_of(self, node: int) -> dict[str, int]: ...
+    def node_fields_of(self, node: int) -> dict[str, int]:
+        """The node fields of `node`; `OutOfRange` when it does not fit the layout."""
     def check_node(self, node: int) -> int: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
@@ -226,11 +228,14 @@ class Generator:
     def try_next_id(self) -> int:
         """One ID without waiting: raises `WouldBlock` (with `retry_after`) instead."""
     def next_ids(self, n: int) -> list[int]:
-        """`n` consecutive IDs, reserved at once."""
+        """`n` consecutive IDs, reserved at once; waits as `next_id`. `BatchTooLarge` at once
+        when `n` can never fit within max_lead."""
     def next_ids_array(self, n: int) -> "array.array[int]":
         """`n` consecutive IDs as ``array.array("Q")``: no int objects made (a buffer numpy
         and database drivers take as is)."""
-    def try_next_ids(self, n: int) -> list[int]: ...
+    def try_next_ids(self, n: int) -> list[int]:
+        """`n` consecutive IDs without waiting: `WouldBlock` when they do not fit now,
+        `BatchTooLarge` when they never can."""
     def check(self) -> None:
         """Raises what a call would raise now, without issuing (a readiness probe)."""
     def stats(self) -> Stats: ...
@@ -247,8 +252,9 @@ class Generator:
     @property
     def closed(self) -> bool: ...
     def close(self) -> None:
-        """Stops issuing, writes the final reservation, gives the node up. Later calls raise
-        `LeaseLost`."""
+        """Stops issuing, writes the final reservation, gives the node up. Calls waiting on
+        other threads, and later calls, raise `LeaseLost`. In a forked child it only marks
+        the generator closed."""
     def __enter__(self) -> Generator: ...
     def __exit__(self, *exc: object) -> Literal[False]: ...
 
@@ -294,6 +300,12 @@ class OutOfRange(Error, ValueError):
     field: str
     value: int
     max: int
+
+class BatchTooLarge(Error, ValueError):
+    """A batch that can never fit within max_lead; refused at once, nothing issued."""
+
+    requested: int
+    limit: int
 
 class InvalidKey(Error, ValueError): ...
 

@@ -68,6 +68,16 @@ pub enum Error {
     },
     /// A layout's tick is zero milliseconds.
     ZeroTick,
+    /// A layout's tick is so long that the generator's arithmetic cannot hold it: the tick in
+    /// nanoseconds, or the end of the time field in Unix milliseconds
+    /// (`epoch + 2^time_bits * tick`), would not fit in a `u64`.
+    #[non_exhaustive]
+    TickTooLong {
+        /// The tick asked for, in milliseconds.
+        tick_ms: u64,
+        /// The longest tick this layout's time width and epoch allow, in milliseconds.
+        max_ms: u64,
+    },
     /// A custom layout was built without an epoch
     /// ([`LayoutBuilder::epoch`](crate::LayoutBuilder::epoch)): a default epoch nobody chose
     /// is how layouts run out early.
@@ -160,6 +170,18 @@ pub enum Error {
     WouldBlock {
         /// How long until the clock catches up enough for the request to fit.
         retry_after: Duration,
+    },
+    /// A batch of IDs larger than the generator can ever issue at once: `n` IDs must fit
+    /// within `max_lead` ticks ahead of the clock, at most `limit` =
+    /// `(max_lead_ticks + 1) * 2^sequence_bits` (Twitter's layout with the default 100 ms
+    /// lead: 413,696). Refused at once, by the waiting calls too; nothing was issued and the
+    /// generator goes on issuing. Ask for fewer at a time.
+    #[non_exhaustive]
+    BatchTooLarge {
+        /// How many IDs were asked for.
+        requested: u64,
+        /// The largest batch the generator can issue at once.
+        limit: u64,
     },
     /// A waiting call (`next_id`, `next_ids`) waited its `max_wait` at the lead limit and gave
     /// up. Nothing was issued; the clock stood still or the demand is far above the layout's
@@ -365,6 +387,11 @@ impl fmt::Display for Error {
                 "invalid layout name {name:?}: 1 to 64 characters of [A-Za-z0-9_.-], not . or .."
             ),
             Error::ZeroTick => write!(f, "the tick must be at least 1 ms, got 0"),
+            Error::TickTooLong { tick_ms, max_ms } => write!(
+                f,
+                "a tick of {tick_ms} ms is too long: with this time width and epoch the tick \
+                 is at most {max_ms} ms"
+            ),
             Error::MissingEpoch => write!(
                 f,
                 "the layout has no epoch: choose the instant its time field counts from, close \
@@ -434,6 +461,11 @@ impl fmt::Display for Error {
                  after {} µs, or spread the load over more nodes",
                 waited.as_millis(),
                 retry_after.as_micros()
+            ),
+            Error::BatchTooLarge { requested, limit } => write!(
+                f,
+                "a batch of {requested} IDs can never be issued at once: at most {limit} fit \
+                 within max_lead; ask for fewer at a time"
             ),
             Error::WouldBlock { retry_after } => write!(
                 f,
@@ -687,7 +719,7 @@ impl Error {
     }
 
     /// Whether the input was at fault (a layout, node ID, ID string or key that is not
-    /// valid): the same input will fail again. A command line exits 2 for these.
+    /// valid, a batch too large ever to fit): the same input will fail again. A command line exits 2 for these.
     ///
     /// ```
     /// let e = "12x".parse::<monoflake::Id>().unwrap_err();
@@ -702,6 +734,7 @@ impl Error {
                 | Error::InvalidFieldName { .. }
                 | Error::InvalidLayoutName { .. }
                 | Error::ZeroTick
+                | Error::TickTooLong { .. }
                 | Error::MissingEpoch
                 | Error::InvalidEpoch { .. }
                 | Error::EpochInFuture { .. }
@@ -713,6 +746,7 @@ impl Error {
                 | Error::SignBitSet { .. }
                 | Error::InvalidKey { .. }
                 | Error::InvalidConfig { .. }
+                | Error::BatchTooLarge { .. }
         )
     }
 

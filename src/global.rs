@@ -33,11 +33,13 @@ fn index() -> Result<usize, Error> {
         .ok()
         .filter(|&i| i < GENERATIONS)
         .ok_or_else(|| Error::ForkDetection {
+            // Generation 1 is a process never forked: a child of depth d is generation d + 1.
             reason: format!(
-                "this process is {generation} forks deep; the process-wide default generator \
-                 is rebuilt in forked children only up to {} deep: build a generator in this \
-                 process yourself",
-                GENERATIONS - 1
+                "this process is {} forks deep; the process-wide default generator is rebuilt \
+                 in forked children only up to {} deep: build a generator in this process \
+                 yourself",
+                generation.saturating_sub(1),
+                GENERATIONS - 2
             ),
         })
 }

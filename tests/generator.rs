@@ -446,3 +446,55 @@ fn next_id_and_next_ids_wait_at_the_lead_limit_then_issue_when_the_clock_moves()
         while g.try_next_id().is_ok() {}
     }
 }
+
+#[test]
+fn a_batch_that_can_never_fit_is_refused_at_once_and_the_generator_goes_on() {
+    // Twitter's layout, 100 ms of lead: at most 101 ticks of 4096 IDs end within the lead.
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(Layout::twitter())
+        .node(1)
+        .clock(Arc::clone(&clock))
+        .max_lead(Duration::from_millis(100))
+        .max_wait(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    assert_eq!(g.max_batch(), 413_696);
+    let before = g.try_next_id().unwrap();
+    for n in [413_697, 500_000, 10u64.pow(12), 1 << 61, u64::MAX] {
+        for answer in [g.try_next_ids(n), g.next_ids(n)] {
+            match answer {
+                Err(Error::BatchTooLarge {
+                    requested, limit, ..
+                }) => assert_eq!((requested, limit), (n, 413_696)),
+                other => panic!("{n}: {other:?}"),
+            }
+        }
+    }
+    // Nothing was issued, nothing damaged: the next ID follows the one before.
+    let after = g.try_next_id().unwrap();
+    assert!(after > before);
+    assert_eq!(g.stats().issued, 2);
+    // A batch within the limit still fits once the clock allows it (here at once).
+    assert_eq!(g.try_next_ids(409_000).unwrap().len(), 409_000);
+}
+
+#[test]
+fn per_thread_and_per_core_refuse_an_impossible_batch_too() {
+    let per_core = Generator::builder(Layout::twitter())
+        .node(1)
+        .build_per_core(2)
+        .unwrap();
+    assert!(matches!(
+        per_core.next_ids(1 << 61),
+        Err(Error::BatchTooLarge { .. })
+    ));
+    let per_thread = Generator::builder(Layout::twitter())
+        .node(1)
+        .build_per_thread(2)
+        .unwrap();
+    assert!(matches!(
+        per_thread.next_ids(1 << 61),
+        Err(Error::BatchTooLarge { .. })
+    ));
+    assert!(per_thread.next_id().is_ok());
+}

@@ -27,9 +27,29 @@ pub(crate) fn id_arg(value: &Bound<'_, PyAny>) -> PyResult<u64> {
     })
 }
 
+/// The last millisecond a `datetime` holds: 9999-12-31 23:59:59.999 UTC.
+const DATETIME_MAX_MS: u64 = 253_402_300_799_999;
+
 /// `unix_ms` as an aware `datetime` in UTC: the epoch plus a `timedelta` of milliseconds, so
-/// the value is exact (no float seconds).
+/// the value is exact (no float seconds). Past the year 9999, which `datetime` cannot hold,
+/// `OutOfRange` (a `ValueError`) with `field="unix_ms"`.
 pub(crate) fn aware_datetime(py: Python<'_>, unix_ms: u64) -> PyResult<Bound<'_, PyAny>> {
+    if unix_ms > DATETIME_MAX_MS {
+        return Err(raise(
+            py,
+            Kind::OutOfRange,
+            "OutOfRange",
+            format!(
+                "unix_ms {unix_ms} is past the year 9999, beyond what a datetime holds: \
+                 read the milliseconds instead"
+            ),
+            vec![
+                ("field", Attr::Str("unix_ms".into())),
+                ("value", Attr::Int(unix_ms)),
+                ("max", Attr::Int(DATETIME_MAX_MS)),
+            ],
+        ));
+    }
     static EPOCH: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     static TIMEDELTA: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let epoch = EPOCH.get_or_try_init(py, || -> PyResult<_> {

@@ -11,6 +11,7 @@
 //! library on its first call, with the GIL held during that claim.)
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use monoflake::{Error, Id, Leased};
 use pyo3::prelude::*;
@@ -19,6 +20,7 @@ use pyo3::types::PyDict;
 use crate::errors::{count, to_py};
 use crate::layout::LayoutArg;
 use crate::options::{Args, NodeArg, Options};
+use crate::wait::{Waited, wait};
 
 /// Whether this process has the default generator (built, or after a fork claimed anew).
 // Ordering: Relaxed. It publishes nothing: the generator itself is reached through the
@@ -46,11 +48,24 @@ pub(crate) fn next_id(py: Python<'_>) -> PyResult<u64> {
     let generator = default(py)?;
     match generator.try_next_id() {
         Ok(id) => Ok(id.as_u64()),
-        Err(Error::WouldBlock { .. }) => py
-            .detach(|| generator.next_id())
-            .map(Id::as_u64)
-            .map_err(|e| to_py(py, e)),
+        Err(Error::WouldBlock { retry_after, .. }) => {
+            waiting(py, generator, retry_after, &|| generator.try_next_id()).map(Id::as_u64)
+        }
         Err(e) => Err(to_py(py, e)),
+    }
+}
+
+/// The default generator's wait at the lead limit, in slices that check signals.
+#[cold]
+fn waiting<T: Send>(
+    py: Python<'_>,
+    generator: &Leased,
+    retry_after: Duration,
+    attempt: &(dyn Fn() -> Result<T, Error> + Sync),
+) -> PyResult<T> {
+    match wait(py, generator.max_wait(), retry_after, &|| false, attempt)? {
+        Waited::Done(done) => done.map_err(|e| to_py(py, e)),
+        Waited::Stopped => unreachable!("the default generator is never closed"),
     }
 }
 
@@ -61,9 +76,9 @@ pub(crate) fn next_ids(py: Python<'_>, n: i64) -> PyResult<Vec<u64>> {
     let generator = default(py)?;
     let ids = match generator.try_next_ids(n) {
         Ok(ids) => ids,
-        Err(Error::WouldBlock { .. }) => py
-            .detach(|| generator.next_ids(n))
-            .map_err(|e| to_py(py, e))?,
+        Err(Error::WouldBlock { retry_after, .. }) => {
+            waiting(py, generator, retry_after, &|| generator.try_next_ids(n))?
+        }
         Err(e) => return Err(to_py(py, e)),
     };
     Ok(ids.map(Id::as_u64).collect())
@@ -94,4 +109,5 @@ pub(crate) fn configure_default(
 #[pyfunction]
 pub(crate) fn _after_fork_in_child() {
     BUILT.store(false, Ordering::Relaxed);
+    crate::generator::after_fork_in_child();
 }

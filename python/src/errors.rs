@@ -14,6 +14,7 @@
 //! ├── InvalidLayout(ValueError)
 //! ├── InvalidId(ValueError)
 //! ├── OutOfRange(ValueError) field, value, max
+//! ├── BatchTooLarge(ValueError) requested, limit
 //! ├── InvalidKey(ValueError)
 //! └── InvalidConfig(ValueError) setting, value, allowed
 //! ```
@@ -43,6 +44,7 @@ pub(crate) struct Classes {
     invalid_layout: Py<PyType>,
     invalid_id: Py<PyType>,
     out_of_range: Py<PyType>,
+    batch_too_large: Py<PyType>,
     invalid_key: Py<PyType>,
     invalid_config: Py<PyType>,
 }
@@ -60,12 +62,47 @@ fn class<'py>(
     let dict = PyDict::new(py);
     dict.set_item("__module__", "monoflake")?;
     dict.set_item("__doc__", doc)?;
+    // An instance made by hand (`monoflake.TimedOut("x")`) has the attributes the stubs
+    // declare: `kind` the class's name, the numbers their zero values. Raised ones set them.
+    dict.set_item("kind", name)?;
+    for ((_, attr), default) in DEFAULTS.iter().filter(|((class, _), _)| *class == name) {
+        match default {
+            Default::Int => dict.set_item(attr, 0)?,
+            Default::Float => dict.set_item(attr, 0.0)?,
+            Default::Str => dict.set_item(attr, "")?,
+        }
+    }
     let bases = PyTuple::new(py, bases)?;
     py.get_type::<PyType>()
         .call1((name, bases, dict))?
         .cast_into::<PyType>()
         .map_err(Into::into)
 }
+
+/// The zero value of an attribute an instance made by hand lacks.
+enum Default {
+    Int,
+    Float,
+    Str,
+}
+
+/// The attributes each class declares in the stubs, beyond `kind`.
+const DEFAULTS: &[((&str, &str), Default)] = &[
+    (("WouldBlock", "retry_after"), Default::Float),
+    (("TimedOut", "waited"), Default::Float),
+    (("Exhausted", "expired_at_ms"), Default::Int),
+    (("LeaseLost", "node"), Default::Int),
+    (("LeaseLost", "reason"), Default::Str),
+    (("Forked", "node"), Default::Int),
+    (("OutOfRange", "field"), Default::Str),
+    (("OutOfRange", "value"), Default::Int),
+    (("OutOfRange", "max"), Default::Int),
+    (("BatchTooLarge", "requested"), Default::Int),
+    (("BatchTooLarge", "limit"), Default::Int),
+    (("InvalidConfig", "setting"), Default::Str),
+    (("InvalidConfig", "value"), Default::Str),
+    (("InvalidConfig", "allowed"), Default::Str),
+];
 
 /// Makes the classes and adds them to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -143,6 +180,11 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "OutOfRange",
         "A value does not fit its field (`field`, `value`, `max`).",
     )?;
+    let batch_too_large = bad(
+        "BatchTooLarge",
+        "A batch of `requested` IDs can never be issued at once: at most `limit` fit within \
+         max_lead. Nothing was issued; ask for fewer at a time.",
+    )?;
     let invalid_key = bad("InvalidKey", "A key for opaque IDs is malformed.")?;
     let invalid_config = bad(
         "InvalidConfig",
@@ -161,6 +203,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         &invalid_layout,
         &invalid_id,
         &out_of_range,
+        &batch_too_large,
         &invalid_key,
         &invalid_config,
     ] {
@@ -180,6 +223,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             invalid_layout: invalid_layout.unbind(),
             invalid_id: invalid_id.unbind(),
             out_of_range: out_of_range.unbind(),
+            batch_too_large: batch_too_large.unbind(),
             invalid_key: invalid_key.unbind(),
             invalid_config: invalid_config.unbind(),
         },
@@ -226,6 +270,7 @@ pub(crate) enum Kind {
     InvalidLayout,
     InvalidId,
     OutOfRange,
+    BatchTooLarge,
     InvalidKey,
     InvalidConfig,
 }
@@ -265,6 +310,7 @@ fn make(
         Kind::InvalidLayout => &c.invalid_layout,
         Kind::InvalidId => &c.invalid_id,
         Kind::OutOfRange => &c.out_of_range,
+        Kind::BatchTooLarge => &c.batch_too_large,
         Kind::InvalidKey => &c.invalid_key,
         Kind::InvalidConfig => &c.invalid_config,
     };
@@ -311,19 +357,7 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
                 vec![("node", Int(node)), ("reason", Str(reason))],
                 None,
             ),
-            Error::Forked { node, .. } => {
-                let message = format!(
-                    "{message}; in Python: monoflake.Generator(...) in the child, or \
-                 monoflake.next_id(), which claims a new node after a fork"
-                );
-                return raise(
-                    py,
-                    Kind::Forked,
-                    "Forked",
-                    message,
-                    vec![("node", Int(node))],
-                );
-            }
+            Error::Forked { node, .. } => return forked_with(py, node, message),
             Error::AllNodesHeld {
                 count,
                 ahead,
@@ -426,6 +460,14 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
                 ],
                 None,
             ),
+            Error::BatchTooLarge {
+                requested, limit, ..
+            } => (
+                Kind::BatchTooLarge,
+                "BatchTooLarge".into(),
+                vec![("requested", Int(requested)), ("limit", Int(limit))],
+                None,
+            ),
             Error::InvalidId { input, .. } => (
                 Kind::InvalidId,
                 "InvalidId".into(),
@@ -478,6 +520,34 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         err.set_cause(py, Some(cause));
     }
     err
+}
+
+/// `Forked` for a generator on `node` used in a forked child, as the library words it.
+#[cold]
+pub(crate) fn forked(py: Python<'_>, node: u64) -> PyErr {
+    forked_with(
+        py,
+        node,
+        format!(
+            "node {node}: this process was forked after the generator was built; the child \
+             must not issue under the parent's node (build a new generator in the child)"
+        ),
+    )
+}
+
+/// `Forked` with the library's `message`, and what to do in Python.
+fn forked_with(py: Python<'_>, node: u64, message: String) -> PyErr {
+    let message = format!(
+        "{message}; in Python: monoflake.Generator(...) in the child, or monoflake.next_id(), \
+         which claims a new node after a fork"
+    );
+    raise(
+        py,
+        Kind::Forked,
+        "Forked",
+        message,
+        vec![("node", Attr::Int(node))],
+    )
 }
 
 /// The variant's name, from its derived `Debug` (`ZeroTick`, `LayoutTooWide { .. }`).

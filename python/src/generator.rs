@@ -3,23 +3,34 @@
 //!
 //! * **The common path holds the GIL**: a call first tries the library's non-waiting call
 //!   (`try_next_id`), which answers in nanoseconds; only when it says `WouldBlock` (the lead
-//!   limit) does the call release the GIL and wait in the library's waiting call.
-//! * **Closing** takes the generator out under a write lock, with the GIL released, so it
-//!   waits for calls waiting on other threads; a call that finds it closed, or being closed,
-//!   raises `LeaseLost`. A call never waits for the lock with the GIL held (`try_read`): a
-//!   waiting caller needs the GIL back to finish, so blocking there could deadlock.
+//!   limit) does the call wait, the GIL released, in slices that come back for signals
+//!   (`crate::wait`).
+//! * **No call waits for a lock with the GIL held, nor holds one while it waits.** The
+//!   generator sits in a mutex held only to call a non-waiting method or to clone or take it
+//!   (never across a wait, a GIL acquisition or Python code); a waiting call holds its own
+//!   `Arc` of it. `closed`, `repr()` and the other getters read atomics.
+//! * **Closing** marks the generator closed (an atomic), takes it out of the mutex, then
+//!   waits, the GIL released and signals checked, until calls waiting on other threads have
+//!   seen the mark (within one slice) and let go; then it releases the lease. Those calls,
+//!   and every later one, raise `LeaseLost`.
+//! * **In a forked child** (counted by `os.register_at_fork`) no call touches the mutex, which
+//!   a parent's thread may have held at the fork: issuing raises `Forked`, `close()` only
+//!   marks the generator closed (the node is the parent's).
 
-use std::sync::{PoisonError, RwLock, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use monoflake::{Error, Generator, Id, IdGenerator, Ids, Leased};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::errors::{Attr, Kind, count, raise, to_py};
+use crate::errors::{Attr, Kind, count, forked, raise, to_py};
 use crate::layout::{LayoutArg, PyLayout};
 use crate::options::{Args, NodeArg, Options, Tuning};
 use crate::stats::PyStats;
+use crate::wait::{Waited, wait};
 
 /// The two flavours behind one Python class.
 enum Flavour {
@@ -60,16 +71,43 @@ impl Flavour {
     }
 }
 
+/// Forks seen by `os.register_at_fork(after_in_child=...)` in this process's line: a
+/// generator made at another count is its parent's.
+// Ordering: Relaxed. It publishes nothing; each process reads its own copy, written before
+// any of the child's Python code runs.
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// Run in a forked child, before its Python code: every generator from before is the
+/// parent's.
+pub(crate) fn after_fork_in_child() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
+}
+
 /// A generator of IDs on one node: leased from a node store (`Generator(...)`), or on a node
 /// the caller assigns (`Generator.unleased(...)`). Thread-safe; a context manager that
 /// releases its node on exit.
 #[pyclass(frozen, module = "monoflake", name = "Generator")]
 pub(crate) struct PyGenerator {
-    inner: RwLock<Option<Flavour>>,
+    /// The generator; `None` once `close()` has taken it. Held only for a non-waiting call,
+    /// a clone or the take.
+    slot: Mutex<Option<Arc<Flavour>>>,
+    /// False once `close()` has begun.
+    // Ordering: Relaxed. It publishes nothing (the mutex orders the slot); a waiting call
+    // sees it within a slice, and a stale `true` only sends a call to the mutex, which says
+    // `None`.
+    open: AtomicBool,
+    /// `FORKS` when it was made.
+    born: u64,
     layout: Py<PyLayout>,
     node: u64,
     leased: bool,
-    max_wait: f64,
+    max_wait: Duration,
+}
+
+/// What a first, non-waiting attempt gave.
+enum First<T> {
+    Done(Result<T, Error>),
+    Wait(Arc<Flavour>, Duration),
 }
 
 impl PyGenerator {
@@ -84,37 +122,70 @@ impl PyGenerator {
         );
         Ok(PyGenerator {
             leased: matches!(flavour, Flavour::Leased(_)),
-            inner: RwLock::new(Some(flavour)),
+            slot: Mutex::new(Some(Arc::new(flavour))),
+            open: AtomicBool::new(true),
+            born: FORKS.load(Ordering::Relaxed),
             layout: Py::new(py, PyLayout { layout })?,
             node,
-            max_wait: max_wait.as_secs_f64(),
+            max_wait,
         })
     }
 
-    /// Runs `f` on the generator, or raises `LeaseLost` when it is closed or being closed.
+    /// Whether this is a forked child of the process that made the generator.
     #[inline]
-    fn with<R>(&self, py: Python<'_>, f: impl FnOnce(&Flavour) -> PyResult<R>) -> PyResult<R> {
-        let guard = match self.inner.try_read() {
-            Ok(guard) => guard,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return Err(self.closed_error(py)),
+    fn in_child(&self) -> bool {
+        FORKS.load(Ordering::Relaxed) != self.born
+    }
+
+    /// Runs `f` on the generator with the mutex held (never for long: `f` does not wait), or
+    /// raises `Forked` in a forked child and `LeaseLost` once it is closed or being closed.
+    /// The mutex is let go before any Python object is made.
+    #[inline]
+    fn with<R>(&self, py: Python<'_>, f: impl FnOnce(&Arc<Flavour>) -> R) -> PyResult<R> {
+        if self.in_child() {
+            return Err(self.forked_error(py));
+        }
+        if !self.open.load(Ordering::Relaxed) {
+            return Err(self.closed_error(py));
+        }
+        let answer = {
+            let guard = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+            guard.as_ref().map(f)
         };
-        match &*guard {
-            Some(g) => f(g),
-            None => Err(self.closed_error(py)),
+        answer.ok_or_else(|| self.closed_error(py))
+    }
+
+    /// Issues by `attempt`: once with the GIL held, then, at the lead limit, waiting in slices
+    /// (`crate::wait`) for at most `max_wait`.
+    #[inline]
+    fn issue<T: Send>(
+        &self,
+        py: Python<'_>,
+        attempt: impl Fn(&Flavour) -> Result<T, Error> + Sync,
+    ) -> PyResult<T> {
+        let first = self.with(py, |g| match attempt(g) {
+            Err(Error::WouldBlock { retry_after, .. }) => First::Wait(Arc::clone(g), retry_after),
+            done => First::Done(done),
+        })?;
+        let (g, retry_after) = match first {
+            First::Done(done) => return done.map_err(|e| to_py(py, e)),
+            First::Wait(g, retry_after) => (g, retry_after),
+        };
+        let stopped = || !self.open.load(Ordering::Relaxed);
+        let waited = wait(py, self.max_wait, retry_after, &stopped, &|| attempt(&g));
+        // The last holder of the generator (a close() interrupted meanwhile) lets it go
+        // without the GIL: dropping a lease writes a file.
+        py.detach(move || drop(g));
+        match waited? {
+            Waited::Done(done) => done.map_err(|e| to_py(py, e)),
+            Waited::Stopped => Err(self.closed_error(py)),
         }
     }
 
     /// `n` IDs, waiting (the GIL released) at the lead limit.
     fn ids(&self, py: Python<'_>, n: i64) -> PyResult<Ids> {
         let n = count(py, n)?;
-        self.with(py, |g| match g.contract().try_next_ids(n) {
-            Ok(ids) => Ok(ids),
-            Err(Error::WouldBlock { .. }) => py
-                .detach(|| g.contract().next_ids(n))
-                .map_err(|e| to_py(py, e)),
-            Err(e) => Err(to_py(py, e)),
-        })
+        self.issue(py, |g| g.contract().try_next_ids(n))
     }
 
     #[cold]
@@ -130,6 +201,11 @@ impl PyGenerator {
                 ("reason", Attr::Str("closed".into())),
             ],
         )
+    }
+
+    #[cold]
+    fn forked_error(&self, py: Python<'_>) -> PyErr {
+        forked(py, self.node)
     }
 }
 
@@ -182,29 +258,24 @@ impl PyGenerator {
         max_wait: Option<f64>,
         start_offset_bits: u32,
     ) -> PyResult<Self> {
-        let tuning = Tuning::new(py, max_lead, max_wait, start_offset_bits)?;
-        let builder = Generator::builder(layout.into_layout(py)?).node(node);
+        let layout = layout.into_layout(py)?;
+        let tuning = Tuning::new(py, &layout, max_lead, max_wait, start_offset_bits)?;
+        let builder = Generator::builder(layout).node(node);
         let generator = tuning.apply(builder).build().map_err(|e| to_py(py, e))?;
         PyGenerator::wrap(py, Flavour::Plain(Box::new(generator)))
     }
 
-    /// One ID, waiting (the GIL released) at the lead limit, for at most `max_wait`.
+    /// One ID, waiting (the GIL released, signals checked) at the lead limit, for at most
+    /// `max_wait`.
     fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |g| match g.try_next_id() {
-            Ok(id) => Ok(id.as_u64()),
-            Err(Error::WouldBlock { .. }) => py
-                .detach(|| g.contract().next_id())
-                .map(Id::as_u64)
-                .map_err(|e| to_py(py, e)),
-            Err(e) => Err(to_py(py, e)),
-        })
+        self.issue(py, |g| g.try_next_id().map(Id::as_u64))
     }
 
     /// One ID without waiting: `WouldBlock` (with `retry_after`) at the lead limit.
     fn try_next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |g| {
-            g.try_next_id().map(Id::as_u64).map_err(|e| to_py(py, e))
-        })
+        self.with(py, |g| g.try_next_id())?
+            .map(Id::as_u64)
+            .map_err(|e| to_py(py, e))
     }
 
     /// `n` consecutive IDs, reserved at once, as a list; waits as `next_id`.
@@ -218,30 +289,31 @@ impl PyGenerator {
         array(py, self.ids(py, n)?)
     }
 
-    /// `n` consecutive IDs without waiting: `WouldBlock` when they do not fit the lead.
+    /// `n` consecutive IDs without waiting: `WouldBlock` when they do not fit the lead now,
+    /// `BatchTooLarge` when they never can.
     fn try_next_ids<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
         let n = count(py, n)?;
-        let ids = self.with(py, |g| {
-            g.contract().try_next_ids(n).map_err(|e| to_py(py, e))
-        })?;
+        let ids = self
+            .with(py, |g| g.contract().try_next_ids(n))?
+            .map_err(|e| to_py(py, e))?;
         list(py, ids)
     }
 
     /// Whether a call could issue now, without issuing: `None`, or the error it would raise
     /// (`LeaseLost` once the lease is lost or released).
     fn check(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |g| g.check().map_err(|e| to_py(py, e)))
+        self.with(py, |g| g.check())?.map_err(|e| to_py(py, e))
     }
 
     /// The generator's counters.
     fn stats(&self, py: Python<'_>) -> PyResult<PyStats> {
-        self.with(py, |g| Ok(PyStats::from(g.contract().stats())))
+        self.with(py, |g| PyStats::from(g.contract().stats()))
     }
 
     /// The time-field value of the last ID issued (or of the start point).
     #[getter]
     fn last_tick(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |g| Ok(g.last_tick()))
+        self.with(py, |g| g.last_tick())
     }
 
     /// The node value every ID carries.
@@ -265,33 +337,46 @@ impl PyGenerator {
     /// How long `next_id` waits at most at the lead limit, in seconds.
     #[getter]
     fn max_wait(&self) -> f64 {
-        self.max_wait
+        self.max_wait.as_secs_f64()
     }
 
-    /// Whether `close()` was called.
+    /// Whether `close()` was called (in this process or, before a fork, the parent).
     #[getter]
     fn closed(&self) -> bool {
-        self.inner
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
+        !self.open.load(Ordering::Relaxed)
     }
 
-    /// Stops issuing, writes the final reservation and gives the node up (once calls waiting
-    /// on other threads return). Later calls raise `LeaseLost`. Closing twice does nothing;
-    /// in a forked child it gives nothing up (the node is the parent's).
+    /// Stops issuing, writes the final reservation and gives the node up, once calls waiting
+    /// on other threads have seen the close (they raise `LeaseLost`, within 20 ms). Later calls
+    /// raise `LeaseLost`. Closing twice does nothing; in a forked child it gives nothing up
+    /// (the node is the parent's) and waits for nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let taken = py.detach(|| {
-            self.inner
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take()
-        });
-        match taken {
-            Some(Flavour::Leased(leased)) => {
-                py.detach(|| leased.release()).map_err(|e| to_py(py, e))
+        let was_open = self.open.swap(false, Ordering::Relaxed);
+        if !was_open || self.in_child() {
+            return Ok(());
+        }
+        let taken = self
+            .slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(mut shared) = taken else {
+            return Ok(());
+        };
+        // Waiting calls see `open` within a slice and drop their `Arc`.
+        let flavour = loop {
+            match Arc::try_unwrap(shared) {
+                Ok(flavour) => break flavour,
+                Err(still_shared) => {
+                    shared = still_shared;
+                    py.detach(|| std::thread::sleep(Duration::from_millis(1)));
+                    py.check_signals()?;
+                }
             }
-            _ => Ok(()),
+        };
+        match flavour {
+            Flavour::Leased(leased) => py.detach(|| leased.release()).map_err(|e| to_py(py, e)),
+            Flavour::Plain(_) => Ok(()),
         }
     }
 
@@ -318,15 +403,15 @@ impl PyGenerator {
 
 impl Drop for PyGenerator {
     /// Dropped by the garbage collector: releasing a lease writes and fsyncs a file, so the GIL
-    /// is released meanwhile.
+    /// is released meanwhile. (`get_mut` takes no lock: nothing else can hold it now.)
     fn drop(&mut self) {
-        if let Some(flavour) = self
-            .inner
+        if let Some(shared) = self
+            .slot
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
         {
-            Python::attach(|py| py.detach(move || drop(flavour)));
+            Python::attach(|py| py.detach(move || drop(shared)));
         }
     }
 }

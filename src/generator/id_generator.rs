@@ -56,14 +56,16 @@ pub trait IdGenerator {
     ///
     /// # Errors
     ///
-    /// As [`IdGenerator::try_next_id`].
+    /// As [`IdGenerator::try_next_id`], and [`Error::BatchTooLarge`] at once for a batch that
+    /// can never fit within `max_lead` ([`Generator::max_batch`]).
     fn try_next_ids(&self, n: u64) -> Result<Ids, Error>;
 
     /// Reserves `n` consecutive IDs, waiting at the lead limit for at most `max_wait`.
     ///
     /// # Errors
     ///
-    /// As [`IdGenerator::next_id`].
+    /// As [`IdGenerator::next_id`], and [`Error::BatchTooLarge`] at once, without waiting,
+    /// for a batch that can never fit ([`Generator::max_batch`]).
     fn next_ids(&self, n: u64) -> Result<Ids, Error>;
 
     /// What the generator has been doing.

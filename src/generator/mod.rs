@@ -192,6 +192,31 @@ impl Generator<LockedClock> {
 }
 
 impl<C: TimeSource> Generator<C> {
+    /// The largest batch [`Generator::try_next_ids`] and [`Generator::next_ids`] can ever
+    /// issue: a batch must end within `max_lead` ticks ahead of the clock's tick, so at most
+    /// `(max_lead_ticks + 1) * 2^sequence_bits` IDs (`u64::MAX` where that does not fit in a
+    /// `u64`). A larger one is refused at once with [`Error::BatchTooLarge`].
+    ///
+    /// ```
+    /// use monoflake::{Error, Generator, Layout};
+    ///
+    /// // Twitter's layout: 4096 IDs a millisecond, 100 ms of lead by default.
+    /// let g = Generator::new(Layout::twitter(), 1)?;
+    /// assert_eq!(g.max_batch(), 101 * 4096);
+    /// assert!(matches!(
+    ///     g.try_next_ids(500_000),
+    ///     Err(Error::BatchTooLarge { requested: 500_000, limit: 413_696, .. })
+    /// ));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn max_batch(&self) -> u64 {
+        self.params
+            .max_lead
+            .checked_add(1)
+            .and_then(|ticks| ticks.checked_mul(1 << self.params.sequence_bits))
+            .unwrap_or(u64::MAX)
+    }
+
     /// How long a waiting call ([`Generator::next_id`], [`Generator::next_ids`]) waits at the
     /// lead limit before it reports [`Error::TimedOut`]: the builder's
     /// [`max_wait`](GeneratorBuilder::max_wait), raised for a leased generator to at least a

@@ -65,7 +65,8 @@ impl<C: TimeSource> Generator<C> {
     ///
     /// # Errors
     ///
-    /// As [`Generator::next_id`].
+    /// As [`Generator::next_id`]; a batch larger than [`Generator::max_batch`] is refused at
+    /// once with [`Error::BatchTooLarge`], without waiting.
     ///
     /// ```
     /// let generator = monoflake::Generator::new(monoflake::Layout::twitter(), 1)?;

@@ -251,7 +251,7 @@ impl LayoutBuilder {
     /// In this order: [`Error::InvalidLayoutName`], [`Error::ZeroTick`], [`Error::ZeroBits`]
     /// (time, sequence or a node field), [`Error::InvalidFieldName`],
     /// [`Error::LayoutTooWide`], then the epoch: [`Error::MissingEpoch`],
-    /// [`Error::InvalidEpoch`], [`Error::EpochInFuture`].
+    /// [`Error::InvalidEpoch`], [`Error::EpochInFuture`], [`Error::TickTooLong`].
     ///
     /// ```
     /// use monoflake::{Error, Layout};
@@ -261,6 +261,10 @@ impl LayoutBuilder {
     ///     Err(Error::ZeroBits { field, .. }) if field == "sequence"
     /// ));
     /// assert!(matches!(Layout::builder().build(), Err(Error::MissingEpoch)));
+    /// assert!(matches!(
+    ///     Layout::builder().epoch("2024-01-01").tick_ms(u64::MAX).build(),
+    ///     Err(Error::TickTooLong { tick_ms: u64::MAX, .. })
+    /// ));
     /// ```
     pub fn build(self) -> Result<Layout, Error> {
         let mut l = self.layout;
@@ -329,8 +333,24 @@ impl LayoutBuilder {
                 now_ms,
             });
         }
+        let max_ms = longest_tick_ms(l.time_bits, l.epoch_ms);
+        if l.tick_ms > max_ms {
+            return Err(Error::TickTooLong {
+                tick_ms: l.tick_ms,
+                max_ms,
+            });
+        }
         Ok(l)
     }
+}
+
+/// The longest tick whose nanoseconds fit in a `u64` and with which the end of the time
+/// field, `epoch_ms + 2^time_bits * tick_ms`, does too.
+fn longest_tick_ms(time_bits: u32, epoch_ms: u64) -> u64 {
+    let ticks = 1u128 << time_bits.min(64);
+    let by_field = u128::from(u64::MAX - epoch_ms) / ticks;
+    let by_ns = u64::MAX / 1_000_000;
+    u64::try_from(by_field).map_or(by_ns, |f| f.min(by_ns))
 }
 
 fn check_field_name(name: &str, earlier: &[NodeField]) -> Result<(), Error> {

@@ -630,6 +630,14 @@ impl<C: TimeSource> Shared<C> {
         if n == 0 {
             return Ok(Ids::empty(self.out(run)));
         }
+        // A batch that cannot fit within the lead even from a whole state: refused at once.
+        let limit = self.base.max_batch();
+        if n > limit {
+            return Err(Error::BatchTooLarge {
+                requested: n,
+                limit,
+            });
+        }
         let (first, last) = run.general(self, n)?;
         Ok(Ids::new(first, last, self.out(run)))
     }

@@ -1,0 +1,220 @@
+"""No hangs: a waiting call never stops other threads, a fork never leaves the child stuck on
+a lock, Ctrl-C ends a wait, and a batch that can never fit is refused at once.
+
+Each scenario runs in a child interpreter with a timeout, and the child arms
+`faulthandler.dump_traceback_later`: a regression fails (with the stuck threads' tracebacks)
+instead of hanging the suite. The timeouts are liveness bounds, not timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import monoflake
+
+# A child that hangs dumps its threads and exits 1 after this many seconds.
+HANG = 20
+
+PRELUDE = rf"""
+import faulthandler, json, os, sys, threading, time
+faulthandler.dump_traceback_later({HANG}, exit=True)
+import monoflake
+
+# Two IDs an hour, no lead: once the hour's two are issued, next_id() waits for the next
+# hour (at most max_wait, two minutes).
+SLOW = monoflake.Layout.custom(
+    time_bits=30, sequence_bits=1, node_fields=[("worker", 4)],
+    epoch_ms=1_700_000_000_000, tick_ms=3_600_000,
+)
+
+def slow_generator():
+    g = monoflake.Generator.unleased(SLOW, 1, max_lead=0, max_wait=120)
+    while True:
+        try:
+            g.try_next_id()
+        except monoflake.WouldBlock:
+            return g
+
+def outcome(call):
+    try:
+        return call()
+    except monoflake.Error as e:
+        return type(e).__name__
+
+def waiter(g, results, call=None):
+    t = threading.Thread(
+        target=lambda: results.append(outcome(call or g.next_id)), daemon=True
+    )
+    t.start()
+    time.sleep(0.3)  # into its wait
+    return t
+"""
+
+
+def run_child(code: str, timeout: float = 60) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", PRELUDE + code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, f"the child failed ({done.returncode}):\n{done.stderr}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_getters_do_not_hang_while_close_waits_for_a_waiting_call():
+    # One thread waits at the lead limit, another closes, the main thread reads `closed`,
+    # `repr()` and `max_wait`: none of it may block the waiting thread's return.
+    out = run_child(
+        r"""
+g = slow_generator()
+results = []
+t1 = waiter(g, results)
+t2 = threading.Thread(target=g.close)
+t2.start()
+time.sleep(0.3)
+reads = [(g.closed, repr(g), g.max_wait, g.node) for _ in range(1000)]
+t2.join()
+t1.join()
+print(json.dumps({"waiter": results, "closed": g.closed, "repr": repr(g),
+                  "after": outcome(g.next_id)}))
+"""
+    )
+    assert out["waiter"] == ["LeaseLost"]
+    assert out["closed"] is True
+    assert out["repr"].endswith(", closed)")
+    assert out["after"] == "LeaseLost"
+
+
+def test_close_on_another_thread_ends_a_wait_and_stats_do_not_block():
+    out = run_child(
+        r"""
+g = slow_generator()
+results = []
+t1 = waiter(g, results, call=lambda: g.next_ids(2))
+stats_during = g.stats().issued
+g.close()
+t1.join()
+print(json.dumps({"waiter": results, "issued": stats_during}))
+"""
+    )
+    assert out == {"waiter": ["LeaseLost"], "issued": 2}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_child_of_a_fork_during_a_wait_closes_without_hanging():
+    out = run_child(
+        r"""
+g = slow_generator()
+results = []
+t1 = waiter(g, results)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    child = {"next_id": outcome(g.next_id), "check": outcome(g.check)}
+    g.close()
+    child["closed"] = g.closed
+    child["after_close"] = outcome(g.next_id)
+    os.write(w, json.dumps(child).encode())
+    os._exit(0)
+os.close(w)
+_, status = os.waitpid(pid, 0)
+child = json.loads(os.read(r, 65536) or b"null")
+g.close()
+t1.join()
+print(json.dumps({"status": status, "child": child, "waiter": results}))
+"""
+    )
+    assert out["status"] == 0
+    assert out["child"] == {
+        "next_id": "Forked",
+        "check": "Forked",
+        "closed": True,
+        "after_close": "Forked",
+    }
+    assert out["waiter"] == ["LeaseLost"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_child_of_a_fork_during_close_raises_forked():
+    out = run_child(
+        r"""
+g = slow_generator()
+results = []
+t1 = waiter(g, results)
+closer = threading.Thread(target=g.close)
+closer.start()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    child = {"next_id": outcome(g.next_id), "ids": outcome(lambda: g.next_ids(3)),
+             "closed": type(g.closed).__name__, "repr": repr(g).startswith("Generator(")}
+    g.close()
+    os.write(w, json.dumps(child).encode())
+    os._exit(0)
+os.close(w)
+_, status = os.waitpid(pid, 0)
+child = json.loads(os.read(r, 65536) or b"null")
+closer.join()
+t1.join()
+print(json.dumps({"status": status, "child": child, "closed": g.closed}))
+"""
+    )
+    assert out["status"] == 0
+    assert out["child"] == {"next_id": "Forked", "ids": "Forked", "closed": "bool", "repr": True}
+    assert out["closed"] is True
+
+
+WAIT_THEN_SIGINT = r"""
+g = slow_generator()
+print("waiting", flush=True)
+g.{call}
+print("returned", flush=True)
+"""
+
+
+@pytest.mark.parametrize("call", ["next_id()", "next_ids(2)", "next_ids_array(2)"])
+def test_sigint_ends_a_wait_with_keyboard_interrupt(call):
+    child = subprocess.Popen(
+        [sys.executable, "-c", PRELUDE + WAIT_THEN_SIGINT.replace("{call}", call)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline() == "waiting\n"
+        time.sleep(0.3)  # into the wait
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=10)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode != 0
+    assert "KeyboardInterrupt" in stderr
+    assert "returned" not in stderr
+
+
+def test_a_batch_that_can_never_fit_is_refused_at_once():
+    g = monoflake.Generator.unleased("twitter", 1, max_wait=120)
+    before = g.next_id()
+    # 101 ticks of 4096 IDs end within the default 100 ms lead: never more at once.
+    for n in (413_697, 500_000, 10**12, 2**61, 2**63 - 1):
+        for call in (g.try_next_ids, g.next_ids, g.next_ids_array):
+            with pytest.raises(monoflake.BatchTooLarge) as e:
+                call(n)
+            assert (e.value.requested, e.value.limit, e.value.kind) == (
+                n,
+                413_696,
+                "BatchTooLarge",
+            )
+            assert isinstance(e.value, ValueError)
+    # Nothing damaged: the generator goes on, after the ID before.
+    assert g.next_id() > before
+    assert len(g.next_ids(100_000)) == 100_000
