@@ -14,6 +14,7 @@
 //! | `raw-fork` | a holder forks with libc `fork` (5 times), raw `SYS_fork` and `_Fork` (10 times each); child and parent issue single IDs at once |
 //! | `clock-back-file` | a holder issues on the file store; the wall clock steps back 1 s (the holder's locked clock does not follow: it slews); the state directory is deleted; a holder started after the step claims |
 //! | `clock-back-etcd` | the same on etcd with a 2 s step, the prefix cleared |
+//! | `ahead-paused-file` | a holder's wall clock steps 1 s forward (its locked clock follows), it is stopped (SIGSTOP), its state directory deleted, and a successor on an honest clock asks for its node (seed 4404's 158 duplicates). Passes only if the successor was refused while the holder was stopped, naming it, and took its node after |
 
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use crate::slots::{Pace, Proc, Spec, StoreArgs, start_holder, start_serve};
 use crate::world::{RENAMED_SPEC, World};
 
 /// Every scenario, in the order they run.
-pub const ALL: [&str; 8] = [
+pub const ALL: [&str; 9] = [
     "deleted-dir",
     "cleared-prefix",
     "paused-etcd",
@@ -37,6 +38,7 @@ pub const ALL: [&str; 8] = [
     "raw-fork",
     "clock-back-file",
     "clock-back-etcd",
+    "ahead-paused-file",
 ];
 
 /// The table a scenario's IDs go to.
@@ -74,6 +76,7 @@ pub async fn run(world: &Arc<World>, name: &'static str) -> Outcome {
         "raw-fork" => raw_fork(world, table).await,
         "clock-back-file" => clock_back(world, table, false).await,
         "clock-back-etcd" => clock_back(world, table, true).await,
+        "ahead-paused-file" => ahead_paused(world, table).await,
         _ => Err(format!("no scenario {name}")),
     };
     let ran = ran.unwrap_or_else(|e| Ran {
@@ -465,5 +468,72 @@ async fn clock_back(world: &Arc<World>, table: usize, etcd: bool) -> Result<Ran,
             format!("exits: a {sa}, b {sb}"),
         ],
         failed: vec![],
+    })
+}
+
+/// `ahead-paused-file`: the sequence of seed 4404 (issue 39). A holder's wall clock steps a
+/// second forward and its locked clock follows, so its IDs run ahead of every honest clock;
+/// it is stopped (SIGSTOP), its state directory deleted, and a successor on an honest clock
+/// asks for its node. No floor the successor could compute from its own clock is above the
+/// holder's last IDs: on one host the node's host-wide claim refuses the successor while the
+/// holder exists (the successor retries every 500 ms); resumed, the holder finds its claim
+/// lost, writes back what it used and lets go, and is stopped; the successor then takes the
+/// node above it. Fails unless the step was applied, the successor was refused naming the
+/// holder while it was stopped, and then took the holder's node.
+async fn ahead_paused(world: &Arc<World>, table: usize) -> Result<Ran, String> {
+    if !world.clocks.available() {
+        return Err("libfaketime is not installed".into());
+    }
+    let tag = "ahead-paused-file";
+    let clock = 102;
+    let store = own_store(world, false, "ahead-paused")?;
+    let mut holder = spec(&format!("{tag}-a"), table, store.clone(), "auto");
+    holder.clock = Some(clock);
+    let a = start_holder(world, &holder, Pace::Flat)?;
+    let node = issuing(&a).await?;
+    world
+        .clocks
+        .step(clock, 1)
+        .map_err(|e| format!("step the clock: {e}"))?;
+    // The holder compares with the wall clock every second and steps forward with it.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    signal(a.pid, Signal::SIGSTOP);
+    delete_records(world, &store).await?;
+    let successor = spec(&format!("{tag}-b"), table, store.clone(), &node.to_string());
+    let b = start_holder(world, &successor, Pace::Flat)?;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let refusal = format!("node {node} is held by process {} of user", a.pid);
+    let refused_while_stopped = events(world, &successor.name).contains(&refusal);
+    signal(a.pid, Signal::SIGCONT);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let sa = a.stop(world).await;
+    let node_b = issuing(&b).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let sb = b.stop(world).await;
+    let mut failed = Vec::new();
+    if !refused_while_stopped {
+        failed.push(format!(
+            "the successor was not refused while the holder was stopped ({:?})",
+            events(world, &successor.name)
+                .lines()
+                .take(3)
+                .collect::<Vec<_>>()
+        ));
+    }
+    if node_b.as_ref().ok() != Some(&node) {
+        failed.push(format!(
+            "the successor did not take node {node}: {node_b:?}"
+        ));
+    }
+    Ok(Ran {
+        notes: vec![
+            format!(
+                "a: node {node}, its wall clock stepped +1 s, stopped; records deleted; b on an \
+                 honest clock refused while a was stopped: {refused_while_stopped}; b then \
+                 claimed node {node_b:?}"
+            ),
+            format!("exits: a {sa}, b {sb}"),
+        ],
+        failed,
     })
 }

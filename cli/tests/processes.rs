@@ -571,6 +571,58 @@ fn a_holder_paused_while_its_directory_is_deleted_never_collides_with_the_succes
     common::assert_successor_above(&a_ids, &b_ids);
 }
 
+/// The chaos soak's finding (issue 39, seed 4404): a holder whose wall clock runs a second
+/// ahead (libfaketime `+1s`; its locked clock follows a forward step), paused, its records
+/// deleted, and a successor on an honest clock that finds no record. Its floor (its clock
+/// plus the unrecorded wait and the lead) lies below the holder's last IDs, so no floor
+/// computed from its clock can be right: on one host the node's host-wide claim refuses the
+/// successor while the holder exists, the holder resumes, finds its claim lost, writes back
+/// the time it used (a second ahead) and exits; the successor then reads that record and
+/// starts above every ID the holder printed (158 duplicates in the soak before).
+#[test]
+fn a_holder_ahead_paused_with_its_records_deleted_is_not_overlapped() {
+    let state = common::TempDir::new("ahead-paused");
+    let mut a = under_faketime(state.path(), "+1s")
+        .args(["gen", "-n", "100000000000", "--node", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("faketime is not installed: apt-get install -y faketime (bash .ci/run does)");
+    let ra = common::Reader::spawn(&mut a);
+    ra.wait_for(20_000);
+    let stopped_at = now_ms();
+    common::signal(a.id(), "STOP");
+    std::fs::remove_dir_all(state.path()).unwrap();
+    let honest = || monoflake(state.path());
+    let refused = honest()
+        .args(["gen", "-n", "5", "--node", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("node 0 is held by process {} of user", a.id())),
+        "{err}"
+    );
+    common::signal(a.id(), "CONT");
+    let (code, err) = common::stderr_of(a);
+    assert_eq!(code, Some(1), "{err}");
+    let a_ids = ra.finish();
+    // The precondition: the holder's IDs ran ahead of the honest clock (a second, less
+    // whatever its last IDs lagged the stop).
+    let layout = Layout::twitter();
+    let last_a = unix_ms_of(*a_ids.iter().max().unwrap(), &layout);
+    assert!(
+        last_a > stopped_at + 500,
+        "the holder was not ahead: {last_a} at {stopped_at}"
+    );
+    let b_ids = ids(&honest()
+        .args(["gen", "-n", "100000", "--node", "0"])
+        .output()
+        .unwrap());
+    common::assert_successor_above(&a_ids, &b_ids);
+}
+
 /// Two processes on one host, each given a state directory of its own (root's default and a
 /// user's `MONOFLAKE_STATE_DIR`, say): the node's host-wide claim keeps them apart — the
 /// second is refused node 0 naming the first, and `--node auto` takes node 1 — where two
