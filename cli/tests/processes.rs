@@ -582,12 +582,22 @@ fn a_holder_paused_while_its_directory_is_deleted_never_collides_with_the_succes
 #[test]
 fn a_holder_ahead_paused_with_its_records_deleted_is_not_overlapped() {
     let state = common::TempDir::new("ahead-paused");
-    let mut a = under_faketime(state.path(), "+1s")
+    // libfaketime preloaded into the holder itself (the `faketime` wrapper would run it as a
+    // child, which a signal to the wrapper does not stop).
+    let lib = std::fs::read_dir("/usr/lib")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("faketime/libfaketime.so.1"))
+        .find(|p| p.exists())
+        .expect("libfaketime is not installed: apt-get install -y faketime (bash .ci/run does)");
+    let mut a = monoflake(state.path())
+        .env("LD_PRELOAD", &lib)
+        .env("FAKETIME", "+1s")
         .args(["gen", "-n", "100000000000", "--node", "0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("faketime is not installed: apt-get install -y faketime (bash .ci/run does)");
+        .unwrap();
     let ra = common::Reader::spawn(&mut a);
     ra.wait_for(20_000);
     let stopped_at = now_ms();
@@ -621,6 +631,38 @@ fn a_holder_ahead_paused_with_its_records_deleted_is_not_overlapped() {
         .output()
         .unwrap());
     common::assert_successor_above(&a_ids, &b_ids);
+}
+
+/// Two state directories used in turn on one host with the clock set back in between (a
+/// review: root's directory, then a user's own default, the second run's clock behind the
+/// first's IDs: 2,000,000 of 2,000,000 issued twice). Each directory remembers only its own
+/// holders, so every holder also writes what its reservation says to the host's anchor in
+/// /var/tmp, and a claim starts above the node's largest anchor as above its own record: the
+/// second run waits out the first's lead and starts above it. Host-wide (the tests' scope
+/// removed), on a layout no other test uses.
+#[test]
+fn two_state_directories_in_turn_with_the_clock_set_back_never_reissue() {
+    let base = common::TempDir::new("in-turn");
+    let layout = "time=40,n=10,sequence=13,epoch=2024-01-01";
+    let run = |dir: &str| {
+        let mut c = Command::new("faketime");
+        c.args([
+            "-f",
+            "@2026-12-01 08:00:00",
+            env!("CARGO_BIN_EXE_monoflake"),
+        ]);
+        c.env("MONOFLAKE_STATE_DIR", base.path().join(dir));
+        c.env_remove("MONOFLAKE_TEST_HOST_SCOPE");
+        c.args(["gen", "--layout", layout, "-n", "300000", "--node", "0"]);
+        ids(&c.output().expect("faketime is not installed"))
+    };
+    let first = run("root");
+    let second = run("user");
+    let max_first = *first.iter().max().unwrap();
+    assert!(
+        second.iter().all(|&id| id > max_first),
+        "the second directory's IDs start below the first's"
+    );
 }
 
 /// Two processes on one host, each given a state directory of its own (root's default and a

@@ -235,6 +235,23 @@ impl<G: Held> Keeper<G> {
     /// reservation and releases the claim.
     fn seal_and_release(self, claim: Claim) -> Result<(), Error> {
         let g = &*self.generator;
+        if let Some(until) = self.restore_pending
+            && let Err(e) = self.store.restore(&claim, until)
+        {
+            // What it issued is still in no record: keep the claim — the file store's lock
+            // and the node's host-wide claim — until the process exits, so that a successor
+            // on this host is refused rather than start unaware of it.
+            let node = claim.node();
+            std::mem::forget(claim);
+            return Err(Error::LeaseLost {
+                node,
+                reason: format!(
+                    "what it issued (up to {until} Unix ms) could not be written back to {}: \
+                     {e}; the node stays held on this host until this process exits",
+                    self.status.store
+                ),
+            });
+        }
         self.status.released.store(true, Ordering::Relaxed);
         let last_tick = self.sealed.unwrap_or_else(|| g.seal());
         let until = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));

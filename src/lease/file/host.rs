@@ -15,8 +15,8 @@
 //!   exits, is killed, or releases the claim — and never while the process exists, even
 //!   stopped (SIGSTOP) or frozen: a successor on this host cannot take the node of a paused
 //!   holder whose records were deleted;
-//! * the socket listens, so a refused claimant can ask the kernel who holds it
-//!   (`SO_PEERCRED`: the pid and uid that bound it), and say so.
+//! * the socket listens, so the kernel lists it in `/proc/net/unix`, and a refused claimant
+//!   can find the process that holds it (one this user may inspect) and say so.
 //!
 //! The name holds only what decides where a node's bits sit in an ID — the time, node and
 //! sequence widths and their order — not the layout's name, field names, epoch or tick:
@@ -118,39 +118,66 @@ pub(super) fn claim(
             Ok(Host::Claimed(HostClaim { _socket: socket }))
         }
         Err(Errno::ADDRINUSE) => Ok(Host::Held {
-            holder: holder(&addr),
+            holder: holder(&name),
         }),
         Err(e) => Err(e),
     }
 }
 
-/// Who holds the name: the process that bound it, as the kernel recorded it at `listen`.
+/// Who holds the name: the process with a descriptor of the listening socket, found through
+/// `/proc` (the socket's inode in `/proc/net/unix`, then the process whose descriptor is
+/// that socket — only processes this user may inspect: root sees all). Not `SO_PEERCRED`: a
+/// holder in another pid namespace reads as pid 0, which rustix's `Pid` cannot hold.
 #[cfg(target_os = "linux")]
-fn holder(addr: &rustix::net::SocketAddrUnix) -> String {
-    use rustix::net::{AddressFamily, SocketFlags, SocketType};
-
+fn holder(name: &str) -> String {
     let unknown = "another process on this host".to_owned();
-    // Non-blocking: a holder that never accepts (stopped) fills its backlog, and then the
-    // connect fails at once instead of waiting.
-    let Ok(probe) = rustix::net::socket_with(
-        AddressFamily::UNIX,
-        SocketType::STREAM,
-        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
-        None,
-    ) else {
+    let Some(inode) = listening_inode(name) else {
         return unknown;
     };
-    if rustix::net::connect(&probe, addr).is_err() {
+    let link = format!("socket:[{inode}]");
+    let Ok(procs) = std::fs::read_dir("/proc") else {
         return unknown;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str() == link.as_str()));
+        if holds {
+            let uid = std::fs::read_to_string(entry.path().join("status"))
+                .ok()
+                .and_then(|st| {
+                    st.lines()
+                        .find_map(|l| l.strip_prefix("Uid:"))
+                        .and_then(|u| u.split_whitespace().next().map(str::to_owned))
+                })
+                .unwrap_or_else(|| "?".into());
+            return format!("process {pid} of user {uid} on this host");
+        }
     }
-    match rustix::net::sockopt::socket_peercred(&probe) {
-        Ok(cred) => format!(
-            "process {} of user {} on this host",
-            cred.pid.as_raw_nonzero(),
-            cred.uid.as_raw()
-        ),
-        Err(_) => unknown,
-    }
+    format!("another process on this host (its socket is inode {inode}: `ss -xlp` names it)")
+}
+
+/// The inode of the listening socket bound to the abstract `name`, from `/proc/net/unix`
+/// (`Num RefCount Protocol Flags Type St Inode Path`; a listening socket's flags are
+/// `00010000`, an abstract path starts with `@`).
+#[cfg(target_os = "linux")]
+fn listening_inode(name: &str) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
+    let path = format!("@{name}");
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() >= 8 && f[3] == "00010000" && f[7] == path).then(|| f[6].to_owned())
+    })
 }
 
 /// No abstract namespace here: the lock file alone excludes.

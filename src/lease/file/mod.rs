@@ -4,6 +4,7 @@
 //! * `trust.rs`: who may write the state directory; opening it by descriptor.
 //! * `record.rs`: a reservation file's text, read and written by descriptor.
 
+mod anchor;
 mod host;
 mod record;
 mod trust;
@@ -83,6 +84,9 @@ pub struct FileStore {
     note: Option<String>,
     /// The host the host-wide claims are made on (`host::scope_of`): `None`, this host.
     host_scope: Option<String>,
+    /// The host's anchors of each node (`anchor.rs`), read at a claim and written with each
+    /// reservation.
+    anchors: Arc<anchor::Anchors>,
 }
 
 /// The host-wide default state directory.
@@ -106,6 +110,8 @@ struct FileClaim {
     layout_path: PathBuf,
     /// The state directory's path, for noticing it removed or replaced.
     state_path: PathBuf,
+    /// The layout claimed for, for the host's anchor (`None` only for [`FileStore::migrate_v1`]).
+    layout: Option<Layout>,
     /// The host-wide claim of the node (`host.rs`), held as long as the lock — or until a
     /// holder that lost its claim has written back what it used (`NodeStore::restore`): then
     /// a successor on this host may claim the node, and will read that record. `None` from
@@ -157,8 +163,10 @@ impl FileStore {
         let dir = Arc::new(open_state_dir(&absolute, &|reason| {
             private_fix(reason, &absolute)
         })?);
+        let host_scope = host::scope_of(&absolute);
         Ok(FileStore {
-            host_scope: host::scope_of(&absolute),
+            anchors: Arc::new(anchor::Anchors::open(host_scope.clone(), &absolute)),
+            host_scope,
             path,
             absolute,
             default: false,
@@ -220,6 +228,11 @@ impl FileStore {
             Err(e) if !this_user_cannot_use(&e) => return Err(e),
             Err(e) => e,
         };
+        // Without the host's anchors a directory of this user's own would not know what the
+        // host-wide one's holders used: keep the error.
+        if !anchor::Anchors::open(None, Path::new(DEFAULT_STATE_DIR)).available() {
+            return Err(e);
+        }
         let Some(own) =
             Self::user_dir_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
         else {
@@ -241,8 +254,9 @@ impl FileStore {
             return Err(e);
         };
         let note = format!(
-            "state directory {} ({why}); node IDs are still claimed host-wide, so no other \
-             process on this host holds the same node; share {DEFAULT_STATE_DIR} with a \
+            "state directory {} ({why}); node IDs are still claimed host-wide (no other \
+             process in this network namespace holds the same node) and what each node used \
+             is anchored in /var/tmp for every directory; share {DEFAULT_STATE_DIR} with a \
              group to keep one directory for every user",
             own.display()
         );
@@ -258,8 +272,10 @@ impl FileStore {
         let dir = Arc::new(open_state_dir(&absolute, &|reason| {
             default_fix(reason, &absolute)
         })?);
+        let host_scope = host::scope_of(&absolute);
         Ok(FileStore {
-            host_scope: host::scope_of(&absolute),
+            anchors: Arc::new(anchor::Anchors::open(host_scope.clone(), &absolute)),
+            host_scope,
             path,
             absolute,
             default: true,
@@ -406,7 +422,9 @@ impl FileStore {
             .flatten()
             .filter(|e| e.file_type() == FileType::Directory)
             .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_owned())
-            .filter(|n| n != "." && n != "..")
+            // Not ".", "..", nor the tests' `.host-anchors` (anchor.rs): layouts' names never
+            // start with a dot.
+            .filter(|n| !n.as_bytes().starts_with(b"."))
             .collect();
         names.sort();
         for layout_name in names {
@@ -463,6 +481,28 @@ impl FileStore {
             }
         }
         Ok(migrated)
+    }
+
+    /// Writes this user's anchor of the claim's node (`anchor.rs`): `until_ms`, or the larger
+    /// of it and the anchor now (`at_least`). A failure is the reservation's: nothing may be
+    /// issued under a reservation the host does not know.
+    fn write_anchor(
+        &self,
+        token: &FileClaim,
+        node: u64,
+        until_ms: u64,
+        at_least: bool,
+    ) -> Result<(), Error> {
+        let Some(layout) = &token.layout else {
+            return Ok(());
+        };
+        self.anchors
+            .write(layout, node, until_ms, at_least)
+            .map_err(|e| Error::StateDir {
+                path: PathBuf::from("/var/tmp"),
+                action: "write the host's anchor of the node in",
+                source: e.into(),
+            })
     }
 
     /// Locks node `node`'s lock file in the layout's directory, takes the node's host-wide
@@ -562,7 +602,10 @@ impl FileStore {
                 ));
             }
         };
-        let reserved = read_node(layout_dir, layout_path, node, trust, legacy)?;
+        // The node's record here, or what the host's anchor says it used from another
+        // directory, whichever is later.
+        let reserved = read_node(layout_dir, layout_path, node, trust, legacy)?
+            .max(layout.and_then(|l| self.anchors.largest(l, node)));
         record::remove_leftovers(layout_dir, node);
         // Close-on-exec, as every descriptor the store opens: a child a thread of this
         // process spawns must not keep the directory open.
@@ -582,6 +625,7 @@ impl FileStore {
                 layout_name: layout_name.to_owned(),
                 layout_path: layout_path.to_owned(),
                 state_path: self.absolute.clone(),
+                layout: layout.cloned(),
                 host: std::sync::Mutex::new(host),
             },
         )))
@@ -762,6 +806,7 @@ impl NodeStore for FileStore {
             &token.state.trust,
             &|| token.check_held(claim.node()),
         )?;
+        self.write_anchor(token, claim.node(), until_ms, false)?;
         // Restored records the reservation now covers are no longer needed.
         record::remove_restored_below(
             &token.layout_dir,
@@ -775,13 +820,18 @@ impl NodeStore for FileStore {
     fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
         let token = file_claim(claim)?;
         token.check_held(claim.node())?;
-        read_node(
+        let here = read_node(
             &token.layout_dir,
             &token.layout_path,
             claim.node(),
             &token.state.trust,
             false,
-        )
+        )?;
+        let anchor = token
+            .layout
+            .as_ref()
+            .and_then(|l| self.anchors.largest(l, claim.node()));
+        Ok(here.max(anchor))
     }
 
     /// Writes a restored record for the claim's node into the state directory now at the
@@ -801,6 +851,7 @@ impl NodeStore for FileStore {
             until_ms,
             &state.trust,
         )?;
+        self.write_anchor(token, claim.node(), until_ms, true)?;
         drop(
             token
                 .host

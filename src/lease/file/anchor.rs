@@ -1,0 +1,249 @@
+//! The host's memory of each node across state directories: an anchor file per node, bit
+//! shape and user in `/var/tmp`.
+//!
+//! The host-wide claim (`host.rs`) keeps two processes of a host from holding one node at
+//! once; a state directory remembers what its holders used, so a restart starts above it. Two
+//! directories used in turn — root's `/var/lib/monoflake`, then a user's own default, or two
+//! `--state-dir`s — each remember only their own holders: a claimant whose clock was set back
+//! since the other directory's holder ran found no record and issued its IDs again (2,000,000
+//! of 2,000,000 with the clock 0.9 s back, in a review). So every file-store holder also
+//! writes what its reservation says to an anchor the whole host can read, and a claim starts
+//! above the largest anchor of its node as above its own record:
+//!
+//! * `/var/tmp/monoflake-anchor-v1.<shape>.node-<N>.uid-<U>`, one per node, bit shape (as the
+//!   host-wide claim names it) and user; written with the reservation (the same value, the
+//!   same `fsync`s), by a temporary file renamed over it;
+//! * `/var/tmp` is the one directory every user of a host may write that survives a reboot
+//!   and that only its owner (root) may take entries from others in (the sticky bit); it is
+//!   used only when it is root's and sticky, else no anchor is read or written;
+//! * an anchor is only ever a floor: the claim takes the largest. Anyone can plant one, but a
+//!   forged anchor can only raise a floor — a node reserved ahead is waited for, or refused
+//!   or skipped ([`Error::ReservationAhead`](crate::Error::ReservationAhead)) — and a damaged
+//!   one that reads lower changes nothing: refusals, never a duplicate. Files that are not
+//!   regular, or are larger than a record, are passed over; nothing is followed.
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::Layout;
+
+/// Where the anchors are.
+const DIR: &str = "/var/tmp";
+/// The largest anchor file read.
+const MAX_LEN: usize = 64;
+
+/// The anchors of one store: `/var/tmp` opened, when it may be used.
+#[derive(Debug)]
+pub(super) struct Anchors {
+    dir: Option<OwnedFd>,
+    uid: u32,
+    /// The tests' host scope (`host::scope_of`), as the host-wide claim's.
+    scope: Option<String>,
+}
+
+impl Anchors {
+    /// `/var/tmp`, when it is a directory owned by root with the sticky bit; else none. In
+    /// the tests' host scope (`scope` set, see `host::scope_of`), where each state directory
+    /// is a host of its own, that host's anchors are in `<state_dir>/.host-anchors` instead.
+    pub(super) fn open(scope: Option<String>, state_dir: &Path) -> Anchors {
+        let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+        let dir = if scope.is_some() {
+            let own = state_dir.join(".host-anchors");
+            let _ = rustix::fs::mkdir(&own, Mode::from_raw_mode(0o700));
+            rustix::fs::open(&own, flags, Mode::empty()).ok()
+        } else {
+            rustix::fs::open(DIR, flags, Mode::empty())
+                .ok()
+                .filter(|fd| {
+                    rustix::fs::fstat(fd).is_ok_and(|st| {
+                        st.st_uid == 0
+                            && FileType::from_raw_mode(st.st_mode) == FileType::Directory
+                            && st.st_mode & 0o1000 != 0
+                    })
+                })
+        };
+        Anchors {
+            dir,
+            uid: rustix::process::geteuid().as_raw(),
+            scope,
+        }
+    }
+
+    /// Whether anchors are read and written here.
+    pub(super) fn available(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// The name every user's anchor of `node` of `layout`'s shape starts with.
+    fn prefix(&self, layout: &Layout, node: u64) -> String {
+        let scope = self
+            .scope
+            .as_deref()
+            .map_or_else(String::new, |s| format!("test-{s}."));
+        format!(
+            "monoflake-anchor-v1.{scope}t{}-n{}-s{}-{}.node-{node}.uid-",
+            layout.time_bits(),
+            layout.node_bits(),
+            layout.sequence_bits(),
+            if layout.node_below_sequence() {
+                "node-low"
+            } else {
+                "node-high"
+            },
+        )
+    }
+
+    /// The largest anchor of `node`, any user's (`None`: no anchor, or none usable).
+    pub(super) fn largest(&self, layout: &Layout, node: u64) -> Option<u64> {
+        let dir = self.dir.as_ref()?;
+        let prefix = self.prefix(layout, node);
+        let entries = rustix::fs::Dir::read_from(dir).ok()?;
+        entries
+            .flatten()
+            .filter(|e| e.file_name().to_bytes().starts_with(prefix.as_bytes()))
+            .filter(|e| !e.file_name().to_bytes().contains(&b'~'))
+            .filter_map(|e| read(dir, e.file_name().to_bytes()))
+            .max()
+    }
+
+    /// Writes this user's anchor of `node`: `until_ms`, or — `at_least` — the larger of it
+    /// and what the anchor says now. Durable when it returns (the file and `/var/tmp`
+    /// fsynced). Nothing to do without anchors.
+    pub(super) fn write(
+        &self,
+        layout: &Layout,
+        node: u64,
+        until_ms: u64,
+        at_least: bool,
+    ) -> Result<(), Errno> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let name = format!("{}{}", self.prefix(layout, node), self.uid);
+        let until = if at_least {
+            read(dir, name.as_bytes()).map_or(until_ms, |now| now.max(until_ms))
+        } else {
+            until_ms
+        };
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(|_| Errno::IO)?;
+        let temp = format!("{name}~{:016x}", u64::from_ne_bytes(random));
+        let file = rustix::fs::openat(
+            dir,
+            temp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )?;
+        let text = format!("until_ms={until}\n");
+        let written = rustix::io::write(&file, text.as_bytes())
+            .and_then(|n| {
+                if n == text.len() {
+                    Ok(())
+                } else {
+                    Err(Errno::IO)
+                }
+            })
+            .and_then(|()| rustix::fs::fsync(&file))
+            .and_then(|()| rustix::fs::renameat(dir, temp.as_str(), dir, name.as_str()));
+        if let Err(e) = written {
+            let _ = rustix::fs::unlinkat(dir, temp.as_str(), rustix::fs::AtFlags::empty());
+            return Err(e);
+        }
+        rustix::fs::fsync(dir)
+    }
+}
+
+/// One anchor's value: `None` for anything but a small regular file that says
+/// `until_ms=<digits>`.
+fn read(dir: &OwnedFd, name: &[u8]) -> Option<u64> {
+    let name = OsString::from(std::ffi::OsStr::from_bytes(name));
+    let file = rustix::fs::openat(
+        dir,
+        name.as_os_str(),
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&file).ok()?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+        || usize::try_from(st.st_size).ok()? > MAX_LEN
+    {
+        return None;
+    }
+    let mut buf = [0u8; MAX_LEN];
+    let n = rustix::io::read(&file, &mut buf).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    text.strip_prefix("until_ms=")?.trim_end().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's own anchors (`/var/tmp`), under a name no other test uses.
+    fn scoped(tag: &str) -> Anchors {
+        let mut a = Anchors::open(None, Path::new("/nonexistent"));
+        a.scope = Some(format!("unit-{tag}-{}", std::process::id()));
+        a
+    }
+
+    fn layout() -> Layout {
+        Layout::twitter()
+    }
+
+    fn clean(a: &Anchors, node: u64) {
+        if let Some(dir) = &a.dir {
+            let name = format!("{}{}", a.prefix(&layout(), node), a.uid);
+            let _ = rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty());
+        }
+    }
+
+    #[test]
+    fn an_anchor_is_read_back_and_at_least_never_lowers_it() {
+        let a = scoped("rw");
+        if !a.available() {
+            return; // no root-owned sticky /var/tmp here: nothing to test
+        }
+        assert_eq!(a.largest(&layout(), 3), None);
+        a.write(&layout(), 3, 5_000, false).unwrap();
+        assert_eq!(a.largest(&layout(), 3), Some(5_000));
+        a.write(&layout(), 3, 4_000, true).unwrap();
+        assert_eq!(a.largest(&layout(), 3), Some(5_000));
+        a.write(&layout(), 3, 4_000, false).unwrap();
+        assert_eq!(a.largest(&layout(), 3), Some(4_000));
+        // Another node, another shape: not this one's.
+        assert_eq!(a.largest(&layout(), 4), None);
+        assert_eq!(a.largest(&Layout::sonyflake(), 3), None);
+        clean(&a, 3);
+    }
+
+    #[test]
+    fn the_largest_of_every_user_s_anchor_counts_and_junk_is_passed_over() {
+        let a = scoped("largest");
+        let Some(dir) = &a.dir else { return };
+        let prefix = a.prefix(&layout(), 9);
+        let plant = |uid: &str, body: &str| {
+            let name = format!("{prefix}{uid}");
+            let _ = rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty());
+            std::fs::write(std::path::Path::new(DIR).join(&name), body).unwrap();
+            name
+        };
+        let names = [
+            plant("1001", "until_ms=7000\n"),
+            plant("1002", "until_ms=9000\n"),
+            plant("1003", "until_ms=garbage\n"),
+            plant("1004", &"9".repeat(200)),
+        ];
+        a.write(&layout(), 9, 8_000, false).unwrap();
+        assert_eq!(a.largest(&layout(), 9), Some(9_000));
+        for name in names {
+            let _ = rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty());
+        }
+        clean(&a, 9);
+    }
+}
