@@ -35,8 +35,16 @@ impl TempDir {
 }
 
 impl Drop for TempDir {
+    /// Removes the directory, and the anchors the tests' host scope keeps beside it when it
+    /// is itself a state directory (`.<name>.host-anchors`, src/lease/file/anchor.rs).
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        if let (Some(parent), Some(name)) = (self.0.parent(), self.0.file_name()) {
+            let mut anchors = std::ffi::OsString::from(".");
+            anchors.push(name);
+            anchors.push(".host-anchors");
+            let _ = std::fs::remove_dir_all(parent.join(anchors));
+        }
     }
 }
 

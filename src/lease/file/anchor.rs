@@ -37,27 +37,55 @@ const DIR: &str = "/var/tmp";
 /// The largest anchor file read.
 const MAX_LEN: usize = 64;
 
-/// The anchors of one store: `/var/tmp` opened, when it may be used.
+/// Where a store's anchors are: `/var/tmp`, or the tests' scoped directory.
+#[derive(Debug)]
+enum Place {
+    Host,
+    /// `.<name>.host-anchors` beside the state directory `<name>`, made when missing: the
+    /// tests' host scope, where each state directory is a host of its own. Beside it, not in
+    /// it: tests delete state directories under their holders, as a host's `/var/tmp` is not.
+    Scoped(std::path::PathBuf),
+}
+
+/// The anchors of one store.
 #[derive(Debug)]
 pub(super) struct Anchors {
-    dir: Option<OwnedFd>,
+    place: Place,
     uid: u32,
     /// The tests' host scope (`host::scope_of`), as the host-wide claim's.
     scope: Option<String>,
 }
 
 impl Anchors {
-    /// `/var/tmp`, when it is a directory owned by root with the sticky bit; else none. In
-    /// the tests' host scope (`scope` set, see `host::scope_of`), where each state directory
-    /// is a host of its own, that host's anchors are in `<state_dir>/.host-anchors` instead.
+    /// The host's anchors in `/var/tmp`; in the tests' host scope (`scope` set, see
+    /// `host::scope_of`) that host's own, beside the state directory.
     pub(super) fn open(scope: Option<String>, state_dir: &Path) -> Anchors {
+        let place = match (&scope, state_dir.parent(), state_dir.file_name()) {
+            (Some(_), Some(parent), Some(name)) => {
+                let mut own = std::ffi::OsString::from(".");
+                own.push(name);
+                own.push(".host-anchors");
+                Place::Scoped(parent.join(own))
+            }
+            _ => Place::Host,
+        };
+        Anchors {
+            place,
+            uid: rustix::process::geteuid().as_raw(),
+            scope,
+        }
+    }
+
+    /// The directory, opened afresh: `/var/tmp` when it is a directory owned by root with the
+    /// sticky bit, else none (no anchor is read or written).
+    fn dir(&self) -> Option<OwnedFd> {
         let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
-        let dir = if scope.is_some() {
-            let own = state_dir.join(".host-anchors");
-            let _ = rustix::fs::mkdir(&own, Mode::from_raw_mode(0o700));
-            rustix::fs::open(&own, flags, Mode::empty()).ok()
-        } else {
-            rustix::fs::open(DIR, flags, Mode::empty())
+        match &self.place {
+            Place::Scoped(own) => {
+                let _ = rustix::fs::mkdir(own, Mode::from_raw_mode(0o700));
+                rustix::fs::open(own, flags, Mode::empty()).ok()
+            }
+            Place::Host => rustix::fs::open(DIR, flags, Mode::empty())
                 .ok()
                 .filter(|fd| {
                     rustix::fs::fstat(fd).is_ok_and(|st| {
@@ -65,18 +93,13 @@ impl Anchors {
                             && FileType::from_raw_mode(st.st_mode) == FileType::Directory
                             && st.st_mode & 0o1000 != 0
                     })
-                })
-        };
-        Anchors {
-            dir,
-            uid: rustix::process::geteuid().as_raw(),
-            scope,
+                }),
         }
     }
 
     /// Whether anchors are read and written here.
     pub(super) fn available(&self) -> bool {
-        self.dir.is_some()
+        self.dir().is_some()
     }
 
     /// The name every user's anchor of `node` of `layout`'s shape starts with.
@@ -100,14 +123,14 @@ impl Anchors {
 
     /// The largest anchor of `node`, any user's (`None`: no anchor, or none usable).
     pub(super) fn largest(&self, layout: &Layout, node: u64) -> Option<u64> {
-        let dir = self.dir.as_ref()?;
+        let dir = self.dir()?;
         let prefix = self.prefix(layout, node);
-        let entries = rustix::fs::Dir::read_from(dir).ok()?;
+        let entries = rustix::fs::Dir::read_from(&dir).ok()?;
         entries
             .flatten()
             .filter(|e| e.file_name().to_bytes().starts_with(prefix.as_bytes()))
             .filter(|e| !e.file_name().to_bytes().contains(&b'~'))
-            .filter_map(|e| read(dir, e.file_name().to_bytes()))
+            .filter_map(|e| read(&dir, e.file_name().to_bytes()))
             .max()
     }
 
@@ -121,9 +144,10 @@ impl Anchors {
         until_ms: u64,
         at_least: bool,
     ) -> Result<(), Errno> {
-        let Some(dir) = &self.dir else {
+        let Some(dir) = self.dir() else {
             return Ok(());
         };
+        let dir = &dir;
         let name = format!("{}{}", self.prefix(layout, node), self.uid);
         let until = if at_least {
             read(dir, name.as_bytes()).map_or(until_ms, |now| now.max(until_ms))
@@ -197,7 +221,7 @@ mod tests {
     }
 
     fn clean(a: &Anchors, node: u64) {
-        if let Some(dir) = &a.dir {
+        if let Some(dir) = &a.dir() {
             let name = format!("{}{}", a.prefix(&layout(), node), a.uid);
             let _ = rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty());
         }
@@ -225,7 +249,7 @@ mod tests {
     #[test]
     fn the_largest_of_every_user_s_anchor_counts_and_junk_is_passed_over() {
         let a = scoped("largest");
-        let Some(dir) = &a.dir else { return };
+        let Some(dir) = &a.dir() else { return };
         let prefix = a.prefix(&layout(), 9);
         let plant = |uid: &str, body: &str| {
             let name = format!("{prefix}{uid}");

@@ -422,8 +422,7 @@ impl FileStore {
             .flatten()
             .filter(|e| e.file_type() == FileType::Directory)
             .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_owned())
-            // Not ".", "..", nor the tests' `.host-anchors` (anchor.rs): layouts' names never
-            // start with a dot.
+            // Not "." nor "..": layouts' names never start with a dot.
             .filter(|n| !n.as_bytes().starts_with(b"."))
             .collect();
         names.sort();
@@ -717,8 +716,8 @@ fn default_fix(reason: &str, path: &Path) -> String {
          monoflake, then `sudo install -d -m 2770 -g monoflake {0}` (under systemd: the \
          tmpfiles.d line `d {0} 2770 root monoflake -` and SupplementaryGroups=monoflake in \
          each unit); or give this service a directory of its own (MONOFLAKE_STATE_DIR, \
-         FileStore::open), whose node IDs are then not coordinated with other users' \
-         processes",
+         FileStore::open): its nodes are still claimed host-wide, but its records are its \
+         own",
         path.display()
     )
 }
