@@ -524,7 +524,7 @@ fn a_state_directory_deleted_under_a_holder_gives_no_duplicates() {
             }
         });
         std::thread::sleep(Duration::from_millis(50));
-        std::fs::remove_dir_all(&dir).unwrap();
+        common::delete_under_holders(&dir);
         let store = Arc::new(FileStore::open(&dir).unwrap());
         drop(common::claim_when_let_go(&*store, &Layout::twitter(), 0));
         let new = Generator::builder(Layout::twitter())

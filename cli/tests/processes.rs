@@ -83,6 +83,19 @@ fn under_faketime(state: &Path, offset: &str) -> Command {
     c
 }
 
+/// Runs `cmd` (a `gen` asking for node 0) and checks that it is refused, issuing nothing,
+/// with the holder named: node 0 is the process `holder`'s on this host.
+fn assert_refused_by(cmd: &mut Command, holder: u32) {
+    let refused = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(refused.stdout.is_empty(), "{err}");
+    assert!(
+        err.contains(&format!("node 0 is held by process {holder} of user")),
+        "{err}"
+    );
+}
+
 fn unix_ms_of(id: u64, layout: &Layout) -> u64 {
     Id::from_u64(id).parts(layout).unwrap().unix_ms()
 }
@@ -545,16 +558,9 @@ fn a_holder_paused_while_its_directory_is_deleted_never_collides_with_the_succes
     std::fs::remove_dir_all(state.path()).unwrap();
     // Refused, naming the stopped holder, however long it stays stopped.
     for _ in 0..3 {
-        let refused = monoflake(state.path())
-            .args(["gen", "-n", "5", "--node", "0"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&refused.stderr);
-        assert_eq!(refused.status.code(), Some(1), "{err}");
-        assert!(refused.stdout.is_empty(), "{err}");
-        assert!(
-            err.contains(&format!("node 0 is held by process {} of user", a.id())),
-            "{err}"
+        assert_refused_by(
+            monoflake(state.path()).args(["gen", "-n", "5", "--node", "0"]),
+            a.id(),
         );
     }
     common::signal(a.id(), "CONT");
@@ -604,16 +610,7 @@ fn a_holder_ahead_paused_with_its_records_deleted_is_not_overlapped() {
     common::signal(a.id(), "STOP");
     std::fs::remove_dir_all(state.path()).unwrap();
     let honest = || monoflake(state.path());
-    let refused = honest()
-        .args(["gen", "-n", "5", "--node", "0"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!("node 0 is held by process {} of user", a.id())),
-        "{err}"
-    );
+    assert_refused_by(honest().args(["gen", "-n", "5", "--node", "0"]), a.id());
     common::signal(a.id(), "CONT");
     let (code, err) = common::stderr_of(a);
     assert_eq!(code, Some(1), "{err}");
@@ -697,15 +694,9 @@ fn two_state_directories_on_one_host_never_hold_one_node_at_once() {
         .unwrap();
     let ra = common::Reader::spawn(&mut a);
     ra.wait_for(1_000);
-    let refused = host_wide(&two)
-        .args(["gen", "--layout", layout, "-n", "5", "--node", "0"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!("node 0 is held by process {} of user", a.id())),
-        "{err}"
+    assert_refused_by(
+        host_wide(&two).args(["gen", "--layout", layout, "-n", "5", "--node", "0"]),
+        a.id(),
     );
     let auto = host_wide(&two)
         .args(["gen", "--layout", layout, "-n", "100000", "--node", "auto"])

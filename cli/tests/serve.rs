@@ -345,7 +345,7 @@ fn a_lost_lease_turns_readiness_and_ids_to_503() {
     let before = ids_of(&get(&a, &s.url("/v1/id"), &[]))[0];
     // The store's records deleted under the live holder: its next check finds the claim
     // gone and the generator stops issuing for good.
-    std::fs::remove_dir_all(dir.path()).unwrap();
+    common::delete_under_holders(dir.path());
     let ready = wait_for_status(&a, &s.url("/readyz"), 503);
     assert_eq!(ready.retry_after.as_deref(), Some("1"));
     assert!(ready.error().contains("node 0"), "{}", ready.error());
@@ -377,7 +377,7 @@ fn after_a_lost_lease_a_node_is_claimed_again_and_ids_keep_increasing() {
     let s = start(&dir, &["--reclaim-after", "0.2"]);
     let a = agent();
     let before = ids_of(&get(&a, &s.url("/v1/ids?count=1000"), &[]));
-    std::fs::remove_dir_all(dir.path()).unwrap();
+    common::delete_under_holders(dir.path());
     // The lease is lost, then a node claimed again (the state directory made anew).
     let start = std::time::Instant::now();
     while !s

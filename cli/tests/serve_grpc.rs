@@ -184,7 +184,7 @@ fn grpc_health_follows_readiness_and_needs_no_token() {
         Code::NotFound
     );
     // The lease is lost (the state directory removed): health turns NOT_SERVING, as /readyz.
-    std::fs::remove_dir_all(&state).unwrap();
+    common::delete_under_holders(&state);
     let start = std::time::Instant::now();
     while status("monoflake.v1.Ids").unwrap() != ServingStatus::NotServing as i32 {
         assert!(

@@ -87,6 +87,20 @@ struct EtcdClaim {
     keep_alive: Mutex<Option<(LeaseKeeper, LeaseKeepAliveStream)>>,
 }
 
+impl EtcdClaim {
+    /// A transaction that runs `ops` only while the claim key is still this claim's (its
+    /// create revision unchanged): extend, release and abandon are fenced by it.
+    fn guarded<const N: usize>(&self, ops: [TxnOp; N]) -> Txn {
+        Txn::new()
+            .when([Compare::create_revision(
+                self.node_key.as_str(),
+                CompareOp::Equal,
+                self.create_revision,
+            )])
+            .and_then(ops)
+    }
+}
+
 impl EtcdStore {
     /// Connects to etcd. `ttl` is the lease TTL of every claim (whole seconds, at least 1).
     ///
@@ -389,17 +403,11 @@ impl NodeStore for EtcdStore {
 
     fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let token = self.token(claim)?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                token.node_key.as_str(),
-                CompareOp::Equal,
-                token.create_revision,
-            )])
-            .and_then([TxnOp::put(
-                token.reservation_key.as_str(),
-                until_ms.to_string(),
-                None,
-            )]);
+        let txn = token.guarded([TxnOp::put(
+            token.reservation_key.as_str(),
+            until_ms.to_string(),
+            None,
+        )]);
         let mut client = self.client.clone();
         if self
             .run("write the reservation", client.txn(txn))?
@@ -505,13 +513,7 @@ impl NodeStore for EtcdStore {
     /// reservation key is left as it is.
     fn abandon(&self, claim: Claim) -> Result<(), Error> {
         let token = self.token(&claim)?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                token.node_key.as_str(),
-                CompareOp::Equal,
-                token.create_revision,
-            )])
-            .and_then([TxnOp::delete(token.node_key.as_str(), None)]);
+        let txn = token.guarded([TxnOp::delete(token.node_key.as_str(), None)]);
         let mut client = self.client.clone();
         let deleted = self.run("give the node up", client.txn(txn)).map(drop);
         let _ = self.run("revoke the lease", client.lease_revoke(token.lease));
@@ -520,16 +522,10 @@ impl NodeStore for EtcdStore {
 
     fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
         let token = self.token(&claim)?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                token.node_key.as_str(),
-                CompareOp::Equal,
-                token.create_revision,
-            )])
-            .and_then([
-                TxnOp::put(token.reservation_key.as_str(), until_ms.to_string(), None),
-                TxnOp::delete(token.node_key.as_str(), None),
-            ]);
+        let txn = token.guarded([
+            TxnOp::put(token.reservation_key.as_str(), until_ms.to_string(), None),
+            TxnOp::delete(token.node_key.as_str(), None),
+        ]);
         let mut client = self.client.clone();
         let written = self.run("release", client.txn(txn)).map(|r| r.succeeded());
         let _ = self.run("revoke the lease", client.lease_revoke(token.lease));

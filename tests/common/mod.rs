@@ -613,3 +613,16 @@ pub fn claim_when_let_go(
         }
     }
 }
+
+/// Deletes a state directory under its running holders as `rm -rf` would, without racing
+/// them: renamed away first (atomically, so a holder's next check finds it gone), then
+/// removed. A holder that finds its claim lost writes back what it used into the directory
+/// then at the path — which a plain `remove_dir_all` could meet half-way and fail on.
+pub fn delete_under_holders(dir: &Path) {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let mut name = dir.file_name().unwrap().to_owned();
+    name.push(format!(".deleted-{}", N.fetch_add(1, Ordering::Relaxed)));
+    let gone = dir.with_file_name(name);
+    std::fs::rename(dir, &gone).unwrap();
+    std::fs::remove_dir_all(&gone).unwrap();
+}

@@ -109,15 +109,8 @@ impl Anchors {
             .as_deref()
             .map_or_else(String::new, |s| format!("test-{s}."));
         format!(
-            "monoflake-anchor-v1.{scope}t{}-n{}-s{}-{}.node-{node}.uid-",
-            layout.time_bits(),
-            layout.node_bits(),
-            layout.sequence_bits(),
-            if layout.node_below_sequence() {
-                "node-low"
-            } else {
-                "node-high"
-            },
+            "monoflake-anchor-v1.{scope}{}.node-{node}.uid-",
+            super::host::shape(layout)
         )
     }
 

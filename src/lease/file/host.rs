@@ -50,12 +50,12 @@ pub(super) fn scope_of(state_dir: &Path) -> Option<String> {
     None
 }
 
-/// The socket name of `node` of `layout`'s bit shape (without the leading NUL that makes it
-/// abstract), in `scope` (see [`scope_of`]; `None` on every build but the tests').
-pub(super) fn name(layout: &Layout, node: u64, scope: Option<&str>) -> String {
-    let scope = scope.map_or_else(String::new, |s| format!("test-{s}/"));
+/// What decides where a node's bits sit in an ID, as text: the time, node and sequence
+/// widths and their order (`t41-n10-s12-node-high` for Twitter's). Layouts of one shape share
+/// a node space on the host: the host-wide claim's name and the anchors' (`anchor.rs`).
+pub(super) fn shape(layout: &Layout) -> String {
     format!(
-        "monoflake/host-claim/v1/{scope}t{}-n{}-s{}-{}/node-{node}",
+        "t{}-n{}-s{}-{}",
         layout.time_bits(),
         layout.node_bits(),
         layout.sequence_bits(),
@@ -64,6 +64,16 @@ pub(super) fn name(layout: &Layout, node: u64, scope: Option<&str>) -> String {
         } else {
             "node-high"
         },
+    )
+}
+
+/// The socket name of `node` of `layout`'s bit shape (without the leading NUL that makes it
+/// abstract), in `scope` (see [`scope_of`]; `None` on every build but the tests').
+pub(super) fn name(layout: &Layout, node: u64, scope: Option<&str>) -> String {
+    let scope = scope.map_or_else(String::new, |s| format!("test-{s}/"));
+    format!(
+        "monoflake/host-claim/v1/{scope}{}/node-{node}",
+        shape(layout)
     )
 }
 

@@ -850,7 +850,10 @@ impl NodeStore for FileStore {
             until_ms,
             &state.trust,
         )?;
-        self.write_anchor(token, claim.node(), until_ms, true)?;
+        // Exactly what it used, though its last reservation was higher: the node's host-wide
+        // claim is still this holder's, so no successor on the host has written since; and a
+        // successor in another directory should wait for what was used, not reserved.
+        self.write_anchor(token, claim.node(), until_ms, false)?;
         drop(
             token
                 .host
