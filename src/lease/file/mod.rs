@@ -178,7 +178,7 @@ impl FileStore {
     /// Opens the default state directory: `$MONOFLAKE_STATE_DIR` when set, else
     /// [`DEFAULT_STATE_DIR`] (`/var/lib/monoflake`), creating it private to this user (mode
     /// 0700) when missing; for a user other than root who cannot use that one, this user's
-    /// own directory ([`FileStore::user_dir`]), saying why in [`FileStore::default_note`].
+    /// own directory ([`FileStore::user_dir_from`]), saying why in [`FileStore::default_note`].
     ///
     /// Node IDs stay exclusive on the host whichever directory a process uses: every claim
     /// also takes the node's host-wide claim (an abstract Unix socket per node and bit shape,
