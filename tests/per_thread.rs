@@ -555,7 +555,9 @@ fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick()
         .clock(Arc::clone(&ahead))
         .build_leased_per_thread(Arc::clone(&store), monoflake::NodeRequest::Exact(1), 4)
         .unwrap();
-    let cleared = Barrier::new(4);
+    // Set once the records are gone and a claimant holds the node; a worker waits for it
+    // (a liveness bound, so that a failure in the main thread fails the test, not hangs it).
+    let cleared = std::sync::atomic::AtomicBool::new(false);
     let (runs, claim): (Vec<Vec<Id>>, _) = std::thread::scope(|s| {
         let workers: Vec<_> = (0..3)
             .map(|k| {
@@ -567,7 +569,11 @@ fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick()
                         None => holder.try_next_id(),
                     };
                     let mut run: Vec<Id> = (0..1000).map(|_| next().unwrap()).collect();
-                    cleared.wait();
+                    let waiting = std::time::Instant::now() + Duration::from_secs(120);
+                    while !cleared.load(std::sync::atomic::Ordering::Acquire) {
+                        assert!(std::time::Instant::now() < waiting, "never cleared");
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                     // Issue until refused for good, moving the clock on (a liveness bound).
                     let give_up = std::time::Instant::now() + Duration::from_secs(120);
                     loop {
@@ -590,7 +596,7 @@ fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick()
         common::delete_under_holders(&state);
         let claim = common::claim_when_let_go(&*store, &layout, 1);
         assert!(claim.reserved_until_ms().is_some());
-        cleared.wait();
+        cleared.store(true, std::sync::atomic::Ordering::Release);
         let runs = workers.into_iter().map(|w| w.join().unwrap()).collect();
         (runs, claim)
     });

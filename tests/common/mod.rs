@@ -587,7 +587,8 @@ pub fn assert_successor_above(old: &[u64], new: &[u64]) {
 /// Claims `node` of `layout` from a file store on this host once its last holder — a
 /// generator of this process whose records were deleted under it — has let go: until it has
 /// sealed and written back what it used, the node's host-wide claim refuses every claimant
-/// on the host, naming this process. Panics on any other error (a liveness bound of 60 s).
+/// on the host (naming this process, or — when the holder lets go while the refusal looks
+/// for it — "another process"). Panics on any other error (a liveness bound of 60 s).
 pub fn claim_when_let_go(
     store: &dyn monoflake::NodeStore,
     layout: &monoflake::Layout,
@@ -601,7 +602,7 @@ pub fn claim_when_let_go(
             Ok(claim) => return claim,
             Err(monoflake::Error::NodeHeld {
                 holder: Some(h), ..
-            }) if h.starts_with(&us) => {
+            }) if h.starts_with(&us) || h.starts_with("another process on this host") => {
                 refused += 1;
                 assert!(
                     Instant::now() < give_up,
