@@ -298,6 +298,43 @@ fn a_forward_clock_step_is_ridden_through(store: Arc<dyn NodeStore>) {
     assert_eq!(g.stats().lease_losses, 0);
 }
 
+/// A holder's records are deleted, and then its write-back arrives (a stale holder, or one
+/// that noticed late): the node has evidence of what was used but no record of its own. The
+/// next claim reads the evidence but says it is evidence only (`Claim::recorded`), and a
+/// build on it waits the unrecorded wait and reads again — it must not start at once, as if a
+/// record were there: another holder may have held the node since and still be issuing,
+/// its own records deleted too. (The hand-over's model checker found that case.)
+fn evidence_alone_is_waited_out(store: Arc<dyn NodeStore>, clear: impl Fn()) {
+    let layout = tiny();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let stale = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    store.extend(&stale, now + 1_000).unwrap();
+    assert!(store.claim(&layout, NodeRequest::Exact(1)).is_err());
+    clear();
+    store.restore(&stale, now).unwrap();
+    let _ = store.abandon(stale);
+    let claim = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    // The file store also keeps the host's anchor of the reservation: evidence too.
+    assert!(claim.reserved_until_ms().is_some_and(|r| r >= now));
+    assert!(!claim.recorded(), "{claim:?}");
+    store.abandon(claim).unwrap();
+    let wait_ms = monoflake::handover::unrecorded_wait_ms(
+        u64::try_from(store.check_interval().as_millis()).unwrap(),
+    );
+    let g = Generator::builder(layout.clone())
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(1))
+        .unwrap();
+    assert!(g.stats().claim_wait_ms >= wait_ms, "{:?}", g.stats());
+    assert!(g.next_id().unwrap().parts(&layout).unwrap().unix_ms() >= now);
+    drop(g);
+    // Released: a record of its own now, taken without a wait.
+    let again = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    assert!(again.recorded());
+}
+
 fn run_suite(mut make: impl FnMut() -> Arc<dyn NodeStore>) {
     a_forward_clock_step_is_ridden_through(make());
     claims_are_exclusive(&*make());
@@ -323,6 +360,10 @@ fn file_store_conformance() {
         Arc::new(FileStore::open(&ahead).unwrap()),
         || std::fs::remove_dir_all(&ahead).unwrap(),
     );
+    let evidence = dir.path().join("evidence");
+    evidence_alone_is_waited_out(Arc::new(FileStore::open(&evidence).unwrap()), || {
+        std::fs::remove_dir_all(&evidence).unwrap()
+    });
 }
 
 #[cfg(feature = "etcd")]
@@ -384,6 +425,8 @@ fn etcd_store_conformance() {
     a_store_cleared_under_its_holder_fences_it(store, clear);
     let (store, clear) = cleared("ahead");
     a_holder_ahead_whose_records_are_cleared_is_not_overlapped(store, clear);
+    let (store, clear) = cleared("evidence");
+    evidence_alone_is_waited_out(store, clear);
 }
 
 #[cfg(feature = "postgres")]
@@ -440,4 +483,8 @@ fn postgres_store_conformance() {
             pg.psql(&format!("DROP TABLE {ahead_dropped}"));
         },
     );
+    let evidence = format!("{run}_evidence");
+    evidence_alone_is_waited_out(Arc::new(store(&evidence, 3)), || {
+        pg.psql(&format!("DELETE FROM {evidence}"));
+    });
 }

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::choose::{Limits, ahead_ms, choose};
+use super::choose::{Limits, choose};
+use super::handover::{self, Step};
 use super::holding::Holding;
 use super::keeper::{Held, Keeper};
-use super::status::{
-    LeaseStatus, deadline_tick, duration_ms, first_tick_from, last_tick_before, unrecorded_wait,
-};
+use super::status::{LeaseStatus, deadline_tick, duration_ms, first_tick_from, last_tick_before};
 use super::store::{NodeRequest, NodeStore};
 use super::{DEFAULT_RESERVATION_WINDOW, Leased};
 
@@ -270,12 +269,11 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             .future_tolerance
             .map_or(window_ms.saturating_add(max_lead_ms), duration_ms);
         let check = store.check_interval();
-        let unrecorded_wait = unrecorded_wait(check);
         let status = Arc::new(LeaseStatus::new(store.describe(), check));
         let limits = Limits {
             max_lead_ms,
             tolerance_ms,
-            unrecorded_wait_ms: duration_ms(unrecorded_wait),
+            unrecorded_wait_ms: handover::unrecorded_wait_ms(duration_ms(check)),
             trust: settings.trust_future,
         };
         let chosen = choose(
@@ -308,80 +306,89 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         status
             .claim_wait_ms
             .fetch_add(chosen.waited_ms, Ordering::Relaxed);
-        // A reservation ahead of the clock: trusted (the clock moves to it), or waited out
-        // until it is at most `max_lead` ahead, so the first IDs carry honest time.
-        let ahead = ahead_ms(&claim, self.clock_ref().precise_now_ms());
-        if ahead > tolerance_ms {
-            let until = claim.reserved_until_ms().unwrap_or(0);
-            if !self.clock_ref().advance_to_ms(until) {
-                let _ = store.release(claim, until);
-                return Err(Error::InvalidConfig {
-                    setting: "trust_future_reservation",
-                    value: "true".into(),
-                    allowed: "only with a clock that can be moved forward (LockedClock, \
-                              CoarseClock, ManualClock)"
-                        .into(),
-                });
-            }
-        } else if ahead > max_lead_ms {
-            let wait = ahead - max_lead_ms;
-            #[cfg(feature = "tracing")]
-            tracing::info!(
-                node,
-                wait_ms = wait,
-                "monoflake: waiting for the node's reservation, ahead of the clock"
-            );
-            // In steps of the store's check interval, renewing the claim at each, so a claim
-            // that expires (an etcd lease) outlives the wait.
-            let step = duration_ms(store.check_interval()).max(1);
-            let mut left = wait;
-            while left > 0 {
-                let nap = left.min(step);
-                std::thread::sleep(Duration::from_millis(nap));
-                left -= nap;
-                if let Err(e) = store.renew(&claim) {
-                    let previous = claim.reserved_until_ms().unwrap_or(0);
-                    let _ = store.release(claim, previous);
-                    return Err(e);
-                }
-            }
-            status.claim_wait_ms.fetch_add(wait, Ordering::Relaxed);
-        }
+        // The protocol's decision (`handover.rs`; docs/design.md, "The hand-over"): start,
+        // wait for a reservation ahead of the clock, jump the clock to a trusted one, or —
+        // for a node with no record — wait and read the record again.
+        //
         // A node with no record at all may have had one that was deleted under a live holder
         // (the state directory removed, the store's keys cleared). That holder stops issuing
         // within `confirm_bound` of its last successful check, which came before the deletion,
-        // and never issued a time beyond its clock plus its lead: wait that out, with a margin
-        // for the two clocks to disagree (`unrecorded_wait`; the inequality is in
-        // docs/design.md), and start past it, so the first IDs are at most `max_lead` ahead of
-        // the clock. Meanwhile that holder, finding its records gone, writes back the time it
-        // used (`NodeStore::restore`): read the node's record again before issuing, so a
-        // holder whose clock ran ahead of this one (a wall clock stepped back under it) is not
-        // overlapped either.
+        // and never issued a time beyond its clock plus its lead: the wait covers that, with a
+        // margin for the two clocks to disagree. Meanwhile that holder, finding its records
+        // gone, writes back the time it used (`NodeStore::restore`): the re-read after the
+        // wait finds it, so a holder whose clock ran ahead of this one (a wall clock stepped
+        // back under it) is not overlapped either.
         let claimed_ms = self.clock_ref().precise_now_ms();
-        let mut reserved = claim.reserved_until_ms();
-        if reserved.is_none() {
-            std::thread::sleep(unrecorded_wait);
-            status
-                .claim_wait_ms
-                .fetch_add(duration_ms(unrecorded_wait), Ordering::Relaxed);
-            match store.reservation(&claim) {
-                Ok(again) => reserved = again,
-                Err(e) => {
+        let mut step = handover::after_claim(
+            claim.reserved_until_ms(),
+            claim.recorded(),
+            claimed_ms,
+            &limits,
+        );
+        let floor_ms = loop {
+            match step {
+                Step::Start { floor_ms } => break floor_ms,
+                Step::Jump { to_ms } => {
+                    if !self.clock_ref().advance_to_ms(to_ms) {
+                        let _ = store.abandon(claim);
+                        return Err(Error::InvalidConfig {
+                            setting: "trust_future_reservation",
+                            value: "true".into(),
+                            allowed: "only with a clock that can be moved forward (LockedClock, \
+                                      CoarseClock, ManualClock)"
+                                .into(),
+                        });
+                    }
+                    break to_ms;
+                }
+                Step::Refuse { ahead_ms } => {
+                    let reserved_until_ms = claim.reserved_until_ms().unwrap_or(0);
                     let _ = store.abandon(claim);
-                    return Err(e);
+                    return Err(Error::ReservationAhead {
+                        node,
+                        reserved_until_ms,
+                        ahead: Duration::from_millis(ahead_ms),
+                        tolerance: Duration::from_millis(tolerance_ms),
+                    });
+                }
+                Step::WaitThenStart { ms, floor_ms } => {
+                    #[cfg(feature = "tracing")]
+                    tracing::info!(
+                        node,
+                        wait_ms = ms,
+                        "monoflake: waiting for the node's reservation, ahead of the clock"
+                    );
+                    // In steps of the store's check interval, renewing the claim at each, so a
+                    // claim that expires (an etcd lease) outlives the wait.
+                    let nap_ms = duration_ms(store.check_interval()).max(1);
+                    let mut left = ms;
+                    while left > 0 {
+                        let nap = left.min(nap_ms);
+                        std::thread::sleep(Duration::from_millis(nap));
+                        left -= nap;
+                        if let Err(e) = store.renew(&claim) {
+                            let _ = store.abandon(claim);
+                            return Err(e);
+                        }
+                    }
+                    status.claim_wait_ms.fetch_add(ms, Ordering::Relaxed);
+                    step = Step::Start { floor_ms };
+                }
+                Step::WaitThenReread { ms } => {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    status.claim_wait_ms.fetch_add(ms, Ordering::Relaxed);
+                    match store.reservation(&claim) {
+                        Ok(again) => step = handover::after_wait(again, claimed_ms, &limits),
+                        Err(e) => {
+                            let _ = store.abandon(claim);
+                            return Err(e);
+                        }
+                    }
                 }
             }
-        }
-        let now_ms = self.clock_ref().precise_now_ms();
-        let floor_tick = match reserved {
-            Some(u) => first_tick_from(&layout, u),
-            None => first_tick_from(
-                &layout,
-                claimed_ms
-                    .saturating_add(duration_ms(unrecorded_wait))
-                    .saturating_add(duration_ms(self.max_lead_ref())),
-            ),
         };
+        let now_ms = self.clock_ref().precise_now_ms();
+        let floor_tick = first_tick_from(&layout, floor_ms);
         let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
         // A clock past the layout's end (or a trusted reservation there): nothing can be
         // issued, so nothing is written; the node's record stays as it was.

@@ -8,6 +8,7 @@
 use std::hash::{BuildHasher, RandomState};
 use std::time::{Duration, Instant};
 
+use super::handover::{self, Cost};
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -31,41 +32,13 @@ const SETTLED_SLACK_MS: u64 = 10;
 /// The longest single wait between two searches.
 const RACE_WAIT_CAP: Duration = Duration::from_millis(250);
 
-/// What a build may wait for and accept, in Unix ms: the inputs of [`cost`].
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Limits {
-    /// The generator's `max_lead`: a reservation this far ahead is issued past at once.
-    pub(crate) max_lead_ms: u64,
-    /// The furthest ahead a reservation may be and be waited out (not trusted).
-    pub(crate) tolerance_ms: u64,
-    /// What a node with no record costs ([`unrecorded_wait`](super::status::unrecorded_wait)).
-    pub(crate) unrecorded_wait_ms: u64,
-    /// Whether a reservation beyond the tolerance is trusted (the clock moves to it).
-    pub(crate) trust: bool,
-}
+/// What a build may wait for and accept: the protocol's (see [`handover::Limits`]).
+pub(crate) use super::handover::Limits;
 
-/// What taking a free node costs the build. Ordered: any wait before a trusted jump of the
-/// clock (which stamps IDs with a time ahead of the real one), shorter waits first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Cost {
-    /// The build waits this many ms (0: none).
-    Wait(u64),
-    /// The reservation is beyond the tolerance and trusted: no wait, the clock jumps this
-    /// many ms ahead.
-    Jump(u64),
-}
-
-/// What taking `claim` costs at `now_ms`, or `None` when it may not be taken (a reservation
-/// beyond the tolerance, not trusted).
+/// What taking `claim` costs at `now_ms`, or `None` when it may not be taken: the protocol's
+/// [`handover::cost`].
 fn cost(claim: &Claim, now_ms: u64, limits: &Limits) -> Option<Cost> {
-    if claim.reserved_until_ms().is_none() {
-        return Some(Cost::Wait(limits.unrecorded_wait_ms));
-    }
-    let ahead = ahead_ms(claim, now_ms);
-    if ahead > limits.tolerance_ms {
-        return limits.trust.then_some(Cost::Jump(ahead));
-    }
-    Some(Cost::Wait(ahead.saturating_sub(limits.max_lead_ms)))
+    handover::cost(claim.reserved_until_ms(), claim.recorded(), now_ms, limits)
 }
 
 /// The node chosen, how many were passed over as too far ahead or unusable, and how long the
@@ -83,9 +56,7 @@ pub(crate) struct Chosen {
 
 /// How far the claim's reservation is ahead of `now_ms`, in ms (0 for none, or one passed).
 pub(crate) fn ahead_ms(claim: &Claim, now_ms: u64) -> u64 {
-    claim
-        .reserved_until_ms()
-        .map_or(0, |until| until.saturating_sub(now_ms))
+    handover::ahead_ms(claim.reserved_until_ms(), now_ms)
 }
 
 /// Claims a node for `request`: see the module comment. `now_ms` reads the clock (Unix ms).
@@ -107,7 +78,7 @@ pub(crate) fn choose(
         let now_ms = now_ms();
         if cost(&claim, now_ms, limits).is_none() {
             let error = ahead_error(&claim, now_ms, limits.tolerance_ms);
-            give_back(store, claim);
+            give_back(store, claim, now_ms, limits);
             return Err(error);
         }
         return Ok(Chosen {
@@ -183,7 +154,7 @@ fn search_any(
         match store.claim(layout, NodeRequest::Any) {
             Ok(claim) => {
                 unusable = unusable.max(claim.unusable());
-                let unrecorded = claim.reserved_until_ms().is_none();
+                let unrecorded = claim.reserved_until_ms().is_none() || !claim.recorded();
                 let settled = layout.tick_ms().saturating_add(SETTLED_SLACK_MS);
                 if !unrecorded
                     && matches!(cost(&claim, now, limits), Some(Cost::Wait(w)) if w <= settled)
@@ -235,7 +206,7 @@ fn search_any(
     };
     if !passed.is_empty() {
         for claim in passed {
-            give_back(store, claim);
+            give_back(store, claim, now, limits);
         }
     }
     chosen.map(|claim| Chosen {
@@ -257,15 +228,18 @@ fn ahead_error(claim: &Claim, now_ms: u64, tolerance_ms: u64) -> Error {
     }
 }
 
-/// Gives a node back unused, writing nothing ([`NodeStore::abandon`]): a node with a record
-/// keeps it, a node with none keeps having none, so whoever takes it next waits the
-/// unrecorded wait and reads its record again before issuing, as this claimant would have.
-/// (Writing the floor this claimant would have started at, as a give-back once did, let the
-/// next claimant find a record, skip both, and start below a holder whose records had been
-/// deleted under it while its clock ran ahead: millions of duplicates.)
-fn give_back(store: &dyn NodeStore, claim: Claim) {
+/// Gives a node back unused: what [`handover::give_back`] says to write — nothing, so a
+/// node with a record keeps it and a node with none keeps having none, and whoever takes it
+/// next waits the unrecorded wait and reads its record again before issuing, as this claimant
+/// would have ([`NodeStore::abandon`]).
+fn give_back(store: &dyn NodeStore, claim: Claim, now_ms: u64, limits: &Limits) {
+    let read = claim.reserved_until_ms();
+    let floor = handover::start_floor_ms(read, now_ms, limits);
     // Best effort: the claim is given up either way.
-    let _ = store.abandon(claim);
+    let _ = match handover::give_back(read, floor) {
+        None => store.abandon(claim),
+        Some(until) => store.release(claim, until),
+    };
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use etcd_client::{
 };
 
 use super::etcd_options::EtcdOptions;
+use super::handover;
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -218,7 +219,7 @@ impl EtcdStore {
                     path: kv.key_str().unwrap_or("?").into(),
                     reason: format!("it holds {text:?}, not a reservation (Unix ms)"),
                 })?;
-            largest = largest.max(Some(until));
+            largest = handover::reservation_of([largest, Some(until)]);
         }
         Ok(largest)
     }
@@ -250,6 +251,15 @@ impl EtcdStore {
         // The transaction's revision is the node key's create revision.
         let create_revision = response.header().map_or(0, |h| h.revision());
         let gets = response.op_responses();
+        // The reservation key's answer is the first get: the node's own record, apart from
+        // the restored ones beside it.
+        let recorded = gets
+            .iter()
+            .find_map(|op| match op {
+                TxnOpResponse::Get(get) => Some(!get.kvs().is_empty()),
+                _ => None,
+            })
+            .unwrap_or(false);
         let reserved = match Self::largest(gets.iter().filter_map(|op| match op {
             TxnOpResponse::Get(get) => Some(get),
             _ => None,
@@ -267,7 +277,7 @@ impl EtcdStore {
                 return Ok(Found::Unusable(damaged));
             }
         };
-        Ok(Found::Claimed(Claim::new(
+        let claim = Claim::new(
             node,
             reserved,
             EtcdClaim {
@@ -278,7 +288,12 @@ impl EtcdStore {
                 restored_prefix,
                 keep_alive: Mutex::new(None),
             },
-        )))
+        );
+        Ok(Found::Claimed(if recorded {
+            claim
+        } else {
+            claim.evidence_only()
+        }))
     }
 
     fn token<'a>(&self, claim: &'a Claim) -> Result<&'a EtcdClaim, Error> {

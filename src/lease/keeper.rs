@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::handover;
 use super::status::{LeaseStatus, Wakeup, deadline_tick, duration_ms, last_tick_before};
 use super::store::{Claim, NodeStore};
 use crate::clock::TimeSource;
@@ -166,9 +167,9 @@ impl<G: Held> Keeper<G> {
         let lost = self.status.lost_at(start_mono);
         if error.is_none() && !lost {
             let issued_end = layout.unix_ms_of_tick(g.last_tick().saturating_add(1));
-            let base = start_ms.max(issued_end);
-            if self.reserved_until_ms < base.saturating_add(self.window_ms / 2) {
-                let want = base.saturating_add(self.window_ms);
+            if let Some(want) =
+                handover::extension(self.reserved_until_ms, start_ms, issued_end, self.window_ms)
+            {
                 match self.store.extend(claim, want) {
                     Ok(()) => {
                         LeaseStatus::count(&self.status.reservation_writes);
@@ -214,7 +215,7 @@ impl<G: Held> Keeper<G> {
             let last_tick = g.seal();
             self.sealed = Some(last_tick);
             let used = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
-            let until = used.max(claim.reserved_until_ms().unwrap_or(0));
+            let until = handover::final_reservation(used, claim.reserved_until_ms());
             if let Err(e) = self.store.restore(claim, until) {
                 // Never silent: the reason every refusal carries says it, and the keeper
                 // tries again each round while the process lives.
@@ -254,9 +255,35 @@ impl<G: Held> Keeper<G> {
         }
         self.status.released.store(true, Ordering::Relaxed);
         let last_tick = self.sealed.unwrap_or_else(|| g.seal());
-        let until = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
+        let used = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
         // Never below what was read at the claim: a node that issued nothing keeps the old one.
-        let until = until.max(claim.reserved_until_ms().unwrap_or(0));
-        self.store.release(claim, until)
+        let until = handover::final_reservation(used, claim.reserved_until_ms());
+        // A release whose write finds the claim gone (its records deleted since the last
+        // round) writes back what was used, as a round that found the claim lost does: a
+        // successor that found no record reads it after its wait. So the final reservation is
+        // written under the claim first, and the claim given up after.
+        match self.store.extend(&claim, until) {
+            Err(Error::LeaseLost { node, reason }) => match self.store.restore(&claim, until) {
+                Ok(()) => {
+                    let _ = self.store.abandon(claim);
+                    Err(Error::LeaseLost { node, reason })
+                }
+                Err(e) => {
+                    // As above: the claim (the file store's host-wide claim) stays until the
+                    // process exits, so a successor on this host is refused.
+                    std::mem::forget(claim);
+                    Err(Error::LeaseLost {
+                        node,
+                        reason: format!(
+                            "{reason}; what it issued (up to {until} Unix ms) could not be \
+                             written back to {}: {e}; the node stays held on this host until \
+                             this process exits",
+                            self.status.store
+                        ),
+                    })
+                }
+            },
+            _ => self.store.release(claim, until),
+        }
     }
 }

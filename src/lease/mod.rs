@@ -8,6 +8,8 @@
 //! * `holding.rs`: what a leased generator owns besides its generator (the keeper), and how
 //!   it lets go.
 //! * `status.rs`: what the keeper knows, for refusals and statistics; store time ↔ ticks.
+//! * `handover.rs`: the hand-over protocol's decisions, pure (public as
+//!   [`monoflake::handover`](crate::handover), for the model checker).
 //! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres.rs`
 //!   implement it (`etcd_options.rs`, `postgres_options.rs`: how they connect).
 
@@ -19,6 +21,7 @@ mod etcd;
 mod etcd_options;
 #[cfg(unix)]
 mod file;
+pub mod handover;
 mod holding;
 mod keeper;
 #[cfg(feature = "postgres")]

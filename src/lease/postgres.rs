@@ -554,7 +554,7 @@ impl PgStore {
         reserved: Option<i64>,
     ) -> Claim {
         let read = reserved.and_then(|r| u64::try_from(r).ok());
-        Claim::new(
+        let claim = Claim::new(
             u64::try_from(node).unwrap_or(0),
             read,
             PgClaim {
@@ -564,12 +564,27 @@ impl PgStore {
                 fence,
                 acknowledged: AtomicI64::new(-1),
             },
-        )
+        );
+        // A row some claim held before has a fencing counter of at least 1, so this claim's
+        // is at least 2. A row a lost holder's write-back made again after it was deleted
+        // starts at 0: its reservation is evidence only (`Claim::evidence_only`), and this
+        // claimant waits and reads again as for a node with no record.
+        if fence >= 2 {
+            claim
+        } else {
+            claim.evidence_only()
+        }
     }
 
     /// Ends the claim, writing `until` as the reservation (`None`: the reservation stays).
+    ///
+    /// A claim that gives back, unused, a row whose reservation was evidence only (made again
+    /// by a lost holder's write-back: fencing counter 0 before the claim) puts the counter
+    /// back, so the next claimant sees evidence only as well and waits as this one would
+    /// have (`Claim::evidence_only`). The claimant tokens, random, keep the claims apart.
     fn release_with(&self, claim: Claim, until: Option<i64>) -> Result<(), Error> {
-        self.guarded(&claim, "release", |s| &s.release, &[&until])
+        let back: i64 = i64::from(until.is_none() && !claim.recorded());
+        self.guarded(&claim, "release", |s| &s.release, &[&until, &back])
             .map(drop)
     }
 
@@ -895,6 +910,7 @@ impl Sql {
         );
         let release = format!(
             "UPDATE {t} SET reserved_until_ms = coalesce($5::int8, reserved_until_ms),
+                fence = fence - $6::int8,
                 claimant = NULL, holder = NULL, lease_expires_at = NULL,
                 updated_at = clock_timestamp()
             WHERE {guard}

@@ -296,26 +296,12 @@ impl Refusal for LeaseStatus {
 }
 
 /// How long a holder may go on issuing after the start of a check that found its claim
-/// standing: twice the store's check interval (the keeper checks once per interval, so a
-/// keeper late by up to one interval does not stop issuing).
-///
-/// The successor of a node that has **no record** (deleted under its holder) relies on it:
-/// see [`unrecorded_wait`] and the inequality in docs/design.md.
+/// standing: the protocol's [`confirm_bound_ms`](super::handover::confirm_bound_ms) — twice
+/// the store's check interval (the keeper checks once per interval, so a keeper late by up to
+/// one interval does not stop issuing) — kept to the microsecond here. The successor of a
+/// node with **no record** relies on it ([`unrecorded_wait_ms`](super::handover::unrecorded_wait_ms)).
 pub(crate) fn confirm_bound(check: Duration) -> Duration {
     check.saturating_mul(2)
-}
-
-/// How long a claimant that finds no record of its node waits before it issues, and how far
-/// past its clock it starts (plus `max_lead`): the holder's [`confirm_bound`], plus half a
-/// check interval for the two hosts' clocks to disagree by.
-///
-/// The holder whose record was deleted at real time `D` last confirmed its claim at `c < D`,
-/// so it issues at no clock reading at or past `c + bound`, and no ID time past
-/// `c + bound + max_lead` (its own clock). The claimant, claiming at `T >= D` and starting at
-/// `T + wait + max_lead` (its clock) after waiting `wait`, is above every one of them while
-/// the clocks differ by less than `wait - bound`.
-pub(crate) fn unrecorded_wait(check: Duration) -> Duration {
-    confirm_bound(check).saturating_add(check / 2)
 }
 
 /// A duration in whole milliseconds, saturating at `u64::MAX`.

@@ -45,6 +45,7 @@ pub enum NodeRequest {
 pub struct Claim {
     node: u64,
     reserved_until_ms: Option<u64>,
+    recorded: bool,
     unusable: u64,
     token: Box<dyn Any + Send + Sync>,
 }
@@ -54,6 +55,7 @@ impl fmt::Debug for Claim {
         f.debug_struct("Claim")
             .field("node", &self.node)
             .field("reserved_until_ms", &self.reserved_until_ms)
+            .field("recorded", &self.recorded)
             .field("unusable", &self.unusable)
             .finish_non_exhaustive()
     }
@@ -71,6 +73,7 @@ impl Claim {
         Claim {
             node,
             reserved_until_ms,
+            recorded: reserved_until_ms.is_some(),
             unusable: 0,
             token: Box::new(token),
         }
@@ -87,6 +90,35 @@ impl Claim {
     pub fn with_unusable(mut self, unusable: u64) -> Self {
         self.unusable = unusable;
         self
+    }
+
+    /// The claim, noting that its reservation comes only from evidence beside the node's
+    /// records — a lost holder's write-back, the file store's host anchor — and that the
+    /// node's own reservation record was not there (deleted, or never written). Its claimant
+    /// then waits and reads again as for a node with no record
+    /// ([`handover::after_claim`](crate::handover::after_claim)): the records may have been
+    /// deleted under a holder that is still issuing, of which that evidence says nothing.
+    ///
+    /// ```
+    /// let claim = monoflake::Claim::new(3, Some(1_000), ()).evidence_only();
+    /// assert_eq!((claim.reserved_until_ms(), claim.recorded()), (Some(1_000), false));
+    /// ```
+    #[must_use]
+    pub fn evidence_only(mut self) -> Self {
+        self.recorded = false;
+        self
+    }
+
+    /// Whether the node's own reservation record was there at the claim (see
+    /// [`Claim::evidence_only`]); `true` whenever a reservation was read, unless the store
+    /// said otherwise.
+    ///
+    /// ```
+    /// assert!(monoflake::Claim::new(3, Some(5), ()).recorded());
+    /// assert!(!monoflake::Claim::new(3, None, ()).recorded());
+    /// ```
+    pub const fn recorded(&self) -> bool {
+        self.recorded
     }
 
     /// How many nodes a claim of any node skipped because their records could not be used

@@ -23,6 +23,7 @@ use self::record::Parsed;
 use self::trust::{
     Meta, TrustedDir, absolute, fstat, lstat_at, open_state_dir, open_subdir, stat_path,
 };
+use super::handover;
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -603,15 +604,26 @@ impl FileStore {
         };
         // The node's record here, or what the host's anchor says it used from another
         // directory, whichever is later.
-        let reserved = read_node(layout_dir, layout_path, node, trust, legacy)?
-            .max(layout.and_then(|l| self.anchors.largest(l, node)));
+        let (own, restored) = read_node(layout_dir, layout_path, node, trust, legacy)?;
+        let reserved = handover::reservation_of([
+            own,
+            restored,
+            layout.and_then(|l| self.anchors.largest(l, node)),
+        ]);
         record::remove_leftovers(layout_dir, node);
         // Close-on-exec, as every descriptor the store opens: a child a thread of this
         // process spawns must not keep the directory open.
         let layout_dir =
             rustix::io::fcntl_dupfd_cloexec(layout_dir, 0).map_err(|e| io("duplicate", e))?;
         let layout_meta = fstat(&layout_dir).map_err(|e| io("stat", e))?;
-        Ok(Attempt::Claimed(Claim::new(
+        let claim = |claim: Claim| {
+            if own.is_some() {
+                claim
+            } else {
+                claim.evidence_only()
+            }
+        };
+        Ok(Attempt::Claimed(claim(Claim::new(
             node,
             reserved,
             FileClaim {
@@ -627,7 +639,7 @@ impl FileStore {
                 layout: layout.cloned(),
                 host: std::sync::Mutex::new(host),
             },
-        )))
+        ))))
     }
 }
 
@@ -658,8 +670,8 @@ impl FileClaim {
     }
 }
 
-/// Node `node`'s reservation in its layout's directory: the larger of its reservation file
-/// and any restored record (written by a holder whose records were deleted under it).
+/// Node `node`'s reservation in its layout's directory: its reservation file, and the largest
+/// restored record (written by a holder whose records were deleted under it), apart.
 /// `legacy` accepts a version-1 reservation (for [`FileStore::migrate_v1`]).
 fn read_node(
     layout_dir: &OwnedFd,
@@ -667,7 +679,7 @@ fn read_node(
     node: u64,
     trust: &trust::Trust,
     legacy: bool,
-) -> Result<Option<u64>, Error> {
+) -> Result<(Option<u64>, Option<u64>), Error> {
     let reservation = record::name(node);
     let reserved = match record::read(layout_dir, &reservation, trust) {
         Ok(None) => None,
@@ -682,7 +694,7 @@ fn read_node(
     };
     let restored = record::read_restored(layout_dir, node, trust)
         .map_err(|(name, e)| e.into_error(&layout_path.join(name)))?;
-    Ok(reserved.max(restored))
+    Ok((reserved, restored))
 }
 
 /// Whether an error about the host-wide directory says that this user may not use it (it
@@ -830,7 +842,7 @@ impl NodeStore for FileStore {
             .layout
             .as_ref()
             .and_then(|l| self.anchors.largest(l, claim.node()));
-        Ok(here.max(anchor))
+        Ok(handover::reservation_of([here.0, here.1, anchor]))
     }
 
     /// Writes a restored record for the claim's node into the state directory now at the

@@ -33,6 +33,7 @@ use rustix::io::Errno;
 
 use super::trust::{Trust, fstat};
 use crate::Error;
+use crate::lease::handover;
 
 /// The first line of a reservation file written by this version.
 const HEADER: &str = "monoflake-reservation v2";
@@ -332,7 +333,7 @@ pub(super) fn read_restored(
             }
             Err(e) => return Err((name.to_owned(), e)),
         };
-        largest = largest.max(Some(until));
+        largest = handover::reservation_of([largest, Some(until)]);
     }
     Ok(largest)
 }

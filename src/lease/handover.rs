@@ -1,0 +1,320 @@
+//! The hand-over protocol's decisions, as pure functions: no I/O, no threads, no sleeping,
+//! time passed in (Unix ms of the caller's clock, unless said otherwise).
+//!
+//! A node passes from one holder to the next through its records in a
+//! [`NodeStore`](crate::NodeStore). Every leased generator — a [`Leased`](crate::Leased) or a
+//! leased [`PerThread`](crate::PerThread), on the file store, etcd or PostgreSQL — makes its
+//! decisions here and nowhere else; the stores only carry the reads and writes, and merge
+//! what they read with [`reservation_of`] and what a lost holder writes back with
+//! [`restored`]. The model checker (`handover-check` in this workspace) drives these very
+//! functions through every interleaving of a few holders and claimants, with records deleted
+//! or lost, clocks stepped both ways, pauses and crashes, and asserts that no tick is issued
+//! twice. docs/design.md, "The hand-over", is the protocol in words and the argument for
+//! uniqueness.
+//!
+//! The steps, in order:
+//!
+//! 1. **Claim** the node; the store reads its record in the same atomic step.
+//!    [`after_claim`] decides: take it, wait, jump the clock to a trusted reservation, or
+//!    refuse.
+//! 2. **Wait** what [`after_claim`] said. A node with no record waits [`unrecorded_wait_ms`]
+//!    — a holder whose records were deleted under it issues for at most
+//!    [`confirm_bound_ms`] after its last check — then **re-reads** the record, which such a
+//!    holder writes back once it finds its claim lost.
+//! 3. **Start** above [`start_floor_ms`], write the first reservation, confirm the claim.
+//! 4. **Hold**: each keeper round renews the claim and extends the reservation when
+//!    [`extension`] says so; the fence issues only ticks before the reservation and before
+//!    [`confirm_bound_ms`] after the last check that found the claim standing.
+//! 5. **Lose**: a holder that finds its claim gone seals its generator and writes back
+//!    [`final_reservation`] beside whatever is there (the store keeps the larger, [`restored`]).
+//! 6. **Release** with [`final_reservation`], or **give back** a node that issued nothing:
+//!    [`give_back`] writes nothing, so the next claimant of a node with no record still waits
+//!    and re-reads.
+//!
+//! ```
+//! use monoflake::handover::{Limits, Step, after_claim, after_wait};
+//! let limits = Limits { max_lead_ms: 5, tolerance_ms: 5_005, unrecorded_wait_ms: 250, trust: false };
+//! // A node with no record: wait, then read its record again.
+//! assert_eq!(after_claim(None, false, 1_000, &limits), Step::WaitThenReread { ms: 250 });
+//! // After the wait a holder's write-back turned up: start above it.
+//! assert_eq!(after_wait(Some(1_400), 1_000, &limits), Step::Start { floor_ms: 1_400 });
+//! ```
+
+/// What a build may wait for and accept, in ms.
+///
+/// ```
+/// let limits = monoflake::handover::Limits {
+///     max_lead_ms: 5,
+///     tolerance_ms: 5_005,
+///     unrecorded_wait_ms: 250,
+///     trust: false,
+/// };
+/// assert!(!limits.trust);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The generator's `max_lead`: a reservation this far ahead of the clock is issued past
+    /// at once.
+    pub max_lead_ms: u64,
+    /// The furthest ahead of the clock a reservation may be and be waited out.
+    pub tolerance_ms: u64,
+    /// What a node with no record waits: [`unrecorded_wait_ms`] of the store's check
+    /// interval.
+    pub unrecorded_wait_ms: u64,
+    /// Whether a reservation beyond the tolerance is trusted: the clock jumps to it.
+    pub trust: bool,
+}
+
+/// What taking a node costs a build. Ordered: any wait before a trusted jump of the clock
+/// (which stamps IDs with a time ahead of the real one), shorter waits first.
+///
+/// ```
+/// use monoflake::handover::Cost;
+/// assert!(Cost::Wait(10_000) < Cost::Jump(1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Cost {
+    /// The build waits this many ms (0: none).
+    Wait(u64),
+    /// The reservation is beyond the tolerance and trusted: no wait, the clock jumps this many
+    /// ms ahead.
+    Jump(u64),
+}
+
+/// What a claimant does next.
+///
+/// ```
+/// use monoflake::handover::{Limits, Step, after_claim};
+/// let limits = Limits { max_lead_ms: 5, tolerance_ms: 100, unrecorded_wait_ms: 250, trust: false };
+/// assert_eq!(after_claim(Some(1_000), true, 1_000, &limits), Step::Start { floor_ms: 1_000 });
+/// assert_eq!(after_claim(Some(1_050), true, 1_000, &limits), Step::WaitThenStart { ms: 45, floor_ms: 1_050 });
+/// assert_eq!(after_claim(Some(9_000), true, 1_000, &limits), Step::Refuse { ahead_ms: 8_000 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// Issue from the first tick starting at or after `floor_ms` (and not before the clock).
+    Start {
+        /// No tick starting before this Unix ms may be issued.
+        floor_ms: u64,
+    },
+    /// Wait `ms` (renewing the claim meanwhile), then start above `floor_ms`: the node's
+    /// reservation is more than `max_lead` ahead of the clock.
+    WaitThenStart {
+        /// How long, in ms.
+        ms: u64,
+        /// The reservation read.
+        floor_ms: u64,
+    },
+    /// The node has no record: wait `ms`, read the record again ([`after_wait`]).
+    WaitThenReread {
+        /// How long, in ms: [`Limits::unrecorded_wait_ms`].
+        ms: u64,
+    },
+    /// A trusted reservation beyond the tolerance: move the clock forward to `to_ms`, start
+    /// there.
+    Jump {
+        /// The reservation, in Unix ms.
+        to_ms: u64,
+    },
+    /// The reservation is further ahead than the tolerance and not trusted: give the node
+    /// back ([`give_back`]) and refuse ([`Error::ReservationAhead`](crate::Error::ReservationAhead)),
+    /// or, searching for any node, pass it over.
+    Refuse {
+        /// How far ahead of the clock, in ms.
+        ahead_ms: u64,
+    },
+}
+
+/// How far the reservation `read` is ahead of `now_ms` (0 for none, or one passed).
+///
+/// ```
+/// assert_eq!(monoflake::handover::ahead_ms(Some(1_500), 1_000), 500);
+/// assert_eq!(monoflake::handover::ahead_ms(None, 1_000), 0);
+/// ```
+pub fn ahead_ms(read: Option<u64>, now_ms: u64) -> u64 {
+    read.map_or(0, |until| until.saturating_sub(now_ms))
+}
+
+/// What taking a node whose records read `read` costs at `now_ms`, or `None` when it may not
+/// be taken (a reservation beyond the tolerance, not trusted). `recorded`: whether the node's
+/// own reservation record was there — not only evidence beside it (a lost holder's
+/// write-back, the file store's host anchor). A node without its own record costs the
+/// unrecorded wait whatever the evidence says: its records may have been deleted under a
+/// live holder, and a write-back from an earlier holder says nothing about that one.
+///
+/// ```
+/// use monoflake::handover::{Cost, Limits, cost};
+/// let limits = Limits { max_lead_ms: 5, tolerance_ms: 100, unrecorded_wait_ms: 250, trust: true };
+/// assert_eq!(cost(None, false, 1_000, &limits), Some(Cost::Wait(250)));
+/// assert_eq!(cost(Some(1_003), true, 1_000, &limits), Some(Cost::Wait(0)));
+/// assert_eq!(cost(Some(1_003), false, 1_000, &limits), Some(Cost::Wait(250)));
+/// assert_eq!(cost(Some(2_000), true, 1_000, &limits), Some(Cost::Jump(1_000)));
+/// ```
+pub fn cost(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limits) -> Option<Cost> {
+    if read.is_none() || !recorded {
+        return Some(Cost::Wait(limits.unrecorded_wait_ms));
+    }
+    let ahead = ahead_ms(read, now_ms);
+    if ahead > limits.tolerance_ms {
+        return limits.trust.then_some(Cost::Jump(ahead));
+    }
+    Some(Cost::Wait(ahead.saturating_sub(limits.max_lead_ms)))
+}
+
+/// What a claimant does with a node just claimed whose records read `read` (the store's
+/// [`reservation_of`] its records), at `now_ms`; `recorded` as for [`cost`]: without the
+/// node's own record it waits and re-reads, whatever evidence it found.
+///
+/// ```
+/// use monoflake::handover::{Limits, Step, after_claim};
+/// let limits = Limits { max_lead_ms: 5, tolerance_ms: 100, unrecorded_wait_ms: 250, trust: true };
+/// assert_eq!(after_claim(Some(2_000), true, 1_000, &limits), Step::Jump { to_ms: 2_000 });
+/// assert_eq!(after_claim(Some(990), false, 1_000, &limits), Step::WaitThenReread { ms: 250 });
+/// ```
+pub fn after_claim(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limits) -> Step {
+    let Some(until) = read.filter(|_| recorded) else {
+        return Step::WaitThenReread {
+            ms: limits.unrecorded_wait_ms,
+        };
+    };
+    match cost(read, recorded, now_ms, limits) {
+        None => Step::Refuse {
+            ahead_ms: ahead_ms(read, now_ms),
+        },
+        Some(Cost::Jump(_)) => Step::Jump { to_ms: until },
+        Some(Cost::Wait(0)) => Step::Start { floor_ms: until },
+        Some(Cost::Wait(ms)) => Step::WaitThenStart {
+            ms,
+            floor_ms: until,
+        },
+    }
+}
+
+/// Where a claimant that found no record of the node's own starts once it has waited: above
+/// what the records read now (`reread`: a lost holder's write-back, the host's anchor), and
+/// above what a holder whose records were deleted could have issued — its clock plus its
+/// lead, up to [`confirm_bound_ms`] after a check that came before the claim: the claim's
+/// time `claimed_ms` plus the wait, plus `max_lead`. Both: evidence from one earlier holder
+/// says nothing of another that may still be issuing.
+///
+/// ```
+/// use monoflake::handover::{Limits, Step, after_wait};
+/// let limits = Limits { max_lead_ms: 5, tolerance_ms: 100, unrecorded_wait_ms: 250, trust: false };
+/// assert_eq!(after_wait(None, 1_000, &limits), Step::Start { floor_ms: 1_255 });
+/// assert_eq!(after_wait(Some(9), 1_000, &limits), Step::Start { floor_ms: 1_255 });
+/// assert_eq!(after_wait(Some(1_400), 1_000, &limits), Step::Start { floor_ms: 1_400 });
+/// ```
+pub fn after_wait(reread: Option<u64>, claimed_ms: u64, limits: &Limits) -> Step {
+    Step::Start {
+        floor_ms: start_floor_ms(reread, claimed_ms, limits),
+    }
+}
+
+/// The floor of [`after_wait`], in Unix ms.
+///
+/// ```
+/// use monoflake::handover::{Limits, start_floor_ms};
+/// let limits = Limits { max_lead_ms: 5, tolerance_ms: 100, unrecorded_wait_ms: 250, trust: false };
+/// assert_eq!(start_floor_ms(Some(9), 1_000, &limits), 1_255);
+/// ```
+pub fn start_floor_ms(reread: Option<u64>, claimed_ms: u64, limits: &Limits) -> u64 {
+    let unrecorded = claimed_ms
+        .saturating_add(limits.unrecorded_wait_ms)
+        .saturating_add(limits.max_lead_ms);
+    reread.map_or(unrecorded, |until| until.max(unrecorded))
+}
+
+/// What giving back a node that issued nothing writes to its record: nothing, whatever it
+/// read (`read`) and wherever it would have started (`floor_ms`). A node with a record keeps
+/// it; a node with none keeps having none, so its next claimant waits and re-reads as this one
+/// would have. (A give-back that wrote a record for a node that had none let the next claimant
+/// skip both and start below a holder whose records had been deleted under it while its clock
+/// ran ahead: millions of duplicates. The model checker's broken variant,
+/// `--cfg monoflake_broken_give_back`, does exactly that.)
+///
+/// ```
+/// assert_eq!(monoflake::handover::give_back(None, 1_355), None);
+/// assert_eq!(monoflake::handover::give_back(Some(7), 1_355), None);
+/// ```
+pub fn give_back(read: Option<u64>, floor_ms: u64) -> Option<u64> {
+    #[cfg(monoflake_broken_give_back)]
+    if read.is_none() {
+        return Some(floor_ms);
+    }
+    let _ = (read, floor_ms);
+    None
+}
+
+/// A node's reservation as a store reads it: the largest of its reservation, any record a
+/// lost holder wrote back ([`restored`]) and any other evidence the store keeps (the file
+/// store's host anchors), or `None` when there is none.
+///
+/// ```
+/// assert_eq!(monoflake::handover::reservation_of([Some(5), None, Some(9)]), Some(9));
+/// assert_eq!(monoflake::handover::reservation_of([None, None]), None);
+/// ```
+pub fn reservation_of<const N: usize>(evidence: [Option<u64>; N]) -> Option<u64> {
+    evidence.into_iter().flatten().max()
+}
+
+/// What a lost holder's write-back leaves beside a record that reads `existing`: never
+/// lower, never replacing a higher one (a successor may have written since).
+///
+/// ```
+/// assert_eq!(monoflake::handover::restored(Some(10), 7), 10);
+/// assert_eq!(monoflake::handover::restored(None, 7), 7);
+/// ```
+pub fn restored(existing: Option<u64>, used_until_ms: u64) -> u64 {
+    existing.map_or(used_until_ms, |e| e.max(used_until_ms))
+}
+
+/// Whether a keeper round extends the reservation, and to what: when less than half a
+/// window is left above the later of the clock (`now_ms`) and the end of the last tick issued
+/// (`issued_end_ms`), a window above that.
+///
+/// ```
+/// use monoflake::handover::extension;
+/// assert_eq!(extension(1_400, 1_000, 1_001, 1_000), Some(2_001));
+/// assert_eq!(extension(1_600, 1_000, 1_001, 1_000), None);
+/// ```
+pub fn extension(
+    reserved_until_ms: u64,
+    now_ms: u64,
+    issued_end_ms: u64,
+    window_ms: u64,
+) -> Option<u64> {
+    let base = now_ms.max(issued_end_ms);
+    (reserved_until_ms < base.saturating_add(window_ms / 2)).then(|| base.saturating_add(window_ms))
+}
+
+/// What a holder writes when it lets go of a node — a release, or a write-back once its claim
+/// was lost: the end of the last tick issued (`used_end_ms`), never below what its claim read
+/// (`read`).
+///
+/// ```
+/// assert_eq!(monoflake::handover::final_reservation(1_000, Some(1_200)), 1_200);
+/// assert_eq!(monoflake::handover::final_reservation(1_000, None), 1_000);
+/// ```
+pub fn final_reservation(used_end_ms: u64, read: Option<u64>) -> u64 {
+    used_end_ms.max(read.unwrap_or(0))
+}
+
+/// How long after the start of a check that found the claim standing a holder may go on
+/// issuing: two check intervals.
+///
+/// ```
+/// assert_eq!(monoflake::handover::confirm_bound_ms(100), 200);
+/// ```
+pub const fn confirm_bound_ms(check_ms: u64) -> u64 {
+    check_ms.saturating_mul(2)
+}
+
+/// How long a claimant that found no record waits before it re-reads and issues: the confirm
+/// bound and half a check interval more (the margin for the two parties' clocks).
+///
+/// ```
+/// assert_eq!(monoflake::handover::unrecorded_wait_ms(100), 250);
+/// ```
+pub const fn unrecorded_wait_ms(check_ms: u64) -> u64 {
+    confirm_bound_ms(check_ms).saturating_add(check_ms / 2)
+}
