@@ -26,7 +26,20 @@ use crate::sync::Ordering;
 struct Hot {
     /// Its key; 0: none.
     key: Cell<u64>,
+    /// Set while a general step runs on `run`: a call for another generator made from inside
+    /// it (by a clock or a `tracing` subscriber, which are user code) must not swap `run` out
+    /// from under it, and works on its own numbers where they are parked instead.
+    busy: Cell<bool>,
     run: Run,
+}
+
+/// Clears [`Hot::busy`] when the step it marks ends, a panic included.
+struct Busy<'a>(&'a Cell<bool>);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
 }
 
 /// The slots the thread holds.
@@ -64,6 +77,7 @@ thread_local! {
     static HOT: Hot = const {
         Hot {
             key: Cell::new(0),
+            busy: Cell::new(false),
             run: Run::empty(),
         }
     };
@@ -95,12 +109,33 @@ impl Drop for Held {
 #[inline(always)]
 pub(super) fn common<C: TimeSource>(shared: &Shared<C>) -> Option<u64> {
     HOT.with(|hot| {
-        if hot.key.get() == shared.key {
-            hot.run.common(shared)
-        } else {
-            None
+        if hot.key.get() != shared.key {
+            return None;
         }
+        let now_ns = shared.base.clock.now_ns();
+        // The clock is user code: a call it made for another generator on this thread may have
+        // brought that generator's numbers in (issue 34, case 10). Then the general path
+        // brings these back.
+        if !reentry_checked(hot, shared) {
+            return None;
+        }
+        hot.run.common_at(shared, now_ns)
     })
+}
+
+/// Whether `hot` still holds `shared`'s numbers after the clock was read.
+#[cfg(not(monoflake_mutant_per_thread_reentry))]
+#[inline(always)]
+fn reentry_checked<C: TimeSource>(hot: &Hot, shared: &Shared<C>) -> bool {
+    hot.key.get() == shared.key
+}
+
+/// A deliberately broken build (the numbers trusted across the clock's read), compiled only
+/// for `scripts/mutants.sh`.
+#[cfg(monoflake_mutant_per_thread_reentry)]
+#[inline(always)]
+fn reentry_checked<C: TimeSource>(_: &Hot, _: &Shared<C>) -> bool {
+    true
 }
 
 /// Runs `f` on the calling thread's numbers for `shared`: brings them into use (taking a free
@@ -114,18 +149,36 @@ pub(super) fn with_run<C: TimeSource + 'static, R>(
     shared: &Arc<Shared<C>>,
     f: impl FnOnce(&Run) -> Result<R, Error>,
 ) -> Result<R, Error> {
+    let mut f = Some(f);
     let in_use = HOT.with(|hot| {
         if hot.key.get() == shared.key {
             return Ok(true);
+        }
+        if cfg!(not(monoflake_mutant_per_thread_reentry)) && hot.busy.get() {
+            // A general step for another generator is under way on this thread (this call
+            // comes from its clock): its numbers stay in `HOT`; this one works on its own.
+            return Ok(false);
         }
         HELD.try_with(|held| held.bring(hot, shared))
             .unwrap_or(Ok(false))
     })?;
     if in_use {
-        return HOT.with(|hot| f(&hot.run));
+        let f = f.take().expect("not called yet");
+        return HOT.with(|hot| {
+            let _busy = (!hot.busy.replace(true)).then_some(Busy(&hot.busy));
+            f(&hot.run)
+        });
     }
-    // The registry is gone (a call from another thread-local's destructor): a slot for this
-    // call.
+    // Its numbers parked in the registry, if they are and the registry is not busy.
+    let parked = HELD
+        .try_with(|held| held.with_parked(shared, &mut f))
+        .unwrap_or(None);
+    if let Some(result) = parked {
+        return result;
+    }
+    let f = f.take().expect("not called yet");
+    // The registry is gone (a call from another thread-local's destructor) or busy: a slot
+    // for this call.
     let (slot, state) = shared.claim().ok_or(no_free_slot(shared))?;
     let run = Run::empty();
     run.start(shared, slot, state);
@@ -151,6 +204,18 @@ fn no_free_slot<C: TimeSource>(shared: &Shared<C>) -> Error {
 }
 
 impl Held {
+    /// Runs `f` on the numbers for `shared` where they are parked here, if they are (and the
+    /// registry is not in use): `None` otherwise, with `f` left in place.
+    fn with_parked<C: TimeSource + 'static, R>(
+        &self,
+        shared: &Arc<Shared<C>>,
+        f: &mut Option<impl FnOnce(&Run) -> Result<R, Error>>,
+    ) -> Option<Result<R, Error>> {
+        let entries = self.slots.try_borrow().ok()?;
+        let entry = entries.iter().find(|e| e.key == shared.key)?;
+        Some(f.take()?(&entry.run))
+    }
+
     /// Brings the numbers for `shared` into `hot`: parks the ones there, drops those of
     /// generators that were dropped, and finds this generator's or takes a free slot for it.
     /// `false` when the registry is busy (a call from inside it cannot happen; a destructor

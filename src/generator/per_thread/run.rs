@@ -139,6 +139,12 @@ impl Run {
         // `TimeSource` calling back into the generator) has moved them by the time they are
         // read, and this call goes on after what it issued.
         let now_ns = shared.base.clock.now_ns();
+        self.common_at(shared, now_ns)
+    }
+
+    /// [`Run::common`] at the clock's reading `now_ns`, taken before these numbers are read.
+    #[inline(always)]
+    pub(super) fn common_at<C: TimeSource>(&self, shared: &Shared<C>, now_ns: u64) -> Option<u64> {
         let mut hot = self.hot();
         let fence = &shared.base.core.fence;
         let id = hot.advance(now_ns, fence, fence.fork_watch())?;
