@@ -73,6 +73,7 @@ impl<C: TimeSource + 'static> Table for Shared<C> {
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     static HOT: Hot = const {
         Hot {
@@ -88,15 +89,77 @@ thread_local! {
     };
 }
 
+/// Runs `f` on the thread's `HOT`.
+#[cfg(not(loom))]
+#[inline(always)]
+fn with_hot<R>(f: impl FnOnce(&Hot) -> R) -> R {
+    HOT.with(f)
+}
+
+/// Runs `f` on the thread's `HELD`, unless it is being (or has been) destroyed.
+#[cfg(not(loom))]
+fn try_with_held<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
+    HELD.try_with(f).ok()
+}
+
+#[cfg(not(loom))]
 impl Drop for Held {
     /// The thread is exiting: every slot goes back with its last state.
     fn drop(&mut self) {
-        let entries = std::mem::take(self.slots.get_mut());
         // HOT has no destructor: it is still there.
-        let hot_key = HOT.with(|hot| hot.key.replace(0));
+        with_hot(|hot| self.give_all_back(hot));
+    }
+}
+
+/// Under loom, whose thread-locals are all taken before any is dropped (so that `HOT` is
+/// gone when `HELD`'s destructor runs), both live in one thread-local, given back by its
+/// destructor: the models explore the same give-back.
+#[cfg(loom)]
+struct Registry {
+    hot: Hot,
+    held: Held,
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static REGISTRY: Registry = Registry {
+        hot: Hot {
+            key: Cell::new(0),
+            busy: Cell::new(false),
+            run: Run::empty(),
+        },
+        held: Held {
+            slots: RefCell::new(Vec::new()),
+        },
+    };
+}
+
+#[cfg(loom)]
+fn with_hot<R>(f: impl FnOnce(&Hot) -> R) -> R {
+    REGISTRY.with(|r| f(&r.hot))
+}
+
+#[cfg(loom)]
+fn try_with_held<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
+    REGISTRY.try_with(|r| f(&r.held)).ok()
+}
+
+#[cfg(loom)]
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.held.give_all_back(&self.hot);
+    }
+}
+
+impl Held {
+    /// The thread is exiting: every slot goes back with its last state (taken from `hot` for
+    /// the one in use).
+    fn give_all_back(&mut self, hot: &Hot) {
+        let entries = std::mem::take(self.slots.get_mut());
+        let hot_key = hot.key.replace(0);
         for entry in entries {
-            let (slot, state, counted) = if entry.key == hot_key {
-                HOT.with(|hot| hot.run.parts())
+            let (slot, state, counted) = if entry.key == hot_key && !stale_at_exit() {
+                hot.run.parts()
             } else {
                 entry.run.parts()
             };
@@ -105,10 +168,16 @@ impl Drop for Held {
     }
 }
 
+/// Whether a thread exiting gives back the numbers parked when it last switched generators
+/// rather than the ones in use: a deliberately broken build for `scripts/mutants.sh`.
+const fn stale_at_exit() -> bool {
+    cfg!(monoflake_mutant_exit_stale)
+}
+
 /// The common case on the calling thread's numbers for `shared`, if they are the ones in use.
 #[inline(always)]
 pub(super) fn common<C: TimeSource>(shared: &Shared<C>) -> Option<u64> {
-    HOT.with(|hot| {
+    with_hot(|hot| {
         if hot.key.get() != shared.key {
             return None;
         }
@@ -150,7 +219,7 @@ pub(super) fn with_run<C: TimeSource + 'static, R>(
     f: impl FnOnce(&Run) -> Result<R, Error>,
 ) -> Result<R, Error> {
     let mut f = Some(f);
-    let in_use = HOT.with(|hot| {
+    let in_use = with_hot(|hot| {
         if hot.key.get() == shared.key {
             return Ok(true);
         }
@@ -159,20 +228,17 @@ pub(super) fn with_run<C: TimeSource + 'static, R>(
             // comes from its clock): its numbers stay in `HOT`; this one works on its own.
             return Ok(false);
         }
-        HELD.try_with(|held| held.bring(hot, shared))
-            .unwrap_or(Ok(false))
+        try_with_held(|held| held.bring(hot, shared)).unwrap_or(Ok(false))
     })?;
     if in_use {
         let f = f.take().expect("not called yet");
-        return HOT.with(|hot| {
+        return with_hot(|hot| {
             let _busy = (!hot.busy.replace(true)).then_some(Busy(&hot.busy));
             f(&hot.run)
         });
     }
     // Its numbers parked in the registry, if they are and the registry is not busy.
-    let parked = HELD
-        .try_with(|held| held.with_parked(shared, &mut f))
-        .unwrap_or(None);
+    let parked = try_with_held(|held| held.with_parked(shared, &mut f)).flatten();
     if let Some(result) = parked {
         return result;
     }
@@ -190,7 +256,7 @@ pub(super) fn with_run<C: TimeSource + 'static, R>(
 
 /// Hands the count of the calling thread's numbers for `shared`, if in use, to its slot.
 pub(super) fn flush<C: TimeSource>(shared: &Shared<C>) {
-    HOT.with(|hot| {
+    with_hot(|hot| {
         if hot.key.get() == shared.key {
             hot.run.flush(shared);
         }
@@ -230,7 +296,12 @@ impl Held {
         };
         let parked = hot.key.replace(0);
         if let Some(e) = entries.iter().find(|e| parked != 0 && e.key == parked) {
+            // A deliberately broken build, for the loom model that must catch it, parks
+            // nothing: the numbers brought back later are the ones from before.
+            #[cfg(not(monoflake_broken_park))]
             e.run.copy_from(&hot.run);
+            #[cfg(monoflake_broken_park)]
+            let _ = e;
         }
         // Generators dropped since: their slots go back (nobody issues from them any more).
         entries.retain(|e| {

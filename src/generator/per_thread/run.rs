@@ -173,7 +173,8 @@ impl Run {
     pub(super) fn lend(&self) -> Hot {
         let hot = self.hot();
         // Where the tick has room (`end_id` is 0 otherwise, and the common case never applies).
-        if hot.end_id > hot.id {
+        // (A deliberately broken build, for the loom model that must catch it, does not.)
+        if hot.end_id > hot.id && cfg!(not(monoflake_broken_lend)) {
             self.id.set(hot.end_id);
         }
         hot
