@@ -320,7 +320,7 @@ impl Hot {
         let ok = (now_ns.wrapping_sub(self.from_ns) < self.width_ns)
             & (cur < self.end_id)
             & !fence.refuses_in(self.tick)
-            & !fork.forked();
+            & !fork.forked_on_common_path();
         if ok {
             self.id = cur + self.step;
             Some(self.id)
