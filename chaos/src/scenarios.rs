@@ -194,6 +194,7 @@ async fn delete_records(world: &World, store: &StoreArgs) -> Result<(), String> 
             .await
             .map(|_| ()),
         StoreArgs::DefaultFile => Err("the default directory is not the scenario's".into()),
+        StoreArgs::Pg(_) => Err("no scenario deletes PostgreSQL records".into()),
     }
 }
 

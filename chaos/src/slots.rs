@@ -47,11 +47,23 @@ pub enum StoreArgs {
     DefaultFile,
     /// The run's etcd cluster, under this prefix.
     Etcd(String),
+    /// The run's PostgreSQL server (the checker's), this table of node rows.
+    Pg(String),
 }
 
 impl StoreArgs {
     pub fn is_etcd(&self) -> bool {
         matches!(self, StoreArgs::Etcd(_))
+    }
+
+    /// The node space (and soak table) of the store: 0 the file store's, 1 etcd's,
+    /// 2 PostgreSQL's. Node IDs are coordinated only within one.
+    pub fn space(&self) -> usize {
+        match self {
+            StoreArgs::File(_) | StoreArgs::DefaultFile => 0,
+            StoreArgs::Etcd(_) => 1,
+            StoreArgs::Pg(_) => 2,
+        }
     }
 
     /// The flags `monoflake gen` and `serve` take, and `monoflake-chaos holder` too.
@@ -72,6 +84,15 @@ impl StoreArgs {
                 world.etcd.endpoints.clone(),
                 "--etcd-prefix".into(),
                 prefix.clone(),
+                "--lease-ttl".into(),
+                world.ttl.to_string(),
+            ]),
+            StoreArgs::Pg(table) => args.extend([
+                "postgres".into(),
+                "--pg-url".into(),
+                world.pg_url.clone(),
+                "--pg-table".into(),
+                table.clone(),
                 "--lease-ttl".into(),
                 world.ttl.to_string(),
             ]),
@@ -687,6 +708,12 @@ impl Client {
 }
 
 /// The kinds of generator a soak slot runs.
+/// The flavours a soak holder runs, one per instance in turn (`monoflake-chaos holder
+/// --flavour`).
+/// The soak's holders (slots 6, 7, 9) start on PerThread's three ways in; `plain` (which
+/// `gen` and `serve` run too) comes with restarts.
+pub const HOLDER_FLAVOURS: [&str; 4] = ["plain", "per-thread", "handle", "iter"];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Gen,
@@ -739,6 +766,10 @@ pub async fn supervise(
             break;
         }
         let layout = slot.layouts[rng.random_range(0..slot.layouts.len())].clone();
+        // A holder runs each flavour in turn: the shared generator and PerThread's three ways
+        // in (the implicit path, a handle, a handle's iterator).
+        let flavour = (slot.kind == Kind::Holder)
+            .then(|| HOLDER_FLAVOURS[(instance + slot.idx) % HOLDER_FLAVOURS.len()]);
         let spec = Spec {
             name: format!("{}-{instance}", slot.name),
             table,
@@ -747,7 +778,10 @@ pub async fn supervise(
             store: slot.store.clone(),
             layout,
             node: "auto".into(),
-            env: Vec::new(),
+            env: flavour
+                .map(|f| ("MONOFLAKE_CHAOS_FLAVOUR".to_owned(), f.to_owned()))
+                .into_iter()
+                .collect(),
         };
         let pace = Pace::Rate(world.rate);
         let started = match slot.kind {
@@ -764,9 +798,15 @@ pub async fn supervise(
             }
         };
         world.log.note(&format!(
-            "{} started: pid {}, layout {}",
-            spec.name, proc.pid, spec.layout
+            "{} started: pid {}, layout {}{}",
+            spec.name,
+            proc.pid,
+            spec.layout,
+            flavour.map_or(String::new(), |f| format!(", flavour {f}"))
         ));
+        if let Some(f) = flavour {
+            world.flavours.lock().expect("flavours").insert(f);
+        }
         *slot.live.lock().expect("slot") = Some(Live {
             pid: proc.pid,
             node: Arc::clone(&proc.node),
