@@ -593,6 +593,20 @@ fn verdict(
         );
     }
     let _ = writeln!(r, "{}", combinations(&soak.records));
+    let unchecked = world.checker.unchecked_counts();
+    let _ = writeln!(
+        r,
+        "issued but not checkable (counted): {}",
+        if unchecked.is_empty() {
+            "none".to_owned()
+        } else {
+            unchecked
+                .iter()
+                .map(|(what, n)| format!("{n} {what}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
     let flavours = world.flavours.lock().expect("flavours").clone();
     let _ = writeln!(
         r,
