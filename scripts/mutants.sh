@@ -60,6 +60,11 @@ for arg in "$@"; do
     esac
 done
 
+for w in ${wanted[@]+"${wanted[@]}"}; do
+    printf '%s\n' "${MUTANTS[@]}" | awk '{print $1}' | grep -qx -- "$w" ||
+        { echo "mutants.sh: no mutant named $w (--list shows them)" >&2; exit 2; }
+done
+
 if $list; then
     printf '%s\n' "${MUTANTS[@]}"
     exit 0
