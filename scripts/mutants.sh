@@ -6,12 +6,15 @@
 #   bash scripts/mutants.sh --cheap         those marked cheap (what .ci/run runs)
 #   bash scripts/mutants.sh NAME...         the ones named
 #   bash scripts/mutants.sh --list          the table
+#   --no-baseline                           skip running each check on the unmutated build first
 #
 # For each mutant it builds the check with RUSTFLAGS="--cfg <cfg>" in a target directory of its
 # own ($CARGO_TARGET_DIR/mutants/<name>, or target/mutants/<name>; about 0.9 GB for a test's,
 # 0.3 GB for a loom model's, kept so that a second run only rebuilds what changed), then runs
 # the check. A mutant is killed when the check builds and then fails; a check that does not
-# build is an error of the suite, never a kill. It prints one line per mutant and, last,
+# build is an error of the suite, never a kill; and first, each check must pass on the
+# unmutated build (in $CARGO_TARGET_DIR/mutants/baseline-<kind>), else the run stops: a check
+# that fails anyway kills nothing. It prints one line per mutant and, last,
 # `mutants: K killed of N`; it exits 1 if any mutant survived (or its check did not build).
 #
 # Adding a mutant: put the bug behind `#[cfg(monoflake_mutant_<name>)]` (or cfg!(...)) in the
@@ -49,11 +52,13 @@ mkdir -p "$base"
 
 cheap_only=false
 list=false
+baseline=true
 wanted=()
 for arg in "$@"; do
     case "$arg" in
     --cheap) cheap_only=true ;;
     --list) list=true ;;
+    --no-baseline) baseline=false ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "mutants.sh: unknown option $arg" >&2; usage >&2; exit 2 ;;
     *) wanted+=("$arg") ;;
@@ -110,16 +115,45 @@ check() {
     esac
 }
 
-killed=0
-total=0
-broken=0
+# The rows to run.
+selected=()
 for row in "${MUTANTS[@]}"; do
-    read -r name cfg cost kind args <<<"$row"
+    read -r name _ cost _ <<<"$row"
     if [ "${#wanted[@]}" -gt 0 ]; then
         [[ " ${wanted[*]} " == *" $name "* ]] || continue
     elif $cheap_only && [ "$cost" != cheap ]; then
         continue
     fi
+    selected+=("$row")
+done
+
+# Each check first passes on the unmutated build: a check that fails anyway would "kill"
+# every mutant it is asked about.
+if $baseline; then
+    checked=" "
+    for row in ${selected[@]+"${selected[@]}"}; do
+        read -r _ _ _ kind args <<<"$row"
+        key="$kind:${args// /_}"
+        [[ "$checked" == *" $key "* ]] && continue
+        checked+="$key "
+        # shellcheck disable=SC2086 # args: one word each
+        set -- $args
+        dir="$base/baseline-$kind"
+        log="$base/baseline-${key//[^A-Za-z0-9_.-]/_}.log"
+        if ! { RUSTFLAGS="" CARGO_TARGET_DIR="$dir" check build "$kind" "$@" &&
+            RUSTFLAGS="" CARGO_TARGET_DIR="$dir" check run "$kind" "$@"; } >"$log" 2>&1; then
+            echo "baseline: $kind $* fails on the unmutated build (see $log): it can kill nothing"
+            exit 1
+        fi
+        echo "baseline: $kind $* passes on the unmutated build"
+    done
+fi
+
+killed=0
+total=0
+broken=0
+for row in ${selected[@]+"${selected[@]}"}; do
+    read -r name cfg cost kind args <<<"$row"
     total=$((total + 1))
     log="$base/$name.log"
     # shellcheck disable=SC2086 # args: one word each
