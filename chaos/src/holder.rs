@@ -12,7 +12,8 @@
 //!   `F <how> <pid> <status>`.
 //!
 //! The generator is a `Leased` (`--flavour plain`) or a leased `PerThread` issuing by its
-//! implicit path (`per-thread`), by a `LocalSlot` handle taken for each command (`handle`) or
+//! implicit path on a new thread for each command, which gives its slot back when it exits
+//! (`per-thread`), by a `LocalSlot` handle taken for each command (`handle`) or
 //! by that handle's iterator (`iter`); a fork's child and parent issue by the implicit path
 //! (a plain holder: by its `Leased`). The store is the file store, etcd or PostgreSQL (`--backend`).
 //!
@@ -110,7 +111,7 @@ impl Gen {
     }
 
     /// Up to `k` IDs by waiting calls, each handed to `out` as it is issued: the first error.
-    fn issue(&self, k: u64, out: &mut dyn FnMut(u64)) -> Option<Error> {
+    fn issue(&self, k: u64, out: &mut (dyn FnMut(u64) + Send)) -> Option<Error> {
         let mut each = |next: &mut dyn FnMut() -> Option<Result<Id, Error>>| {
             for _ in 0..k {
                 match next() {
@@ -134,7 +135,15 @@ impl Gen {
                 }
                 Err(e) => Some(e),
             },
-            Gen::PerThread(p, _) => each(&mut || Some(p.next_id())),
+            // On a thread of its own for each command: the thread takes a slot by its first
+            // call and gives it back with its last state when it exits, and the next
+            // command's thread takes it over from there — the give-back at thread exit, in
+            // every command.
+            Gen::PerThread(p, _) => std::thread::scope(|s| {
+                s.spawn(|| each(&mut || Some(p.next_id())))
+                    .join()
+                    .expect("the issuing thread panicked")
+            }),
         }
     }
 
