@@ -26,8 +26,10 @@
 #   test ARGS...      cargo test -p monoflake ARGS (e.g. --test fork some_test)
 #   loom TEST         the loom model file loom-tests/tests/TEST.rs, LOOM_MAX_PREEMPTIONS=2, release
 #   run PKG ARGS...   cargo run --release -p PKG -- ARGS (a model checker: it must exit non-zero)
+#   chaos S SEED [FLAGS]  the soak (scripts/chaos.sh --seconds S --seed SEED --scenarios none,
+#                     or FLAGS instead of --scenarios none, e.g. --scenarios deleted-dir)
 #   sh COMMAND...     a shell command run from the repository root with RUSTFLAGS and
-#                     CARGO_TARGET_DIR set (e.g. one scripted chaos scenario)
+#                     CARGO_TARGET_DIR set (it builds nothing first: prefer a kind that does)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,9 @@ MUTANTS=(
     "lend                     monoflake_broken_lend                      cheap loom registry"
     "seal_giveback            monoflake_broken_seal_giveback             cheap loom registry"
     "per_core_slot_bits       monoflake_broken_per_core                  cheap loom per_core"
+    # The soak against PerThread's known bugs (a full build of the CLI and the soak: slow).
+    "exit_stale_soak          monoflake_mutant_exit_stale                slow  chaos 30 35"
+    "giveback_soak            monoflake_mutant_giveback_unpublished      slow  chaos 30 35"
     # .ci/run checks these two by steps of its own (every model must fail): slow here.
     "cas                      monoflake_broken_cas                       slow  loom models"
     "slots                    monoflake_broken_slots                     slow  loom slots"
@@ -99,6 +104,17 @@ check() {
             cargo build --release -p "$pkg"
         else
             cargo run --release -q -p "$pkg" -- "$@"
+        fi
+        ;;
+    chaos)
+        local seconds=$1 seed=$2
+        shift 2
+        [ $# -gt 0 ] || set -- --scenarios none
+        if [ "$phase" = build ]; then
+            cargo build -q -p monoflake-cli -p monoflake-chaos \
+                --features monoflake-cli/etcd,monoflake-cli/postgres
+        else
+            bash scripts/chaos.sh --seconds "$seconds" --seed "$seed" "$@"
         fi
         ;;
     sh)
