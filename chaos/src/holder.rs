@@ -14,8 +14,8 @@
 //! The generator is a `Leased` (`--flavour plain`) or a leased `PerThread` issuing by its
 //! implicit path on a new thread for each command, which gives its slot back when it exits
 //! (`per-thread`), by a `LocalSlot` handle taken for each command (`handle`) or
-//! by that handle's iterator (`iter`); a fork's child and parent issue by the implicit path
-//! (a plain holder: by its `Leased`). The store is the file store, etcd or PostgreSQL (`--backend`).
+//! by that handle's iterator (`iter`); a fork's child and parent issue by a handle taken for
+//! the fork (a plain holder: by its `Leased`). One slot at a time: a holder's IDs increase. The store is the file store, etcd or PostgreSQL (`--backend`).
 //!
 //! Every command's answer ends with a line `.`. After a lost lease the holder drops the
 //! generator and claims again (every 500 ms until a claim succeeds), printing `r <node>`; it
@@ -102,12 +102,18 @@ impl Gen {
         }
     }
 
-    /// One ID without waiting, by the way a fork uses.
-    fn try_one(&self) -> Result<Id, Error> {
-        match self {
-            Gen::Plain(l) => l.try_next_id(),
-            Gen::PerThread(p, _) => p.try_next_id(),
-        }
+    /// Runs `f` with a way to issue one ID without waiting, for a fork: the `Leased`, or a
+    /// handle taken for the fork and given back after it. (Not the implicit path: the main
+    /// thread would hold a slot of its own from then on, and the holder's IDs, increasing per
+    /// slot only, would interleave two slots in one stream.)
+    fn with_one<R>(&self, f: impl FnOnce(&dyn Fn() -> Result<Id, Error>) -> R) -> Result<R, Error> {
+        Ok(match self {
+            Gen::Plain(l) => f(&|| l.try_next_id()),
+            Gen::PerThread(p, _) => {
+                let local = p.local()?;
+                f(&|| local.try_next_id())
+            }
+        })
     }
 
     /// Up to `k` IDs by waiting calls, each handed to `out` as it is issued: the first error.
@@ -343,7 +349,10 @@ fn fork_command(leased: &Gen, how: How, k: usize) -> bool {
         return true;
     }
     let _ = std::io::stdout().flush();
-    match fork::fork_and_issue(&|| leased.try_one(), how, k) {
+    let forked = leased
+        .with_one(|one| fork::fork_and_issue(one, how, k))
+        .unwrap_or_else(|e| Err(std::io::Error::other(format!("no slot to fork with: {e}"))));
+    match forked {
         Ok((ids, error, forked)) => {
             say(&ids_line(&ids));
             if let Some(e) = &error {
