@@ -4,7 +4,7 @@
 # Installs what is missing from Debian's packages (etcd-server, etcd-client, postgresql,
 # faketime, and protoc for the etcd feature), builds `monoflake` (with etcd) and
 # `monoflake-chaos`, then runs the scripted scenarios and N seconds of seeded faults against a
-# 3-member etcd cluster, a PostgreSQL server and eight generator processes, all on 127.0.0.1.
+# 3-member etcd cluster, a PostgreSQL server and ten generator processes, all on 127.0.0.1.
 # Every server is started and stopped by its pid. The last line says what happened:
 #   chaos: seed S, N IDs, F faults (K kinds), C conflicts, max outage M ms
 # and the exit code is 0 only when every invariant held. A failing run keeps its logs in
@@ -51,8 +51,8 @@ if [ "${#need[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-echo "chaos.sh: building monoflake (with etcd) and monoflake-chaos"
-cargo build -q -p monoflake-cli -p monoflake-chaos --features monoflake-cli/etcd
+echo "chaos.sh: building monoflake (with etcd and postgres) and monoflake-chaos"
+cargo build -q -p monoflake-cli -p monoflake-chaos --features monoflake-cli/etcd,monoflake-cli/postgres
 
 out=target/chaos
 run_dir="$out/seed-$seed"

@@ -17,7 +17,8 @@ import subprocess
 import sys
 
 # Flags the docs name that belong to other tools: cargo and rustc, scripts/chaos.sh and
-# monoflake-chaos, scripts/load.sh, the protobuf and gRPC generators, and criterion.
+# monoflake-chaos (and its holder's --flavour), scripts/mutants.sh, scripts/load.sh, the
+# protobuf and gRPC generators, and criterion.
 OTHER_TOOLS = {
     "--release", "--features", "--all-features", "--bench", "--cfg", "--seconds", "--seed",
     "--scenarios", "--runs", "--recovery-ms", "--outage-ms", "--fault-every-ms", "--prefix",
@@ -26,6 +27,7 @@ OTHER_TOOLS = {
     "--all-targets", "--lib", "--doc", "--python_out", "--grpc_python_out", "--proto_path",
     "--js_out", "--java_out", "--go_out", "--go-grpc_out", "--go_opt", "--go-grpc_opt",
     "--plaintext", "--import-path", "--proto", "--connections", "--duration-s",
+    "--flavour", "--cheap", "--list", "--no-baseline",
 }
 
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")

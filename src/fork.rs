@@ -54,6 +54,14 @@ impl ForkWatch {
         imp::forked(self)
     }
 
+    /// [`ForkWatch::forked`] as the common paths ask it (a shared generator's, a per-thread
+    /// run's, a handle iterator's).
+    #[inline(always)]
+    pub(crate) fn forked_on_common_path(&self) -> bool {
+        // A deliberately broken build for scripts/mutants.sh: the common path never asks.
+        !cfg!(monoflake_mutant_fork_common) && self.forked()
+    }
+
     /// The generation the watch was made in.
     pub(crate) fn generation(&self) -> u64 {
         self.armed

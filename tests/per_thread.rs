@@ -754,3 +754,96 @@ fn a_layout_that_fills_64_bits_keeps_a_slot_bit() {
         })
     ));
 }
+
+/// Two generators whose clock (`TimeSource` is user code, and so is a `tracing` subscriber on
+/// the locked clock's re-anchor) issues from the other generator on the same thread, from
+/// inside its read: issue 34, case 10.
+mod calling_another {
+    use std::cell::Cell;
+    use std::sync::OnceLock;
+    use std::time::Duration;
+
+    use monoflake::{Generator, Id, Layout, PerThread, TimeSource};
+
+    use super::T0;
+
+    /// Reads `T0 + offset`; while armed, first issues one ID from generator `other`.
+    pub struct Calling {
+        pub other: usize,
+    }
+
+    pub static GENERATORS: [OnceLock<PerThread<Calling>>; 2] = [OnceLock::new(), OnceLock::new()];
+
+    thread_local! {
+        /// Whether reads call the other generator.
+        pub static ARMED: Cell<bool> = const { Cell::new(false) };
+        /// The clock's reading, in ms after `T0`.
+        pub static OFFSET: Cell<u64> = const { Cell::new(0) };
+        /// What the calls from inside reads issued, by generator.
+        pub static INNER: std::cell::RefCell<[Vec<Id>; 2]> =
+            const { std::cell::RefCell::new([Vec::new(), Vec::new()]) };
+    }
+
+    impl TimeSource for Calling {
+        fn now_ms(&self) -> u64 {
+            if ARMED.replace(false) {
+                let g = generator(self.other);
+                let id = g.next_id().expect("the call from inside the clock");
+                INNER.with(|inner| inner.borrow_mut()[self.other].push(id));
+                ARMED.set(true);
+            }
+            T0 + OFFSET.get()
+        }
+    }
+
+    /// One node bit (generator `i` is node `i`), two sequence bits: with two slots, two
+    /// values per tick per slot.
+    pub fn layout() -> Layout {
+        Layout::builder()
+            .epoch_ms(Layout::twitter().epoch_ms())
+            .node_field("worker", 1)
+            .sequence_bits(2)
+            .build()
+            .unwrap()
+    }
+
+    pub fn generator(i: usize) -> &'static PerThread<Calling> {
+        GENERATORS[i].get_or_init(|| {
+            Generator::builder(layout())
+                .node(i as u64)
+                .clock(Calling { other: 1 - i })
+                .max_lead(Duration::from_secs(10))
+                .build_per_thread(2)
+                .unwrap()
+        })
+    }
+}
+
+/// A clock that issues from another per-thread generator on the same thread inside every read
+/// (the common case, and moves into later ticks, at a frozen and at a moving clock): each
+/// generator's IDs carry its own node, increase along the thread, and none repeats.
+#[test]
+fn a_clock_that_issues_from_another_generator_never_repeats_an_id() {
+    use calling_another::{ARMED, INNER, OFFSET, generator, layout};
+    let layout = layout();
+    let mut outer: [Vec<Id>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..200u64 {
+        let i = (round % 3 == 0) as usize;
+        OFFSET.set(round / 7);
+        ARMED.set(true);
+        let id = generator(i).next_id().unwrap();
+        ARMED.set(false);
+        outer[i].push(id);
+    }
+    let inner = INNER.take();
+    for i in 0..2 {
+        let all: Vec<Id> = outer[i].iter().chain(&inner[i]).copied().collect();
+        assert!(all.len() > 100, "generator {i}: {} IDs", all.len());
+        for id in &all {
+            assert_eq!(id.parts(&layout).unwrap().node(), i as u64, "{id} of {i}");
+        }
+        assert_distinct(&all);
+        assert!(outer[i].windows(2).all(|w| w[0] < w[1]), "{:?}", outer[i]);
+        assert!(inner[i].windows(2).all(|w| w[0] < w[1]), "{:?}", inner[i]);
+    }
+}

@@ -70,6 +70,20 @@ pub struct RunArgs {
 pub enum Store {
     File,
     Etcd,
+    Postgres,
+}
+
+/// Which generator the holder issues from, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Flavour {
+    /// `Leased`: the shared generator.
+    Plain,
+    /// `PerThread`, by its implicit path (`next_id`, the thread-local registry).
+    PerThread,
+    /// `PerThread`, by a `LocalSlot` handle taken for each command.
+    Handle,
+    /// `PerThread`, by a handle's iterator (`LocalSlot::ids`) for each command.
+    Iter,
 }
 
 /// The holder takes the store flags of `monoflake gen`, so one set of flags starts either.
@@ -87,6 +101,16 @@ pub struct HolderArgs {
     pub etcd_prefix: String,
     #[arg(long, default_value_t = 3)]
     pub lease_ttl: u64,
+    /// The PostgreSQL store's connection string (with `--backend postgres`).
+    #[arg(long, default_value = "")]
+    pub pg_url: String,
+    /// The PostgreSQL store's table of node rows.
+    #[arg(long, default_value = "monoflake_nodes")]
+    pub pg_table: String,
+    /// The generator issued from; `MONOFLAKE_CHAOS_FLAVOUR` (a flavour's name) when absent,
+    /// else `plain`.
+    #[arg(long, value_enum)]
+    pub flavour: Option<Flavour>,
     /// A layout spec or preset name; `orders` builds the Twitter layout with the builder under
     /// another name and other field names.
     #[arg(long, default_value = "orders")]

@@ -144,9 +144,29 @@ pub struct Checker {
     logs_dir: PathBuf,
     outage_ms: i64,
     tables: Vec<String>,
+    /// What could not be checked, by what: unterminated last lines, client answers lost.
+    unchecked: Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl Checker {
+    /// Counts `n` outputs that could not be checked (and are reported): an unterminated last
+    /// line of a killed process, a request whose answer was lost to a timeout or a dropped
+    /// connection.
+    pub fn unchecked(&self, what: &'static str, n: u64) {
+        *self
+            .unchecked
+            .lock()
+            .expect("unchecked")
+            .entry(what)
+            .or_insert(0) += n;
+    }
+
+    /// The counts of [`Checker::unchecked`].
+    pub fn unchecked_counts(&self) -> Vec<(&'static str, u64)> {
+        let counts = self.unchecked.lock().expect("unchecked");
+        counts.iter().map(|(&k, &v)| (k, v)).collect()
+    }
+
     pub fn new(
         pg: UnboundedSender<Message>,
         clocks: Arc<Clocks>,
@@ -173,6 +193,7 @@ impl Checker {
             logs_dir,
             outage_ms,
             tables,
+            unchecked: Mutex::new(std::collections::BTreeMap::new()),
         }
     }
 

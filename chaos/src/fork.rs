@@ -14,7 +14,7 @@
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use monoflake::{Error, Leased};
+use monoflake::{Error, Id};
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -69,7 +69,7 @@ pub struct Forked {
 /// exits. The parent issues up to `count` IDs the same way at once (returned with the first
 /// error, if any), then waits for the child.
 pub fn fork_and_issue(
-    leased: &Leased,
+    try_next_id: &dyn Fn() -> Result<Id, Error>,
     how: How,
     count: usize,
 ) -> std::io::Result<(Vec<u64>, Option<Error>, Forked)> {
@@ -90,12 +90,12 @@ pub fn fork_and_issue(
         return Err(std::io::Error::last_os_error());
     }
     if pid == 0 {
-        child(leased, count);
+        child(try_next_id, count);
     }
     let mut ids = Vec::with_capacity(count);
     let mut error = None;
     for _ in 0..count {
-        match leased.try_next_id() {
+        match try_next_id() {
             Ok(id) => ids.push(id.as_u64()),
             Err(e) => {
                 error = Some(e);
@@ -108,14 +108,14 @@ pub fn fork_and_issue(
 }
 
 /// The child: issue, write one line, exit. Never returns.
-fn child(leased: &Leased, count: usize) -> ! {
+fn child(try_next_id: &dyn Fn() -> Result<Id, Error>, count: usize) -> ! {
     let pid = std::process::id();
     let mut line = Line::new();
     line.text(b"c ");
     line.number(u64::from(pid));
     let mut refused: Option<&'static str> = None;
     for _ in 0..count {
-        match leased.try_next_id() {
+        match try_next_id() {
             Ok(id) => {
                 line.text(b" ");
                 line.number(id.as_u64());

@@ -11,6 +11,12 @@
 //!   `c <pid> <id>…` (and `x <pid> <error>`), then the parent's `i …` and
 //!   `F <how> <pid> <status>`.
 //!
+//! The generator is a `Leased` (`--flavour plain`) or a leased `PerThread` issuing by its
+//! implicit path on a new thread for each command, which gives its slot back when it exits
+//! (`per-thread`), by a `LocalSlot` handle taken for each command (`handle`) or
+//! by that handle's iterator (`iter`); a fork's child and parent issue by a handle taken for
+//! the fork (a plain holder: by its `Leased`). One slot at a time: a holder's IDs increase. The store is the file store, etcd or PostgreSQL (`--backend`).
+//!
 //! Every command's answer ends with a line `.`. After a lost lease the holder drops the
 //! generator and claims again (every 500 ms until a claim succeeds), printing `r <node>`; it
 //! starts with `ready <node>`. End of input releases the node and exits 0.
@@ -21,9 +27,11 @@ use std::sync::Arc;
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use monoflake::{Error, FileStore, Generator, Layout, Leased, NodeRequest, NodeStore};
+use monoflake::{
+    Error, FileStore, Generator, Id, Layout, Leased, NodeRequest, NodeStore, PerThread,
+};
 
-use crate::args::{HolderArgs, Store};
+use crate::args::{Flavour, HolderArgs, Store};
 use crate::fork::{self, How};
 
 /// The Twitter layout's bits and epoch, epoch as Unix ms.
@@ -61,7 +69,116 @@ fn ids_line(ids: &[u64]) -> String {
     line
 }
 
+/// How many slots a per-thread holder has: the implicit path's, a handle's, a fork's child's.
+const SLOTS: usize = 4;
+
+/// The generator a holder issues from.
+enum Gen {
+    Plain(Leased),
+    PerThread(PerThread, Flavour),
+}
+
+impl Gen {
+    fn build(
+        flavour: Flavour,
+        layout: &Layout,
+        store: Arc<dyn NodeStore>,
+        request: NodeRequest,
+    ) -> Result<Gen, Error> {
+        let builder = Generator::builder(layout.clone());
+        Ok(match flavour {
+            Flavour::Plain => Gen::Plain(builder.build_leased(store, request)?),
+            other => Gen::PerThread(
+                builder.build_leased_per_thread(store, request, SLOTS)?,
+                other,
+            ),
+        })
+    }
+
+    fn node(&self) -> u64 {
+        match self {
+            Gen::Plain(l) => l.node(),
+            Gen::PerThread(p, _) => p.node(),
+        }
+    }
+
+    /// Runs `f` with a way to issue one ID without waiting, for a fork: the `Leased`, or a
+    /// handle taken for the fork and given back after it. (Not the implicit path: the main
+    /// thread would hold a slot of its own from then on, and the holder's IDs, increasing per
+    /// slot only, would interleave two slots in one stream.)
+    fn with_one<R>(&self, f: impl FnOnce(&dyn Fn() -> Result<Id, Error>) -> R) -> Result<R, Error> {
+        Ok(match self {
+            Gen::Plain(l) => f(&|| l.try_next_id()),
+            Gen::PerThread(p, _) => {
+                let local = p.local()?;
+                f(&|| local.try_next_id())
+            }
+        })
+    }
+
+    /// Up to `k` IDs by waiting calls, each handed to `out` as it is issued: the first error.
+    fn issue(&self, k: u64, out: &mut (dyn FnMut(u64) + Send)) -> Option<Error> {
+        let mut each = |next: &mut dyn FnMut() -> Option<Result<Id, Error>>| {
+            for _ in 0..k {
+                match next() {
+                    Some(Ok(id)) => out(id.as_u64()),
+                    Some(Err(e)) => return Some(e),
+                    None => return None,
+                }
+            }
+            None
+        };
+        match self {
+            Gen::Plain(l) => each(&mut || Some(l.next_id())),
+            Gen::PerThread(p, Flavour::Handle) => match p.local() {
+                Ok(local) => each(&mut || Some(local.next_id())),
+                Err(e) => Some(e),
+            },
+            Gen::PerThread(p, Flavour::Iter) => match p.local() {
+                Ok(mut local) => {
+                    let mut ids = local.ids();
+                    each(&mut || ids.next())
+                }
+                Err(e) => Some(e),
+            },
+            // On a thread of its own for each command: the thread takes a slot by its first
+            // call and gives it back with its last state when it exits, and the next
+            // command's thread takes it over from there — the give-back at thread exit, in
+            // every command.
+            Gen::PerThread(p, _) => std::thread::scope(|s| {
+                s.spawn(|| each(&mut || Some(p.next_id())))
+                    .join()
+                    .expect("the issuing thread panicked")
+            }),
+        }
+    }
+
+    fn release(self) -> Result<(), Error> {
+        match self {
+            Gen::Plain(l) => l.release(),
+            Gen::PerThread(p, _) => p.release(),
+        }
+    }
+}
+
+/// The flavour asked for: `--flavour`, else `MONOFLAKE_CHAOS_FLAVOUR`, else `plain`.
+fn flavour_of(args: &HolderArgs) -> Result<Flavour, String> {
+    use clap::ValueEnum;
+    match (args.flavour, std::env::var("MONOFLAKE_CHAOS_FLAVOUR")) {
+        (Some(f), _) => Ok(f),
+        (None, Ok(name)) => Flavour::from_str(&name, false),
+        (None, Err(_)) => Ok(Flavour::Plain),
+    }
+}
+
 pub fn main(args: &HolderArgs) -> ExitCode {
+    let flavour = match flavour_of(args) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("holder: bad flavour: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let layout = match layout_of(&args.layout) {
         Ok(l) => l,
         Err(e) => {
@@ -83,6 +200,12 @@ pub fn main(args: &HolderArgs) -> ExitCode {
         Ok(match (args.backend, &args.state_dir) {
             (Store::File, None) => Arc::new(FileStore::open_default()?),
             (Store::File, Some(dir)) => Arc::new(FileStore::open(dir)?),
+            (Store::Postgres, _) => Arc::new(monoflake::PgStore::connect_with(
+                &args.pg_url,
+                &monoflake::PgOptions::new()
+                    .table(&args.pg_table)?
+                    .lease_ttl(Duration::from_secs(args.lease_ttl)),
+            )?),
             (Store::Etcd, _) => {
                 let endpoints: Vec<&str> = args.etcd_endpoints.split(',').collect();
                 Arc::new(monoflake::EtcdStore::connect(
@@ -103,7 +226,7 @@ pub fn main(args: &HolderArgs) -> ExitCode {
         }
     });
     let mut store: Option<Arc<dyn NodeStore>> = None;
-    let mut leased: Option<Leased> = None;
+    let mut leased: Option<Gen> = None;
     let mut claimed_before = false;
     // Claims are tried at most every 500 ms: a caller that keeps asking while there is no
     // node waits for the next try, it does not cause a storm of claims.
@@ -118,7 +241,7 @@ pub fn main(args: &HolderArgs) -> ExitCode {
             }
             .and_then(|s| {
                 store = Some(Arc::clone(&s));
-                Generator::builder(layout.clone()).build_leased(s, request)
+                Gen::build(flavour, &layout, s, request)
             });
             match claimed {
                 Ok(l) => {
@@ -186,18 +309,9 @@ pub fn main(args: &HolderArgs) -> ExitCode {
 }
 
 /// `ids K`; true when the lease was lost.
-fn issue(leased: &Leased, k: usize) -> bool {
+fn issue(leased: &Gen, k: usize) -> bool {
     let mut ids = Vec::with_capacity(k);
-    let mut failed = None;
-    for _ in 0..k {
-        match leased.next_id() {
-            Ok(id) => ids.push(id.as_u64()),
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
-        }
-    }
+    let failed = leased.issue(k as u64, &mut |id| ids.push(id));
     say(&ids_line(&ids));
     match failed {
         Some(e) => {
@@ -209,36 +323,36 @@ fn issue(leased: &Leased, k: usize) -> bool {
 }
 
 /// `spin K`; true when the lease was lost.
-fn spin(leased: &Leased, k: u64) -> bool {
+fn spin(leased: &Gen, k: u64) -> bool {
     let mut ids = Vec::with_capacity(1000);
-    for _ in 0..k {
-        match leased.next_id() {
-            Ok(id) => {
-                ids.push(id.as_u64());
-                if ids.len() == 1000 {
-                    say(&ids_line(&ids));
-                    ids.clear();
-                }
-            }
-            Err(e) => {
-                say(&ids_line(&ids));
-                say(&format!("e {e}"));
-                return matches!(e, Error::LeaseLost { .. } | Error::Forked { .. });
-            }
+    let failed = leased.issue(k, &mut |id| {
+        ids.push(id);
+        if ids.len() == 1000 {
+            say(&ids_line(&ids));
+            ids.clear();
         }
-    }
+    });
     say(&ids_line(&ids));
-    false
+    match failed {
+        Some(e) => {
+            say(&format!("e {e}"));
+            matches!(e, Error::LeaseLost { .. } | Error::Forked { .. })
+        }
+        None => false,
+    }
 }
 
 /// `fork HOW K`; true when the lease was lost.
-fn fork_command(leased: &Leased, how: How, k: usize) -> bool {
+fn fork_command(leased: &Gen, how: How, k: usize) -> bool {
     // A few IDs first, so the state holds the current tick when the child is made.
     if issue(leased, 8) {
         return true;
     }
     let _ = std::io::stdout().flush();
-    match fork::fork_and_issue(leased, how, k) {
+    let forked = leased
+        .with_one(|one| fork::fork_and_issue(one, how, k))
+        .unwrap_or_else(|e| Err(std::io::Error::other(format!("no slot to fork with: {e}"))));
+    match forked {
         Ok((ids, error, forked)) => {
             say(&ids_line(&ids));
             if let Some(e) = &error {

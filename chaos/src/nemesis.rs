@@ -218,7 +218,7 @@ pub struct Nemesis {
     pub state_dir: std::path::PathBuf,
     pub prefix: String,
     /// The soak's tables: the file store's, etcd's.
-    pub tables: [usize; 2],
+    pub tables: [usize; 3],
     records: Mutex<Vec<Record>>,
     skipped: Mutex<Vec<String>>,
     log: Mutex<std::fs::File>,
@@ -235,7 +235,7 @@ impl Nemesis {
         slots: Vec<Arc<Slot>>,
         state_dir: std::path::PathBuf,
         prefix: String,
-        tables: [usize; 2],
+        tables: [usize; 3],
     ) -> std::io::Result<Nemesis> {
         let log = std::fs::File::create(world.run_dir.join("faults.log"))?;
         Ok(Nemesis {
@@ -278,7 +278,7 @@ impl Nemesis {
     fn slots_on(&self, etcd: bool) -> Vec<usize> {
         self.slots
             .iter()
-            .filter(|s| s.store.is_etcd() == etcd)
+            .filter(|s| s.store.space() == usize::from(etcd))
             .map(|s| s.idx)
             .collect()
     }
@@ -448,6 +448,9 @@ impl Nemesis {
         slot: &Slot,
         begin: &impl Fn(&str),
     ) -> Result<(Vec<usize>, String), String> {
+        if matches!(slot.store, StoreArgs::Pg(_)) {
+            return Err("no take-over on the PostgreSQL store here".into());
+        }
         let live = slot.live().ok_or("not running")?;
         let node = live.node().ok_or("no node seen yet")?;
         if !self.paused.lock().expect("paused").insert(p.slot) {

@@ -7,7 +7,8 @@
 //! | gen-file-0, gen-file-1 | `monoflake gen` | the file store, on a tmpfs |
 //! | gen-etcd-0, gen-etcd-1 | `monoflake gen` | etcd (3 members, TTL 3 s) |
 //! | serve-file, serve-etcd | `monoflake serve` + 2 HTTP and 2 gRPC clients | file, etcd |
-//! | holder-file, holder-etcd | `monoflake-chaos holder` (the library) | file, etcd |
+//! | holder-file, holder-etcd | `monoflake-chaos holder` (the library; PerThread's three ways in and `Leased`, one per start) | file, etcd |
+//! | gen-pg, holder-pg | `monoflake gen`, the holder | PostgreSQL (`PgStore`) |
 //!
 //! Each runs one of three names for the Twitter layout (the preset, its spec, a spec with
 //! other field names; the holder also the builder's `orders`), all making the same IDs, so
@@ -37,20 +38,25 @@ use crate::scenarios;
 use crate::slots::{Kind, Slot, StoreArgs, supervise};
 use crate::world::{RENAMED_SPEC, TWITTER_SPEC, World};
 
-/// The soak's slots: name, kind, on etcd.
-const SLOTS: [(&str, Kind, bool); 8] = [
-    ("gen-file-0", Kind::Gen, false),
-    ("gen-file-1", Kind::Gen, false),
-    ("gen-etcd-0", Kind::Gen, true),
-    ("gen-etcd-1", Kind::Gen, true),
-    ("serve-file", Kind::Serve, false),
-    ("serve-etcd", Kind::Serve, true),
-    ("holder-file", Kind::Holder, false),
-    ("holder-etcd", Kind::Holder, true),
+/// The soak's slots: name, kind, node space (0 the file store, 1 etcd, 2 PostgreSQL).
+const SLOTS: [(&str, Kind, usize); 10] = [
+    ("gen-file-0", Kind::Gen, 0),
+    ("gen-file-1", Kind::Gen, 0),
+    ("gen-etcd-0", Kind::Gen, 1),
+    ("gen-etcd-1", Kind::Gen, 1),
+    ("serve-file", Kind::Serve, 0),
+    ("serve-etcd", Kind::Serve, 1),
+    ("holder-file", Kind::Holder, 0),
+    ("holder-etcd", Kind::Holder, 1),
+    ("gen-pg", Kind::Gen, 2),
+    ("holder-pg", Kind::Holder, 2),
 ];
 
-/// The soak's tables: the file store's generators, etcd's.
-pub const SOAK_TABLES: [&str; 2] = ["soak_file", "soak_etcd"];
+/// The soak's tables: the file store's generators, etcd's, PostgreSQL's.
+pub const SOAK_TABLES: [&str; 3] = ["soak_file", "soak_etcd", "soak_pg"];
+
+/// The PostgreSQL node store's table of node rows (in the checker's database).
+const PG_NODES: &str = "chaos_nodes";
 
 pub fn main(args: RunArgs) -> ExitCode {
     let seed = args.seed.unwrap_or_else(rand::random);
@@ -250,6 +256,8 @@ async fn body(
         ttl: args.ttl,
         seed,
         pg_results: Arc::clone(&results),
+        pg_url: format!("postgres://chaos@127.0.0.1:{}/postgres", server.port),
+        flavours: Mutex::new(BTreeSet::new()),
         pg: tx,
         streams: AtomicU64::new(0),
     });
@@ -328,7 +336,7 @@ async fn soak(world: &Arc<World>, args: &RunArgs, skip: &[FaultKind]) -> Result<
     let slots: Vec<Arc<Slot>> = SLOTS
         .iter()
         .enumerate()
-        .map(|(idx, &(name, kind, etcd))| {
+        .map(|(idx, &(name, kind, space))| {
             let mut layouts = vec![
                 "twitter".to_owned(),
                 TWITTER_SPEC.into(),
@@ -341,10 +349,10 @@ async fn soak(world: &Arc<World>, args: &RunArgs, skip: &[FaultKind]) -> Result<
                 idx,
                 name: name.into(),
                 kind,
-                store: if etcd {
-                    StoreArgs::Etcd(prefix.clone())
-                } else {
-                    StoreArgs::File(state_dir.clone())
+                store: match space {
+                    0 => StoreArgs::File(state_dir.clone()),
+                    1 => StoreArgs::Etcd(prefix.clone()),
+                    _ => StoreArgs::Pg(PG_NODES.into()),
                 },
                 layouts,
                 live: Mutex::new(None),
@@ -361,7 +369,7 @@ async fn soak(world: &Arc<World>, args: &RunArgs, skip: &[FaultKind]) -> Result<
             tokio::spawn(supervise(
                 Arc::clone(world),
                 Arc::clone(s),
-                tables[usize::from(s.store.is_etcd())],
+                tables[s.store.space()],
                 stop_rx.clone(),
             ))
         })
@@ -584,6 +592,28 @@ fn verdict(
             missing.join(", ")
         );
     }
+    let _ = writeln!(r, "{}", combinations(&soak.records));
+    let unchecked = world.checker.unchecked_counts();
+    let _ = writeln!(
+        r,
+        "issued but not checkable (counted): {}",
+        if unchecked.is_empty() {
+            "none".to_owned()
+        } else {
+            unchecked
+                .iter()
+                .map(|(what, n)| format!("{n} {what}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    let flavours = world.flavours.lock().expect("flavours").clone();
+    let _ = writeln!(
+        r,
+        "holder flavours run: {} (of {})",
+        flavours.iter().copied().collect::<Vec<_>>().join(", "),
+        crate::slots::HOLDER_FLAVOURS.join(", ")
+    );
     if let Some(why) = &world.disk.skipped {
         let _ = writeln!(r, "SKIPPED: disk-full ({why})");
     }
@@ -750,4 +780,38 @@ fn verdict(
         kinds.len()
     );
     (r, passed)
+}
+
+/// Which fault kinds were applied in one window (their spans overlapping in time), the
+/// combinations that produce duplicates when a protocol has a gap: a line for the report.
+fn combinations(records: &[Record]) -> String {
+    let mut pairs: BTreeSet<(&str, &str)> = BTreeSet::new();
+    let mut triples = 0;
+    for (i, a) in records.iter().enumerate() {
+        let mut with: BTreeSet<&str> = BTreeSet::new();
+        for (j, b) in records.iter().enumerate() {
+            if i != j && a.start_ms <= b.end_ms && b.start_ms <= a.end_ms && a.kind != b.kind {
+                let (x, y) = (a.kind.name(), b.kind.name());
+                pairs.insert(if x < y { (x, y) } else { (y, x) });
+                with.insert(y);
+            }
+        }
+        if with.len() >= 2 {
+            triples += 1;
+        }
+    }
+    let kinds = FaultKind::ALL.len();
+    format!(
+        "fault combinations covered (kinds overlapping in time): {} of {} pairs{}{}; {} faults \
+         overlapped two or more other kinds",
+        pairs.len(),
+        kinds * (kinds - 1) / 2,
+        if pairs.is_empty() { "" } else { ": " },
+        pairs
+            .iter()
+            .map(|(a, b)| format!("{a}+{b}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        triples
+    )
 }

@@ -47,11 +47,23 @@ pub enum StoreArgs {
     DefaultFile,
     /// The run's etcd cluster, under this prefix.
     Etcd(String),
+    /// The run's PostgreSQL server (the checker's), this table of node rows.
+    Pg(String),
 }
 
 impl StoreArgs {
     pub fn is_etcd(&self) -> bool {
         matches!(self, StoreArgs::Etcd(_))
+    }
+
+    /// The node space (and soak table) of the store: 0 the file store's, 1 etcd's,
+    /// 2 PostgreSQL's. Node IDs are coordinated only within one.
+    pub fn space(&self) -> usize {
+        match self {
+            StoreArgs::File(_) | StoreArgs::DefaultFile => 0,
+            StoreArgs::Etcd(_) => 1,
+            StoreArgs::Pg(_) => 2,
+        }
     }
 
     /// The flags `monoflake gen` and `serve` take, and `monoflake-chaos holder` too.
@@ -72,6 +84,15 @@ impl StoreArgs {
                 world.etcd.endpoints.clone(),
                 "--etcd-prefix".into(),
                 prefix.clone(),
+                "--lease-ttl".into(),
+                world.ttl.to_string(),
+            ]),
+            StoreArgs::Pg(table) => args.extend([
+                "postgres".into(),
+                "--pg-url".into(),
+                world.pg_url.clone(),
+                "--pg-table".into(),
+                table.clone(),
                 "--lease-ttl".into(),
                 world.ttl.to_string(),
             ]),
@@ -236,6 +257,7 @@ pub fn start_gen(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, St
     let node = Arc::new(AtomicU64::new(0));
     let stopping = Arc::new(AtomicBool::new(false));
     let stream = world.stream();
+    let (table, name) = (spec.table, spec.name.clone());
     let task = {
         let (world, node, stopping) = (Arc::clone(world), Arc::clone(&node), Arc::clone(&stopping));
         tokio::spawn(async move {
@@ -244,8 +266,15 @@ pub fn start_gen(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, St
             let mut due = tokio::time::Instant::now();
             loop {
                 let n = match stdout.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
+                    Ok(0) => break,
                     Ok(n) => n,
+                    Err(e) => {
+                        // What the process wrote after this is never seen: a failure.
+                        world
+                            .checker
+                            .violation(table, format!("{name}: reading its output failed: {e}"));
+                        break;
+                    }
                 };
                 let recv = now_ms();
                 partial.extend_from_slice(&buf[..n]);
@@ -253,11 +282,25 @@ pub fn start_gen(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, St
                     .iter()
                     .rposition(|&b| b == b'\n')
                     .map_or(0, |p| p + 1);
-                let ids: Vec<u64> = partial[..end]
+                let mut ids: Vec<u64> = Vec::new();
+                for line in partial[..end]
                     .split(|&b| b == b'\n')
                     .filter(|l| !l.is_empty())
-                    .filter_map(|l| std::str::from_utf8(l).ok()?.trim().parse().ok())
-                    .collect();
+                {
+                    match std::str::from_utf8(line)
+                        .ok()
+                        .and_then(|l| l.trim().parse().ok())
+                    {
+                        Some(id) => ids.push(id),
+                        None => world.checker.violation(
+                            table,
+                            format!(
+                                "{name}: an unparsable line: {:?}",
+                                String::from_utf8_lossy(line)
+                            ),
+                        ),
+                    }
+                }
                 partial.drain(..end);
                 if let Some(&last) = ids.last() {
                     node.store(node_of(last) + 1, Ordering::Relaxed);
@@ -275,6 +318,10 @@ pub fn start_gen(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, St
                     tokio::time::sleep_until(due).await;
                 }
             }
+            if !partial.is_empty() {
+                // Cut by a kill: a number that may be truncated, so not checked; counted.
+                world.checker.unchecked("unterminated last lines", 1);
+            }
             reap(&world, child, pid).await
         })
     };
@@ -287,6 +334,21 @@ pub fn start_gen(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, St
         stopping,
         task,
     })
+}
+
+/// The IDs in `words`; a word that is not one is a failure of the process that wrote it.
+fn parsed<'a>(world: &World, spec: &Spec, words: impl Iterator<Item = &'a str>) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for w in words {
+        match w.parse() {
+            Ok(id) => ids.push(id),
+            Err(_) => world.checker.violation(
+                spec.table,
+                format!("{}: not an ID in its output: {w:?}", spec.name),
+            ),
+        }
+    }
+    ids
 }
 
 /// `monoflake-chaos holder`, driven at `pace`.
@@ -313,11 +375,41 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
         let (world, node, spec) = (Arc::clone(world), Arc::clone(&node), spec.clone());
         let events = Arc::clone(&events);
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
+            let mut reader = BufReader::new(stdout);
             let mut stream = world.stream();
             let mut children: std::collections::HashMap<String, (Src, u64)> =
                 std::collections::HashMap::new();
-            while let Ok(Some(line)) = lines.next_line().await {
+            let mut raw = Vec::new();
+            loop {
+                raw.clear();
+                match reader.read_until(b'\n', &mut raw).await {
+                    Ok(0) => break,
+                    Ok(_) if raw.last() != Some(&b'\n') => {
+                        // Cut by a kill: its last word may be a truncated number.
+                        world.checker.unchecked("unterminated last lines", 1);
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        world.checker.violation(
+                            spec.table,
+                            format!("{}: reading its output failed: {e}", spec.name),
+                        );
+                        break;
+                    }
+                }
+                let Ok(line) = std::str::from_utf8(&raw[..raw.len() - 1]) else {
+                    world.checker.violation(
+                        spec.table,
+                        format!(
+                            "{}: a line that is not UTF-8: {:?}",
+                            spec.name,
+                            String::from_utf8_lossy(&raw)
+                        ),
+                    );
+                    continue;
+                };
+                let line = line.to_owned();
                 let recv = now_ms();
                 let (head, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
                 let event = |text: &str| {
@@ -335,8 +427,7 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
                         event(&line);
                     }
                     "i" => {
-                        let ids: Vec<u64> =
-                            rest.split(' ').filter_map(|w| w.parse().ok()).collect();
+                        let ids = parsed(&world, &spec, rest.split(' ').filter(|w| !w.is_empty()));
                         if let Some(&last) = ids.last() {
                             node.store(node_of(last) + 1, Ordering::Relaxed);
                         }
@@ -357,7 +448,7 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
                             );
                             (s, world.stream())
                         });
-                        let ids: Vec<u64> = words.filter_map(|w| w.parse().ok()).collect();
+                        let ids = parsed(&world, &spec, words.filter(|w| !w.is_empty()));
                         event(&format!("fork child {child}: {} IDs", ids.len()));
                         // A child must never issue under its parent's claim: it refuses
                         // (`Forked`) or claims a node of its own.
@@ -658,6 +749,10 @@ impl Client {
                     self.nap(Duration::from_millis(50)).await;
                 }
                 Err(Refused::Connection(e)) => {
+                    // The request may have been served: its IDs are never seen.
+                    self.world
+                        .checker
+                        .unchecked("client requests with no answer (served or not)", 1);
                     note(format!("connection: {e}"));
                     conn = None;
                     self.nap(Duration::from_millis(100)).await;
@@ -687,6 +782,12 @@ impl Client {
 }
 
 /// The kinds of generator a soak slot runs.
+/// The flavours a soak holder runs, one per instance in turn (`monoflake-chaos holder
+/// --flavour`).
+/// The soak's holders (slots 6, 7, 9) start on PerThread's three ways in; `plain` (which
+/// `gen` and `serve` run too) comes with restarts.
+pub const HOLDER_FLAVOURS: [&str; 4] = ["plain", "per-thread", "handle", "iter"];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Gen,
@@ -739,6 +840,10 @@ pub async fn supervise(
             break;
         }
         let layout = slot.layouts[rng.random_range(0..slot.layouts.len())].clone();
+        // A holder runs each flavour in turn: the shared generator and PerThread's three ways
+        // in (the implicit path, a handle, a handle's iterator).
+        let flavour = (slot.kind == Kind::Holder)
+            .then(|| HOLDER_FLAVOURS[(instance + slot.idx) % HOLDER_FLAVOURS.len()]);
         let spec = Spec {
             name: format!("{}-{instance}", slot.name),
             table,
@@ -747,7 +852,10 @@ pub async fn supervise(
             store: slot.store.clone(),
             layout,
             node: "auto".into(),
-            env: Vec::new(),
+            env: flavour
+                .map(|f| ("MONOFLAKE_CHAOS_FLAVOUR".to_owned(), f.to_owned()))
+                .into_iter()
+                .collect(),
         };
         let pace = Pace::Rate(world.rate);
         let started = match slot.kind {
@@ -764,9 +872,15 @@ pub async fn supervise(
             }
         };
         world.log.note(&format!(
-            "{} started: pid {}, layout {}",
-            spec.name, proc.pid, spec.layout
+            "{} started: pid {}, layout {}{}",
+            spec.name,
+            proc.pid,
+            spec.layout,
+            flavour.map_or(String::new(), |f| format!(", flavour {f}"))
         ));
+        if let Some(f) = flavour {
+            world.flavours.lock().expect("flavours").insert(f);
+        }
         *slot.live.lock().expect("slot") = Some(Live {
             pid: proc.pid,
             node: Arc::clone(&proc.node),

@@ -39,6 +39,10 @@ pub struct World {
     pub ttl: u64,
     pub seed: u64,
     pub pg_results: Arc<Mutex<Results>>,
+    /// The PostgreSQL server's URL, for the PostgreSQL node store's generators.
+    pub pg_url: String,
+    /// The holder flavours the soak started (reported at the end).
+    pub flavours: Mutex<std::collections::BTreeSet<&'static str>>,
     /// The checker's writer (set at construction; `sync_db` talks to it).
     pub(crate) pg: mpsc::UnboundedSender<Message>,
     /// The next stream number (see `stream`).

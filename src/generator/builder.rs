@@ -398,7 +398,8 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             sequence_mask: crate::layout::mask(sequence_bits),
             time_shift: layout.time_shift(),
             sequence_shift: layout.sequence_shift(),
-            fixed: node << layout.node_shift() | slot << (sequence_bits + layout.sequence_shift()),
+            fixed: node << layout.node_shift()
+                | slot_number(slot) << (sequence_bits + layout.sequence_shift()),
         };
         Ok(Generator {
             counters: CachePadded::new(Counters::new()),
@@ -433,5 +434,15 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             layout,
             node,
         })
+    }
+}
+
+/// The number a slot puts in its IDs: its own. (A deliberately broken build, compiled only for
+/// the loom model that must catch it, puts 0 in every slot's IDs.)
+const fn slot_number(slot: u64) -> u64 {
+    if cfg!(monoflake_broken_per_core) {
+        0
+    } else {
+        slot
     }
 }

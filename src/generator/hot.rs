@@ -66,7 +66,7 @@ impl<C: TimeSource> Generator<C> {
             // A forked child must not issue under the parent's node: asked once per call,
             // after the compare-exchange (which changed only the child's copy of the state),
             // where it costs least.
-            Ok(()) if !self.core.fence.forked() => Ok(window.next),
+            Ok(()) if !self.core.fence.fork_watch().forked_on_common_path() => Ok(window.next),
             Ok(()) => Err(Miss::at(window.next)),
             // Only a spurious failure of the weak compare-exchange leaves the state as it was.
             Err(actual) => Err(Miss {

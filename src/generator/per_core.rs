@@ -48,7 +48,30 @@ impl<C: TimeSource + fmt::Debug> fmt::Debug for PerCore<C> {
     }
 }
 
+/// The calling thread's number, taken on its first call: under loom, from loom's own
+/// thread-local and atomic (the models' threads share one OS thread, and each execution starts
+/// counting afresh).
+#[cfg(loom)]
+fn thread_number() -> usize {
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use std::cell::Cell;
+    loom::lazy_static! {
+        static ref NEXT: AtomicUsize = AtomicUsize::new(0);
+    }
+    loom::thread_local! {
+        static NUMBER: Cell<usize> = Cell::new(usize::MAX);
+    }
+    NUMBER.with(|n| {
+        if n.get() == usize::MAX {
+            // Ordering: Relaxed; only distinctness matters.
+            n.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        n.get()
+    })
+}
+
 /// The calling thread's number, taken on its first call.
+#[cfg(not(loom))]
 fn thread_number() -> usize {
     use std::cell::Cell;
     use std::sync::atomic::AtomicUsize;

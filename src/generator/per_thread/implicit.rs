@@ -26,7 +26,20 @@ use crate::sync::Ordering;
 struct Hot {
     /// Its key; 0: none.
     key: Cell<u64>,
+    /// Set while a general step runs on `run`: a call for another generator made from inside
+    /// it (by a clock or a `tracing` subscriber, which are user code) must not swap `run` out
+    /// from under it, and works on its own numbers where they are parked instead.
+    busy: Cell<bool>,
     run: Run,
+}
+
+/// Clears [`Hot::busy`] when the step it marks ends, a panic included.
+struct Busy<'a>(&'a Cell<bool>);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
 }
 
 /// The slots the thread holds.
@@ -60,10 +73,12 @@ impl<C: TimeSource + 'static> Table for Shared<C> {
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     static HOT: Hot = const {
         Hot {
             key: Cell::new(0),
+            busy: Cell::new(false),
             run: Run::empty(),
         }
     };
@@ -74,15 +89,77 @@ thread_local! {
     };
 }
 
+/// Runs `f` on the thread's `HOT`.
+#[cfg(not(loom))]
+#[inline(always)]
+fn with_hot<R>(f: impl FnOnce(&Hot) -> R) -> R {
+    HOT.with(f)
+}
+
+/// Runs `f` on the thread's `HELD`, unless it is being (or has been) destroyed.
+#[cfg(not(loom))]
+fn try_with_held<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
+    HELD.try_with(f).ok()
+}
+
+#[cfg(not(loom))]
 impl Drop for Held {
     /// The thread is exiting: every slot goes back with its last state.
     fn drop(&mut self) {
-        let entries = std::mem::take(self.slots.get_mut());
         // HOT has no destructor: it is still there.
-        let hot_key = HOT.with(|hot| hot.key.replace(0));
+        with_hot(|hot| self.give_all_back(hot));
+    }
+}
+
+/// Under loom, whose thread-locals are all taken before any is dropped (so that `HOT` is
+/// gone when `HELD`'s destructor runs), both live in one thread-local, given back by its
+/// destructor: the models explore the same give-back.
+#[cfg(loom)]
+struct Registry {
+    hot: Hot,
+    held: Held,
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static REGISTRY: Registry = Registry {
+        hot: Hot {
+            key: Cell::new(0),
+            busy: Cell::new(false),
+            run: Run::empty(),
+        },
+        held: Held {
+            slots: RefCell::new(Vec::new()),
+        },
+    };
+}
+
+#[cfg(loom)]
+fn with_hot<R>(f: impl FnOnce(&Hot) -> R) -> R {
+    REGISTRY.with(|r| f(&r.hot))
+}
+
+#[cfg(loom)]
+fn try_with_held<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
+    REGISTRY.try_with(|r| f(&r.held)).ok()
+}
+
+#[cfg(loom)]
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.held.give_all_back(&self.hot);
+    }
+}
+
+impl Held {
+    /// The thread is exiting: every slot goes back with its last state (taken from `hot` for
+    /// the one in use).
+    fn give_all_back(&mut self, hot: &Hot) {
+        let entries = std::mem::take(self.slots.get_mut());
+        let hot_key = hot.key.replace(0);
         for entry in entries {
-            let (slot, state, counted) = if entry.key == hot_key {
-                HOT.with(|hot| hot.run.parts())
+            let (slot, state, counted) = if entry.key == hot_key && !stale_at_exit() {
+                hot.run.parts()
             } else {
                 entry.run.parts()
             };
@@ -91,16 +168,43 @@ impl Drop for Held {
     }
 }
 
+/// Whether a thread exiting gives back the numbers parked when it last switched generators
+/// rather than the ones in use: a deliberately broken build for `scripts/mutants.sh`.
+const fn stale_at_exit() -> bool {
+    cfg!(monoflake_mutant_exit_stale)
+}
+
 /// The common case on the calling thread's numbers for `shared`, if they are the ones in use.
 #[inline(always)]
 pub(super) fn common<C: TimeSource>(shared: &Shared<C>) -> Option<u64> {
-    HOT.with(|hot| {
-        if hot.key.get() == shared.key {
-            hot.run.common(shared)
-        } else {
-            None
+    with_hot(|hot| {
+        if hot.key.get() != shared.key {
+            return None;
         }
+        let now_ns = shared.base.clock.now_ns();
+        // The clock is user code: a call it made for another generator on this thread may have
+        // brought that generator's numbers in (issue 34, case 10). Then the general path
+        // brings these back.
+        if !reentry_checked(hot, shared) {
+            return None;
+        }
+        hot.run.common_at(shared, now_ns)
     })
+}
+
+/// Whether `hot` still holds `shared`'s numbers after the clock was read.
+#[cfg(not(monoflake_mutant_per_thread_reentry))]
+#[inline(always)]
+fn reentry_checked<C: TimeSource>(hot: &Hot, shared: &Shared<C>) -> bool {
+    hot.key.get() == shared.key
+}
+
+/// A deliberately broken build (the numbers trusted across the clock's read), compiled only
+/// for `scripts/mutants.sh`.
+#[cfg(monoflake_mutant_per_thread_reentry)]
+#[inline(always)]
+fn reentry_checked<C: TimeSource>(_: &Hot, _: &Shared<C>) -> bool {
+    true
 }
 
 /// Runs `f` on the calling thread's numbers for `shared`: brings them into use (taking a free
@@ -114,18 +218,33 @@ pub(super) fn with_run<C: TimeSource + 'static, R>(
     shared: &Arc<Shared<C>>,
     f: impl FnOnce(&Run) -> Result<R, Error>,
 ) -> Result<R, Error> {
-    let in_use = HOT.with(|hot| {
+    let mut f = Some(f);
+    let in_use = with_hot(|hot| {
         if hot.key.get() == shared.key {
             return Ok(true);
         }
-        HELD.try_with(|held| held.bring(hot, shared))
-            .unwrap_or(Ok(false))
+        if cfg!(not(monoflake_mutant_per_thread_reentry)) && hot.busy.get() {
+            // A general step for another generator is under way on this thread (this call
+            // comes from its clock): its numbers stay in `HOT`; this one works on its own.
+            return Ok(false);
+        }
+        try_with_held(|held| held.bring(hot, shared)).unwrap_or(Ok(false))
     })?;
     if in_use {
-        return HOT.with(|hot| f(&hot.run));
+        let f = f.take().expect("not called yet");
+        return with_hot(|hot| {
+            let _busy = (!hot.busy.replace(true)).then_some(Busy(&hot.busy));
+            f(&hot.run)
+        });
     }
-    // The registry is gone (a call from another thread-local's destructor): a slot for this
-    // call.
+    // Its numbers parked in the registry, if they are and the registry is not busy.
+    let parked = try_with_held(|held| held.with_parked(shared, &mut f)).flatten();
+    if let Some(result) = parked {
+        return result;
+    }
+    let f = f.take().expect("not called yet");
+    // The registry is gone (a call from another thread-local's destructor) or busy: a slot
+    // for this call.
     let (slot, state) = shared.claim().ok_or(no_free_slot(shared))?;
     let run = Run::empty();
     run.start(shared, slot, state);
@@ -137,7 +256,7 @@ pub(super) fn with_run<C: TimeSource + 'static, R>(
 
 /// Hands the count of the calling thread's numbers for `shared`, if in use, to its slot.
 pub(super) fn flush<C: TimeSource>(shared: &Shared<C>) {
-    HOT.with(|hot| {
+    with_hot(|hot| {
         if hot.key.get() == shared.key {
             hot.run.flush(shared);
         }
@@ -151,6 +270,18 @@ fn no_free_slot<C: TimeSource>(shared: &Shared<C>) -> Error {
 }
 
 impl Held {
+    /// Runs `f` on the numbers for `shared` where they are parked here, if they are (and the
+    /// registry is not in use): `None` otherwise, with `f` left in place.
+    fn with_parked<C: TimeSource + 'static, R>(
+        &self,
+        shared: &Arc<Shared<C>>,
+        f: &mut Option<impl FnOnce(&Run) -> Result<R, Error>>,
+    ) -> Option<Result<R, Error>> {
+        let entries = self.slots.try_borrow().ok()?;
+        let entry = entries.iter().find(|e| e.key == shared.key)?;
+        Some(f.take()?(&entry.run))
+    }
+
     /// Brings the numbers for `shared` into `hot`: parks the ones there, drops those of
     /// generators that were dropped, and finds this generator's or takes a free slot for it.
     /// `false` when the registry is busy (a call from inside it cannot happen; a destructor
@@ -165,7 +296,12 @@ impl Held {
         };
         let parked = hot.key.replace(0);
         if let Some(e) = entries.iter().find(|e| parked != 0 && e.key == parked) {
+            // A deliberately broken build, for the loom model that must catch it, parks
+            // nothing: the numbers brought back later are the ones from before.
+            #[cfg(not(monoflake_broken_park))]
             e.run.copy_from(&hot.run);
+            #[cfg(monoflake_broken_park)]
+            let _ = e;
         }
         // Generators dropped since: their slots go back (nobody issues from them any more).
         entries.retain(|e| {

@@ -211,7 +211,12 @@ impl<C: TimeSource> Shared<C> {
         }
         // Ordering: Relaxed; a read-modify-write of the one word a seal swaps: a sealed slot
         // stays sealed.
+        #[cfg(not(any(monoflake_mutant_giveback_unpublished, monoflake_broken_seal_giveback)))]
         s.state.fetch_max(state, Ordering::Relaxed);
+        // A deliberately broken give-back (a plain store, which may overwrite a seal), for the
+        // loom model that must catch it.
+        #[cfg(monoflake_broken_seal_giveback)]
+        s.state.store(state, Ordering::Relaxed);
         Self::give(&s.held);
     }
 

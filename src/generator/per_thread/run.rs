@@ -139,6 +139,12 @@ impl Run {
         // `TimeSource` calling back into the generator) has moved them by the time they are
         // read, and this call goes on after what it issued.
         let now_ns = shared.base.clock.now_ns();
+        self.common_at(shared, now_ns)
+    }
+
+    /// [`Run::common`] at the clock's reading `now_ns`, taken before these numbers are read.
+    #[inline(always)]
+    pub(super) fn common_at<C: TimeSource>(&self, shared: &Shared<C>, now_ns: u64) -> Option<u64> {
         let mut hot = self.hot();
         let fence = &shared.base.core.fence;
         let id = hot.advance(now_ns, fence, fence.fork_watch())?;
@@ -167,7 +173,8 @@ impl Run {
     pub(super) fn lend(&self) -> Hot {
         let hot = self.hot();
         // Where the tick has room (`end_id` is 0 otherwise, and the common case never applies).
-        if hot.end_id > hot.id {
+        // (A deliberately broken build, for the loom model that must catch it, does not.)
+        if hot.end_id > hot.id && cfg!(not(monoflake_broken_lend)) {
             self.id.set(hot.end_id);
         }
         hot
@@ -313,7 +320,7 @@ impl Hot {
         let ok = (now_ns.wrapping_sub(self.from_ns) < self.width_ns)
             & (cur < self.end_id)
             & !fence.refuses_in(self.tick)
-            & !fork.forked();
+            & !fork.forked_on_common_path();
         if ok {
             self.id = cur + self.step;
             Some(self.id)

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The mutant suite: known-bad builds of the library, each one bug behind a cfg, and the cheapest
+# check that must kill it (a test, a loom model, a program such as a model checker).
+#
+#   bash scripts/mutants.sh                 every mutant
+#   bash scripts/mutants.sh --cheap         those marked cheap (what .ci/run runs)
+#   bash scripts/mutants.sh NAME...         the ones named
+#   bash scripts/mutants.sh --list          the table
+#   --no-baseline                           skip running each check on the unmutated build first
+#
+# For each mutant it builds the check with RUSTFLAGS="--cfg <cfg>" in a target directory of its
+# own ($CARGO_TARGET_DIR/mutants/<name>, or target/mutants/<name>; about 0.9 GB for a test's,
+# 0.3 GB for a loom model's, kept so that a second run only rebuilds what changed), then runs
+# the check. A mutant is killed when the check builds and then fails; a check that does not
+# build is an error of the suite, never a kill; and first, each check must pass on the
+# unmutated build (in $CARGO_TARGET_DIR/mutants/baseline-<kind>), else the run stops: a check
+# that fails anyway kills nothing. It prints one line per mutant and, last,
+# `mutants: K killed of N`; it exits 1 if any mutant survived (or its check did not build).
+#
+# Adding a mutant: put the bug behind `#[cfg(monoflake_mutant_<name>)]` (or cfg!(...)) in the
+# library, declare the cfg in Cargo.toml's check-cfg list, and add one line to MUTANTS below:
+#
+#   name  cfg  cheap|slow  kind args...
+#
+# kinds:
+#   test ARGS...      cargo test -p monoflake ARGS (e.g. --test fork some_test)
+#   loom TEST         the loom model file loom-tests/tests/TEST.rs, LOOM_MAX_PREEMPTIONS=2, release
+#   run PKG ARGS...   cargo run --release -p PKG -- ARGS (a model checker: it must exit non-zero)
+#   chaos S SEED [FLAGS]  the soak (scripts/chaos.sh --seconds S --seed SEED --scenarios none,
+#                     or FLAGS instead of --scenarios none, e.g. --scenarios deleted-dir)
+#   sh COMMAND...     a shell command run from the repository root with RUSTFLAGS and
+#                     CARGO_TARGET_DIR set (it builds nothing first: prefer a kind that does)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+MUTANTS=(
+    # name                    cfg                                        cost  check
+    "fork_common              monoflake_mutant_fork_common               cheap test --test fork every_kind_of_fork_is_refused_on_the_common_path_in_the_parents_tick"
+    "giveback_unpublished     monoflake_mutant_giveback_unpublished      cheap loom registry"
+    "exit_stale               monoflake_mutant_exit_stale                cheap loom registry"
+    "per_thread_reentry       monoflake_mutant_per_thread_reentry        cheap test --test per_thread a_clock_that_issues_from_another_generator"
+    "park                     monoflake_broken_park                      cheap loom registry"
+    "lend                     monoflake_broken_lend                      cheap loom registry"
+    "seal_giveback            monoflake_broken_seal_giveback             cheap loom registry"
+    "per_core_slot_bits       monoflake_broken_per_core                  cheap loom per_core"
+    # The soak against PerThread's known bugs (a full build of the CLI and the soak: slow).
+    "exit_stale_soak          monoflake_mutant_exit_stale                slow  chaos 30 35"
+    "giveback_soak            monoflake_mutant_giveback_unpublished      slow  chaos 30 35"
+    # .ci/run checks these two by steps of its own (every model must fail): slow here.
+    "cas                      monoflake_broken_cas                       slow  loom models"
+    "slots                    monoflake_broken_slots                     slow  loom slots"
+)
+
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+base="${CARGO_TARGET_DIR:-$PWD/target}/mutants"
+mkdir -p "$base"
+
+cheap_only=false
+list=false
+baseline=true
+wanted=()
+for arg in "$@"; do
+    case "$arg" in
+    --cheap) cheap_only=true ;;
+    --list) list=true ;;
+    --no-baseline) baseline=false ;;
+    -h | --help) usage; exit 0 ;;
+    -*) echo "mutants.sh: unknown option $arg" >&2; usage >&2; exit 2 ;;
+    *) wanted+=("$arg") ;;
+    esac
+done
+
+for w in ${wanted[@]+"${wanted[@]}"}; do
+    printf '%s\n' "${MUTANTS[@]}" | awk '{print $1}' | grep -qx -- "$w" ||
+        { echo "mutants.sh: no mutant named $w (--list shows them)" >&2; exit 2; }
+done
+
+if $list; then
+    printf '%s\n' "${MUTANTS[@]}"
+    exit 0
+fi
+
+# Builds (phase=build) or runs (phase=run) a check; its output goes to the caller's log.
+check() {
+    local phase=$1 kind=$2
+    shift 2
+    case "$kind" in
+    test)
+        if [ "$phase" = build ]; then
+            cargo test -p monoflake --no-run "$@"
+        else
+            cargo test -p monoflake "$@"
+        fi
+        ;;
+    loom)
+        local file=$1
+        RUSTFLAGS="--cfg loom $RUSTFLAGS" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
+            cargo test -p monoflake-loom-tests --release --test "$file" $([ "$phase" = build ] && echo --no-run)
+        ;;
+    run)
+        local pkg=$1
+        shift
+        if [ "$phase" = build ]; then
+            cargo build --release -p "$pkg"
+        else
+            cargo run --release -q -p "$pkg" -- "$@"
+        fi
+        ;;
+    chaos)
+        local seconds=$1 seed=$2
+        shift 2
+        [ $# -gt 0 ] || set -- --scenarios none
+        if [ "$phase" = build ]; then
+            cargo build -q -p monoflake-cli -p monoflake-chaos \
+                --features monoflake-cli/etcd,monoflake-cli/postgres
+        else
+            bash scripts/chaos.sh --seconds "$seconds" --seed "$seed" "$@"
+        fi
+        ;;
+    sh)
+        if [ "$phase" = build ]; then
+            true
+        else
+            bash -c "$*"
+        fi
+        ;;
+    *)
+        echo "unknown kind $kind"
+        return 2
+        ;;
+    esac
+}
+
+# The rows to run.
+selected=()
+for row in "${MUTANTS[@]}"; do
+    read -r name _ cost _ <<<"$row"
+    if [ "${#wanted[@]}" -gt 0 ]; then
+        [[ " ${wanted[*]} " == *" $name "* ]] || continue
+    elif $cheap_only && [ "$cost" != cheap ]; then
+        continue
+    fi
+    selected+=("$row")
+done
+
+# Each check first passes on the unmutated build: a check that fails anyway would "kill"
+# every mutant it is asked about.
+if $baseline; then
+    checked=" "
+    for row in ${selected[@]+"${selected[@]}"}; do
+        read -r _ _ _ kind args <<<"$row"
+        key="$kind:${args// /_}"
+        [[ "$checked" == *" $key "* ]] && continue
+        checked+="$key "
+        # shellcheck disable=SC2086 # args: one word each
+        set -- $args
+        dir="$base/baseline-$kind"
+        log="$base/baseline-${key//[^A-Za-z0-9_.-]/_}.log"
+        if ! { RUSTFLAGS="" CARGO_TARGET_DIR="$dir" check build "$kind" "$@" &&
+            RUSTFLAGS="" CARGO_TARGET_DIR="$dir" check run "$kind" "$@"; } >"$log" 2>&1; then
+            echo "baseline: $kind $* fails on the unmutated build (see $log): it can kill nothing"
+            exit 1
+        fi
+        echo "baseline: $kind $* passes on the unmutated build"
+    done
+fi
+
+killed=0
+total=0
+broken=0
+for row in ${selected[@]+"${selected[@]}"}; do
+    read -r name cfg cost kind args <<<"$row"
+    total=$((total + 1))
+    log="$base/$name.log"
+    # shellcheck disable=SC2086 # args: one word each
+    set -- $args
+    start=$(date +%s)
+    if ! RUSTFLAGS="--cfg $cfg" CARGO_TARGET_DIR="$base/$name" check build "$kind" "$@" >"$log" 2>&1; then
+        echo "mutant $name: ERROR, its check did not build (see $log)"
+        broken=$((broken + 1))
+        continue
+    fi
+    built=$(date +%s)
+    if RUSTFLAGS="--cfg $cfg" CARGO_TARGET_DIR="$base/$name" check run "$kind" "$@" >>"$log" 2>&1; then
+        echo "mutant $name: SURVIVED $kind $* (see $log)"
+    else
+        end=$(date +%s)
+        echo "mutant $name: killed by $kind $* in $((end - built)) s (build $((built - start)) s)"
+        killed=$((killed + 1))
+    fi
+done
+echo "mutants: $killed killed of $total"
+[ "$killed" -eq "$total" ] && [ "$broken" -eq 0 ]
