@@ -43,6 +43,11 @@ MUTANTS=(
     "lend                     monoflake_broken_lend                      cheap loom registry"
     "seal_giveback            monoflake_broken_seal_giveback             cheap loom registry"
     "per_core_slot_bits       monoflake_broken_per_core                  cheap loom per_core"
+    # The hand-over (docs/design.md, "The hand-over"): the give-back of ace1576 (.ci/run checks
+    # it by a step of its own), and a claim that takes evidence for a record of its own.
+    "give_back                monoflake_broken_give_back                 slow  run handover-check --quick"
+    "evidence_as_record       monoflake_mutant_evidence_as_record        cheap run handover-check --quick"
+    "evidence_as_record_store monoflake_mutant_evidence_as_record        slow  test --test store_conformance file_store_conformance"
     # The soak against PerThread's known bugs (a full build of the CLI and the soak: slow).
     "exit_stale_soak          monoflake_mutant_exit_stale                slow  chaos 30 35"
     "giveback_soak            monoflake_mutant_giveback_unpublished      slow  chaos 30 35"

@@ -109,6 +109,7 @@ fn configs(horizon: u8) -> Vec<(String, Config)> {
             .ok()
             .and_then(|p| p.parse().ok())
             .unwrap_or(3),
+        passer: true,
         horizon,
         deletions: 0,
         delete_under_running_holder: false,
@@ -183,6 +184,12 @@ fn configs(horizon: u8) -> Vec<(String, Config)> {
                 step_size: 1,
                 ..remote
             },
+        ),
+        // Two successors in turn: a stale write-back after a second deletion (evidence, not
+        // a record) must not let the second start at once under the first.
+        (
+            "remote store, two successors, records deleted, the holder stopped, clocks within the margin".into(),
+            Config { deletions: 1, pauses: 1, step_size: 1, passer: false, ..remote },
         ),
         // Outside the fault model (docs/design.md, "The hand-over"): a store with no clock of
         // its own, every record of the node deleted while its holder is stopped, and the

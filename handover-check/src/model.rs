@@ -85,6 +85,8 @@ pub enum Flavour {
 pub struct Config {
     pub flavour: Flavour,
     pub procs: usize,
+    /// The last process only passes the node over (with three or more).
+    pub passer: bool,
     /// Real time runs from 0 to this.
     pub horizon: u8,
     pub deletions: u8,
@@ -208,6 +210,7 @@ impl World {
         let mut world = World::idle(config);
         if let Some(last) = world.procs.last_mut()
             && config.procs > 2
+            && config.passer
         {
             last.passes_over = true;
         }

@@ -151,6 +151,8 @@ pub fn ahead_ms(read: Option<u64>, now_ms: u64) -> u64 {
 /// assert_eq!(cost(Some(2_000), true, 1_000, &limits), Some(Cost::Jump(1_000)));
 /// ```
 pub fn cost(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limits) -> Option<Cost> {
+    #[cfg(monoflake_mutant_evidence_as_record)]
+    let recorded = recorded || read.is_some();
     if read.is_none() || !recorded {
         return Some(Cost::Wait(limits.unrecorded_wait_ms));
     }
@@ -172,6 +174,8 @@ pub fn cost(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limits) -> 
 /// assert_eq!(after_claim(Some(990), false, 1_000, &limits), Step::WaitThenReread { ms: 250 });
 /// ```
 pub fn after_claim(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limits) -> Step {
+    #[cfg(monoflake_mutant_evidence_as_record)]
+    let recorded = recorded || read.is_some();
     let Some(until) = read.filter(|_| recorded) else {
         return Step::WaitThenReread {
             ms: limits.unrecorded_wait_ms,
