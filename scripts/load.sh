@@ -6,14 +6,15 @@
 #       (defaults: 10 s a run, 32 connections, wrk -t1, no pipelining)
 #
 # Builds the release binary and the baseline (cli/benches/bare_http.rs: axum + hyper-util
-# with the service's settings, a counter for a handler), starts both on 127.0.0.1 with free
-# ports (`serve` with a temporary state directory), then runs wrk three rounds, alternating:
-# the bare handler's GET /, then serve's GET /v1/id, and prints each round's requests/s and
-# the ratio serve / bare (the same machine, the same minute: the only fair comparison on a
-# shared host). With --pipeline N, wrk sends N requests per write on each connection (HTTP/1
-# pipelining, a Lua script). Then GET /v1/ids?count=1000 with IDs/s, the server's RSS before
-# and after, and its counters; both servers are stopped at the end. Needs wrk (Debian:
-# apt-get install wrk).
+# with the service's settings, a counter for a handler), both with the release profile, starts
+# both on 127.0.0.1 with free ports (`serve` with a temporary state directory), then runs wrk
+# three rounds, alternating: the bare handler's GET /, then serve's GET /v1/id, and prints each
+# round's requests/s, each server's own CPU time per request (from /proc/PID/stat: steadier
+# than requests/s on a shared host) and the ratios serve / bare (the same machine, the same
+# minute: the only fair comparison there). With --pipeline N, wrk sends N requests per write
+# on each connection (HTTP/1 pipelining, a Lua script). Then GET /v1/ids?count=1000 with IDs/s,
+# the server's RSS before and after, and its counters; both servers are stopped at the end.
+# Needs wrk (Debian: apt-get install wrk).
 set -euo pipefail
 
 pipeline=1
@@ -38,12 +39,20 @@ fi
 command -v wrk >/dev/null || { echo "load.sh: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release -q -p monoflake-cli --manifest-path "$root/Cargo.toml"
-bin="$root/target/release/monoflake"
-bare_bin=$(cargo bench --no-run -p monoflake-cli --bench bare_http --manifest-path "$root/Cargo.toml" 2>&1 |
-    sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
-[[ -x ${bare_bin:-} ]] || bare_bin="$root/$bare_bin"
+# Both with the release profile, so that the ratio compares the code, not the compiler
+# settings (`cargo bench` would build the baseline with the bench profile: fat LTO, one
+# codegen unit). Two builds, the baseline first: built together, the server would get the
+# dev-dependencies' features (the library's `test-host-scope`). Paths from cargo's JSON
+# messages, so CARGO_TARGET_DIR is honoured.
+executable() { # KIND NAME: the path of the executable target NAME, built
+    cargo build --release -q -p monoflake-cli --manifest-path "$root/Cargo.toml" "--$1" "$2" \
+        --message-format=json | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' |
+        grep "/$2[^/]*\$" | tail -1
+}
+bare_bin=$(executable bench bare_http)
+bin=$(executable bin monoflake)
 [[ -x $bare_bin ]] || { echo "load.sh: cannot find the bare_http bench binary" >&2; exit 1; }
+[[ -x $bin ]] || { echo "load.sh: cannot find the monoflake binary" >&2; exit 1; }
 work=$(mktemp -d)
 server_pid=
 bare_pid=
@@ -95,20 +104,35 @@ request = function() return req end
 EOF
     script=(-s "$work/pipeline.lua")
 fi
-run() { wrk -t1 -c"$connections" -d"${seconds}s" --latency "${script[@]}" "$1" | tee -a "$work/all" | awk '/Requests\/sec/ {print $2}'; }
+# CPU ticks (user + system, USER_HZ) a process has used.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+# PID URL: "requests/s CPU-µs-per-request" of one wrk run against URL, served by PID. The CPU
+# time is the server's own, so it is steadier than requests/s on a shared machine.
+run() {
+    local before after out
+    before=$(ticks "$1")
+    out=$(wrk -t1 -c"$connections" -d"${seconds}s" --latency "${script[@]}" "$2" | tee -a "$work/all")
+    after=$(ticks "$1")
+    awk -v t=$((after - before)) -v hz="$hz" '
+        /requests in/ {n = $1} /Requests\/sec/ {r = $2}
+        END {printf "%s %.1f\n", r, n ? t / hz * 1e6 / n : 0}' <<<"$out"
+}
 
 echo
 echo "== same run, alternating: wrk -t1 -c$connections -d${seconds}s, pipeline $pipeline"
-printf '%-6s %14s %16s %7s\n' round "bare req/s" "serve /v1/id" ratio
+printf '%-6s %12s %9s %14s %9s %7s %9s\n' round "bare req/s" "µs/req" "serve /v1/id" "µs/req" ratio "CPU ratio"
 ratios=()
 for round in 1 2 3; do
-    b=$(run "$bare/")
-    s=$(run "$addr/v1/id")
+    read -r b bcpu < <(run "$bare_pid" "$bare/")
+    read -r s scpu < <(run "$server_pid" "$addr/v1/id")
     r=$(awk -v s="$s" -v b="$b" 'BEGIN {printf "%.2f", s / b}')
+    c=$(awk -v s="$scpu" -v b="$bcpu" 'BEGIN {printf "%.2f", s / b}')
     ratios+=("$r")
-    printf '%-6s %14s %16s %7s\n' "$round" "$b" "$s" "$r"
+    printf '%-6s %12s %9s %14s %9s %7s %9s\n' "$round" "$b" "$bcpu" "$s" "$scpu" "$r" "$c"
 done
-echo "serve / bare: $(printf '%s\n' "${ratios[@]}" | sort -n | head -1)–$(printf '%s\n' "${ratios[@]}" | sort -n | tail -1)"
+echo "serve / bare (req/s): $(printf '%s\n' "${ratios[@]}" | sort -n | head -1)–$(printf '%s\n' "${ratios[@]}" | sort -n | tail -1);" \
+    "CPU ratio: serve's CPU time per request over bare's"
 errors=$(grep -c 'Non-2xx\|Socket errors' "$work/all" || true)
 echo "runs with errors or non-2xx answers: $errors"
 

@@ -186,7 +186,7 @@ fn every_error_status_with_a_json_reason() {
         (
             "/v2/id",
             404,
-            "no such path: /v2/id; the API is GET /v1/id, /v1/ids?count=N, /v1/decode/{id}, /healthz, /readyz, /metrics",
+            "no such path: /v2/id; the API is GET /v1/id, /v1/ids?count=N, /v1/decode/{id}, /healthz, /readyz, /metrics, /openapi.json",
         ),
     ];
     for (path, status, message) in cases {

@@ -389,3 +389,143 @@ fn the_grpc_listener_answers_plain_http_with_json_and_counts_it() {
         "{m}"
     );
 }
+
+/// One reflection exchange over a stream: every request sent, every answer read until the
+/// stream ends — `Ok((answers, the status it ended with, if not OK))` — or the call's
+/// refusal.
+macro_rules! reflect {
+    ($version:ident, $channel:expr, $token:expr, $requests:expr) => {{
+        use tonic_reflection::pb::$version::server_reflection_client::ServerReflectionClient;
+        use tonic_reflection::pb::$version::{
+            ServerReflectionRequest, server_reflection_request::MessageRequest,
+        };
+        let requests: Vec<ServerReflectionRequest> = $requests
+            .into_iter()
+            .map(|m: MessageRequest| ServerReflectionRequest {
+                host: String::new(),
+                message_request: Some(m),
+            })
+            .collect();
+        let mut request = tonic::Request::new(tonic::codegen::tokio_stream::iter(requests));
+        if let Some(token) = $token {
+            request
+                .metadata_mut()
+                .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        match ServerReflectionClient::new($channel)
+            .server_reflection_info(request)
+            .await
+        {
+            Err(status) => Err(status),
+            Ok(answers) => {
+                let mut answers = answers.into_inner();
+                let mut all = Vec::new();
+                loop {
+                    match answers.message().await {
+                        Ok(Some(answer)) => all.push(answer.message_response.expect("an answer")),
+                        Ok(None) => break Ok((all, None)),
+                        Err(status) => break Ok((all, Some(status))),
+                    }
+                }
+            }
+        }
+    }};
+}
+
+#[test]
+fn reflection_lists_every_service_and_describes_ids() {
+    use prost::Message;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest as V1Request;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse as V1Response;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest as AlphaRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse as AlphaResponse;
+
+    let dir = common::TempDir::new("grpc-reflection");
+    let token = "reflection-token-0123456789";
+    let s = Server::try_start_with_env(
+        &[
+            "--state-dir",
+            dir.path().to_str().unwrap(),
+            "--grpc-listen",
+            "127.0.0.1:0",
+        ],
+        &[("MONOFLAKE_TOKEN", token)],
+    )
+    .unwrap();
+    let addr = s.grpc.clone().unwrap();
+    let expected = [
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+        "monoflake.v1.Ids",
+    ];
+    runtime().block_on(async {
+        let channel = Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        // v1: the services, then the file that defines monoflake.v1.Ids, as grpcurl asks.
+        let answers = reflect!(
+            v1,
+            channel.clone(),
+            Some(token),
+            [
+                V1Request::ListServices(String::new()),
+                V1Request::FileContainingSymbol("monoflake.v1.Ids".to_owned()),
+                V1Request::FileContainingSymbol("monoflake.v1.Nope".to_owned()),
+            ]
+        )
+        .unwrap();
+        // An unknown symbol ends the stream NOT_FOUND, after the answers before it.
+        let (answers, end) = answers;
+        assert_eq!(end.map(|s| s.code()), Some(Code::NotFound));
+        assert_eq!(answers.len(), 2);
+        let V1Response::ListServicesResponse(list) = &answers[0] else {
+            panic!("{:?}", answers[0]);
+        };
+        let mut names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, expected);
+        let V1Response::FileDescriptorResponse(files) = &answers[1] else {
+            panic!("{:?}", answers[1]);
+        };
+        let file =
+            prost_types::FileDescriptorProto::decode(files.file_descriptor_proto[0].as_slice())
+                .unwrap();
+        assert_eq!(file.name(), "monoflake/v1/ids.proto");
+        assert_eq!(file.package(), "monoflake.v1");
+        let methods: Vec<&str> = file.service[0].method.iter().map(|m| m.name()).collect();
+        assert_eq!(methods, ["Next", "Decode"]);
+        // The comments come along (grpcurl's `describe` shows them).
+        assert!(file.source_code_info.is_some());
+
+        // v1alpha (older grpcurl and tools) lists the same.
+        let answers = reflect!(
+            v1alpha,
+            channel.clone(),
+            Some(token),
+            [AlphaRequest::ListServices(String::new())]
+        )
+        .unwrap()
+        .0;
+        let AlphaResponse::ListServicesResponse(list) = &answers[0] else {
+            panic!("{:?}", answers[0]);
+        };
+        let mut names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, expected);
+
+        // Without the token, reflection is refused like the API it describes.
+        let refused = reflect!(
+            v1,
+            channel.clone(),
+            None::<&str>,
+            [V1Request::ListServices(String::new())]
+        )
+        .unwrap_err();
+        assert_eq!(refused.code(), Code::Unauthenticated);
+    });
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}

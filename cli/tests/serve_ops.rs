@@ -347,3 +347,222 @@ fn build_info_and_process_metrics_are_scraped() {
     assert_eq!(value(&second, "process_start_time_seconds"), started);
     drop(held);
 }
+
+/// The document `GET /openapi.json` serves, as the tree holds it.
+const OPENAPI: &str = include_str!("../src/serve/openapi.json");
+
+/// What a request got, with every header (names in lower case).
+struct Raw {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn call(agent: &ureq::Agent, method: &str, url: &str, headers: &[(&str, &str)]) -> Raw {
+    let mut request = ureq::http::Request::builder().method(method).uri(url);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let mut response = agent
+        .run(request.body(()).unwrap())
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    Raw {
+        status: response.status().as_u16(),
+        headers: response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect(),
+        body: response.body_mut().read_to_string().unwrap_or_default(),
+    }
+}
+
+/// Follows `$ref`s within the document.
+fn resolve<'a>(doc: &'a serde_json::Value, v: &'a serde_json::Value) -> &'a serde_json::Value {
+    match v["$ref"].as_str() {
+        Some(r) => resolve(doc, doc.pointer(&r[1..]).expect(r)),
+        None => v,
+    }
+}
+
+/// Checks `value` against the JSON Schema subset the document uses (`type`, `const`,
+/// `required`, `properties`, `additionalProperties`, `items`, `minItems`, `minimum`).
+fn conforms(doc: &serde_json::Value, schema: &serde_json::Value, value: &serde_json::Value) {
+    use serde_json::Value;
+    let schema = resolve(doc, schema);
+    let fail = || panic!("{value} does not conform to {schema}");
+    if let Some(c) = schema.get("const") {
+        assert_eq!(value, c);
+    }
+    match schema["type"].as_str() {
+        None => {}
+        Some("object") => {
+            let Value::Object(map) = value else { fail() };
+            for name in schema["required"].as_array().into_iter().flatten() {
+                assert!(
+                    map.contains_key(name.as_str().unwrap()),
+                    "{name} in {value}"
+                );
+            }
+            for (name, member) in map {
+                match (&schema["properties"][name], &schema["additionalProperties"]) {
+                    (Value::Null, Value::Bool(false)) => fail(),
+                    (Value::Null, Value::Null | Value::Bool(true)) => {}
+                    (Value::Null, extra) => conforms(doc, extra, member),
+                    (property, _) => conforms(doc, property, member),
+                }
+            }
+        }
+        Some("array") => {
+            let Value::Array(items) = value else { fail() };
+            let min = schema["minItems"].as_u64().unwrap_or(0);
+            assert!(items.len() as u64 >= min, "{value}: fewer than {min} items");
+            items
+                .iter()
+                .for_each(|v| conforms(doc, &schema["items"], v));
+        }
+        Some("string") => assert!(value.is_string(), "{value} is a string"),
+        Some("integer") => {
+            let n = value.as_u64().unwrap_or_else(|| fail());
+            assert!(n >= schema["minimum"].as_u64().unwrap_or(0));
+        }
+        Some(other) => panic!("the test knows no type {other}"),
+    }
+}
+
+/// The document's path template that `path` (without its query) matches.
+fn template<'a>(doc: &'a serde_json::Value, path: &str) -> Option<&'a str> {
+    let segments: Vec<&str> = path.split('/').collect();
+    doc["paths"].as_object().unwrap().keys().find_map(|t| {
+        let parts: Vec<&str> = t.split('/').collect();
+        let matches = parts.len() == segments.len()
+            && parts
+                .iter()
+                .zip(&segments)
+                .all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()));
+        matches.then_some(t.as_str())
+    })
+}
+
+/// Checks one answer against the document: its status is one the operation lists (or, for
+/// a path or method the document does not have, its 404 or 405), its body (or none, for a
+/// `HEAD`) the media type and schema listed, and every header listed present.
+fn described(doc: &serde_json::Value, method: &str, target: &str, raw: &Raw) -> String {
+    let path = target.split('?').next().unwrap();
+    let status = raw.status.to_string();
+    let operation = template(doc, path).and_then(|t| doc["paths"][t].get(method.to_lowercase()));
+    let response = match operation {
+        Some(op) => op["responses"]
+            .get(&status)
+            .unwrap_or_else(|| panic!("{method} {target}: {status} is not described")),
+        None if raw.status == 404 && template(doc, path).is_none() => {
+            &doc["components"]["responses"]["NotFound"]
+        }
+        None if raw.status == 405 => &doc["components"]["responses"]["MethodNotAllowed"],
+        None => panic!("{method} {target}: {status} and no operation"),
+    };
+    let response = resolve(doc, response);
+    for (name, header) in response["headers"].as_object().into_iter().flatten() {
+        let served = raw
+            .header(&name.to_lowercase())
+            .unwrap_or_else(|| panic!("{method} {target} {status}: no {name} header"));
+        let schema = resolve(doc, header)["schema"].clone();
+        if let Some(c) = schema.get("const") {
+            assert_eq!(served, c.as_str().unwrap(), "{method} {target}: {name}");
+        }
+    }
+    match response.get("content") {
+        None => assert_eq!(raw.body, "", "{method} {target} {status}: a body"),
+        Some(content) => {
+            let kind = raw.header("content-type").unwrap_or_default();
+            let media = content
+                .get(kind)
+                .unwrap_or_else(|| panic!("{method} {target} {status}: {kind} not described"));
+            if kind == "application/json" {
+                assert!(
+                    raw.body.ends_with("}\n"),
+                    "{method} {target}: {:?}",
+                    raw.body
+                );
+                let value: serde_json::Value = serde_json::from_str(&raw.body).unwrap();
+                conforms(doc, &media["schema"], &value);
+            }
+        }
+    }
+    format!(
+        "{method} {} {status}",
+        template(doc, path).unwrap_or("(unknown)")
+    )
+}
+
+#[test]
+fn every_answer_the_server_gives_is_described_by_openapi_json() {
+    let doc: serde_json::Value = serde_json::from_str(OPENAPI).unwrap();
+    let dir = common::TempDir::new("serve-openapi");
+    let token = "an-openapi-test-token-0123";
+    let s = Server::try_start_with_env(
+        &["--state-dir", &state_dir(&dir), "--reclaim-after", "3600"],
+        &[("MONOFLAKE_TOKEN", token)],
+    )
+    .unwrap();
+    let a = agent();
+    let bearer = format!("Bearer {token}");
+    let auth = [("authorization", bearer.as_str())];
+    let text = [("authorization", bearer.as_str()), ("accept", "text/plain")];
+    let served = call(&a, "GET", &s.url("/openapi.json"), &[]);
+    assert_eq!(served.status, 200);
+    assert_eq!(served.header("content-type"), Some("application/json"));
+    assert_eq!(served.body, OPENAPI, "the document served is the tree's");
+
+    let mut seen = std::collections::BTreeSet::new();
+    let mut check = |method: &str, target: &str, headers: &[(&str, &str)], status: u16| {
+        let raw = call(&a, method, &s.url(target), headers);
+        assert_eq!(raw.status, status, "{method} {target}: {}", raw.body);
+        seen.insert(described(&doc, method, target, &raw));
+    };
+    for method in ["GET", "HEAD"] {
+        check(method, "/v1/id", &auth, 200);
+        check(method, "/v1/id?count=5", &auth, 400);
+        check(method, "/v1/id", &[], 401);
+        check(method, "/v1/ids?count=3", &auth, 200);
+        check(method, "/v1/ids?count=0", &auth, 400);
+        check(method, "/v1/ids?cout=3", &auth, 400);
+        check(method, "/v1/ids?count=3", &[], 401);
+        check(method, "/v1/decode/175928847299117063", &auth, 200);
+        check(method, "/v1/decode/0x2710", &auth, 200);
+        check(method, "/v1/decode/12x", &auth, 400);
+        check(method, "/v1/decode/%FF", &auth, 400);
+        check(method, "/v1/decode/1", &[], 401);
+        for probe in ["/healthz", "/readyz", "/metrics", "/openapi.json"] {
+            check(method, probe, &[], 200);
+        }
+    }
+    check("GET", "/v1/id", &text, 200);
+    check("GET", "/v1/ids?count=3", &text, 200);
+    check("GET", "/v2/id", &[], 404);
+    check("POST", "/v1/id", &auth, 405);
+    check("DELETE", "/healthz", &[], 405);
+
+    // The lease lost: the ID routes and readiness refuse.
+    common::delete_under_holders(dir.path());
+    server::wait_for_status(&a, &s.url("/readyz"), 503);
+    for method in ["GET", "HEAD"] {
+        check(method, "/v1/id", &auth, 503);
+        check(method, "/v1/ids?count=3", &auth, 503);
+        check(method, "/readyz", &[], 503);
+    }
+    // Every operation of the document was called, and every status it lists but one: 14
+    // operations, 32 of their statuses, a 404 and two 405s. (`/metrics`' 503, over the
+    // response budget, needs a flood: serve_abuse.rs makes one.)
+    assert_eq!(seen.len(), 35, "{seen:#?}");
+    drop(s);
+}

@@ -3,7 +3,7 @@
 //! An answer's bytes are held from the moment its handler reserves them (or, for an answer too
 //! small to reserve, from the moment it is produced) until the last of them has been handed to
 //! the kernel or thrown away with a reset stream: every chunk of an answer carries a share of
-//! its request (`Bytes::from_owner`), and the bytes are given back when the last share drops.
+//! its request (`tracked::Chunk`), and the bytes are given back when the last share drops.
 //! A client that stops reading therefore holds what it was sent, never more, and a handler
 //! that cannot reserve answers 503 instead of building the answer.
 //!
@@ -16,8 +16,6 @@
 //!   server's whole budget.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-use bytes::Bytes;
 
 /// Answers up to this size are never refused for memory.
 pub const SMALL: usize = 1024;
@@ -140,20 +138,6 @@ impl Budget {
     }
 }
 
-/// `bytes`, holding `keep` until the last clone of the result is dropped.
-pub fn attach<K: Send + 'static>(bytes: Bytes, keep: K) -> Bytes {
-    struct Kept<K> {
-        bytes: Bytes,
-        _keep: K,
-    }
-    impl<K> AsRef<[u8]> for Kept<K> {
-        fn as_ref(&self) -> &[u8] {
-            &self.bytes
-        }
-    }
-    Bytes::from_owner(Kept { bytes, _keep: keep })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,18 +153,6 @@ mod tests {
         b.try_take(1000, b.limit(), "the server").unwrap();
         b.give_back(4000);
         assert_eq!(b.held(), 0);
-    }
-
-    #[test]
-    fn attached_bytes_keep_their_owner_until_the_last_clone_drops() {
-        let owner = std::sync::Arc::new(());
-        let a = attach(Bytes::from_static(b"abcdef"), std::sync::Arc::clone(&owner));
-        let tail = a.slice(3..);
-        drop(a);
-        assert_eq!(std::sync::Arc::strong_count(&owner), 2);
-        assert_eq!(&tail[..], b"def");
-        drop(tail);
-        assert_eq!(std::sync::Arc::strong_count(&owner), 1);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! gRPC: the `monoflake.v1.Ids` service of `proto/monoflake/v1/ids.proto`, on the same
-//! issuer, token and metrics as HTTP.
+//! issuer, token and metrics as HTTP; the standard health service; and server reflection
+//! (`grpc.reflection.v1` and `v1alpha`), so that grpcurl and other tools list and call the
+//! services without the `.proto` in hand.
 //!
 //! Status codes: `INVALID_ARGUMENT` for a bad count or an ID the layout cannot hold,
 //! `UNAVAILABLE` with a `retry-after-ms` trailer when the generator cannot issue,
@@ -35,26 +37,57 @@ const MAX_REQUEST: usize = 4096;
 /// The name health checks ask about (`grpc.health.v1.HealthCheckRequest.service`).
 pub const SERVICE_NAME: &str = "monoflake.v1.Ids";
 
+/// The encoded descriptors of `proto/monoflake/v1/ids.proto`, written by `build.rs`, for
+/// reflection.
+const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/monoflake_v1.fds"));
+
+/// A reflection service's builder, knowing every service this listener serves: both
+/// reflection versions list the same four (`monoflake.v1.Ids`, `grpc.health.v1.Health`,
+/// `grpc.reflection.v1.ServerReflection`, `grpc.reflection.v1alpha.ServerReflection`).
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .include_reflection_service(false)
+        .register_encoded_file_descriptor_set(DESCRIPTORS)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
+}
+
 /// The gRPC routes, to be served by the listener like any router: `monoflake.v1.Ids` (behind
 /// the token) and the standard `grpc.health.v1.Health` (open, like `/readyz`), which reports
 /// `SERVING` for `monoflake.v1.Ids` and for the server as a whole (`""`) exactly while
-/// `/readyz` answers 200.
-pub fn router(app: Arc<App>) -> Router {
+/// `/readyz` answers 200; and reflection (behind the token too, like the API it describes:
+/// grpcurl's `-H` sends the token with its reflection requests).
+///
+/// Reflection is a stream per caller, bounded like any request: each request message at most
+/// [`MAX_REQUEST`], one answer at a time (its sender waits until the client takes the last),
+/// and the stream is an answer in flight on the connection's deadline (`--idle-timeout`).
+pub fn router(app: Arc<App>) -> Result<Router, String> {
     let guard = Arc::clone(&app);
     let app_of_fallback = Arc::clone(&app);
     let health = tonic_health::pb::health_server::HealthServer::new(
         tonic_health::server::HealthService::from_health_reporter(app.health.clone()),
     )
     .max_decoding_message_size(MAX_REQUEST);
+    let broken = |e: tonic_reflection::server::Error| format!("gRPC reflection: {e}");
+    let reflection_v1 = reflection()
+        .build_v1()
+        .map_err(broken)?
+        .max_decoding_message_size(MAX_REQUEST);
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .map_err(broken)?
+        .max_decoding_message_size(MAX_REQUEST);
     let ids = IdsServer::new(Service { app }).max_decoding_message_size(MAX_REQUEST);
-    let service =
-        InterceptedService::new(ids, move |request: Request<()>| authorize(&guard, request));
-    let routes = tonic::service::Routes::new(service)
+    let authorized = move |request: Request<()>| authorize(&guard, request);
+    let routes = tonic::service::Routes::new(InterceptedService::new(ids, authorized.clone()))
         .add_service(health)
+        .add_service(InterceptedService::new(reflection_v1, authorized.clone()))
+        .add_service(InterceptedService::new(reflection_v1alpha, authorized))
         .into_axum_router();
-    routes.fallback(move |request: axum::extract::Request| {
+    Ok(routes.fallback(move |request: axum::extract::Request| {
         unknown(Arc::clone(&app_of_fallback), request)
-    })
+    }))
 }
 
 /// Anything the gRPC services do not route: a gRPC call gets `UNIMPLEMENTED` (tonic's own
@@ -68,8 +101,8 @@ async fn unknown(app: Arc<App>, request: axum::extract::Request) -> axum::respon
         .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
     let response = if grpc {
         let (parts, ()) = Status::unimplemented(format!(
-            "no such method: {path}; this listener serves {SERVICE_NAME} (Next, Decode) and \
-             grpc.health.v1.Health"
+            "no such method: {path}; this listener serves {SERVICE_NAME} (Next, Decode), \
+             grpc.health.v1.Health and server reflection (grpc.reflection.v1, v1alpha)"
         ))
         .into_http::<()>()
         .into_parts();

@@ -5,7 +5,8 @@
 //! ID, 401 for a missing or wrong token, 404 for an unknown path, 405 for a method other than
 //! GET, 503 with `Retry-After` when the generator cannot issue. Every JSON body ends with a
 //! newline. Every answer of an ID-issuing route carries `Cache-Control: no-store`: a cache
-//! between caller and service must never hand one ID to two callers.
+//! between caller and service must never hand one ID to two callers. `GET /openapi.json`
+//! describes all of it (OpenAPI 3.1, `openapi.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +18,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 use monoflake::Id;
 
 use super::auth::Token;
@@ -47,14 +48,77 @@ pub struct App {
 
 type Shared = State<Arc<App>>;
 
+/// One HTTP route. [`Route::ALL`] is the one table of what the router serves: the router is
+/// built from it, the 404 answer lists it, and a test holds `openapi.json` to it (every route
+/// there, nothing else).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Id,
+    Ids,
+    Decode,
+    Healthz,
+    Readyz,
+    Metrics,
+    OpenApi,
+}
+
+impl Route {
+    /// Every route the router serves, in the order the 404 answer lists them.
+    pub const ALL: [Route; 7] = [
+        Route::Id,
+        Route::Ids,
+        Route::Decode,
+        Route::Healthz,
+        Route::Readyz,
+        Route::Metrics,
+        Route::OpenApi,
+    ];
+
+    /// The path as axum and OpenAPI both write it (`{id}`: a path parameter).
+    pub const fn path(self) -> &'static str {
+        match self {
+            Route::Id => "/v1/id",
+            Route::Ids => "/v1/ids",
+            Route::Decode => "/v1/decode/{id}",
+            Route::Healthz => "/healthz",
+            Route::Readyz => "/readyz",
+            Route::Metrics => "/metrics",
+            Route::OpenApi => "/openapi.json",
+        }
+    }
+
+    /// How the 404 answer names the route.
+    const fn usage(self) -> &'static str {
+        match self {
+            Route::Ids => "/v1/ids?count=N",
+            other => other.path(),
+        }
+    }
+
+    /// The handler, for `GET` and (axum's `get` serves it too) `HEAD`: the methods [`ALLOW`]
+    /// names.
+    fn handler(self) -> MethodRouter<Arc<App>> {
+        match self {
+            Route::Id => get(id),
+            Route::Ids => get(ids),
+            Route::Decode => get(decode),
+            Route::Healthz => get(healthz),
+            Route::Readyz => get(readyz),
+            Route::Metrics => get(metrics),
+            Route::OpenApi => get(openapi),
+        }
+    }
+}
+
+/// The methods every route serves, as the 405 answer's `Allow` header names them.
+pub const ALLOW: &str = "GET, HEAD";
+
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/v1/id", get(id))
-        .route("/v1/ids", get(ids))
-        .route("/v1/decode/{id}", get(decode))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+    Route::ALL
+        .into_iter()
+        .fold(Router::new(), |router, route| {
+            router.route(route.path(), route.handler())
+        })
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
@@ -393,15 +457,26 @@ async fn metrics(State(app): Shared, request: Request) -> Response {
     finish(&app, Endpoint::Metrics, start, response)
 }
 
+/// The routes as the 404 answer lists them: `GET /v1/id, /v1/ids?count=N, …`.
+pub fn api() -> String {
+    let usages: Vec<&str> = Route::ALL.into_iter().map(Route::usage).collect();
+    format!("GET {}", usages.join(", "))
+}
+
+/// The OpenAPI 3.1 description of the routes, statuses and bodies above (`openapi.json`,
+/// held to [`Route::ALL`] by a test). Needs no token: it describes, it issues nothing.
+async fn openapi(State(app): Shared) -> Response {
+    let start = Instant::now();
+    let mut response = Response::new(Body::from(super::openapi::DOCUMENT));
+    response.headers_mut().insert(header::CONTENT_TYPE, JSON);
+    finish(&app, Endpoint::OpenApi, start, response)
+}
+
 async fn not_found(State(app): Shared, uri: axum::http::Uri) -> Response {
     let start = Instant::now();
     let response = error(
         StatusCode::NOT_FOUND,
-        &format!(
-            "no such path: {}; the API is GET /v1/id, /v1/ids?count=N, /v1/decode/{{id}}, \
-             /healthz, /readyz, /metrics",
-            echo(uri.path())
-        ),
+        &format!("no such path: {}; the API is {}", echo(uri.path()), api()),
     );
     finish(&app, Endpoint::Other, start, response)
 }
@@ -422,6 +497,6 @@ async fn method_not_allowed(
     );
     response
         .headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        .insert(header::ALLOW, HeaderValue::from_static(ALLOW));
     finish(&app, Endpoint::Other, start, response.into_response())
 }

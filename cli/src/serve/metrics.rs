@@ -32,19 +32,21 @@ pub enum Endpoint {
     Healthz,
     Readyz,
     Metrics,
+    OpenApi,
     GrpcNext,
     GrpcDecode,
     Other,
 }
 
 /// Label values, indexed by `Endpoint as usize`.
-const ENDPOINTS: [&str; 9] = [
+const ENDPOINTS: [&str; 10] = [
     "/v1/id",
     "/v1/ids",
     "/v1/decode",
     "/healthz",
     "/readyz",
     "/metrics",
+    "/openapi.json",
     "grpc Next",
     "grpc Decode",
     "other",
@@ -121,7 +123,7 @@ struct Latency {
 /// The service's own counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    latency: [Latency; 9],
+    latency: [Latency; ENDPOINTS.len()],
     codes: [AtomicU64; 8],
     closed: [AtomicU64; 8],
     over_budget: AtomicU64,

@@ -4,7 +4,8 @@
 //! * `issue.rs`: the generator behind an async retry; refusals and what they mean. It reports
 //!   its own events through its `Observer` trait, which `metrics.rs` implements: the issuer
 //!   does not import the metrics.
-//! * `http.rs`: the HTTP routes and bodies; `grpc.rs`: the `monoflake.v1.Ids` service.
+//! * `http.rs`: the HTTP routes (one table) and bodies; `openapi.rs`: their description,
+//!   `GET /openapi.json`; `grpc.rs`: the `monoflake.v1.Ids` service and reflection.
 //! * `metrics.rs`: `/metrics`; `process.rs`: the process's resources for it, from
 //!   `/proc/self`; `auth.rs`: the bearer token; `tls.rs`: rustls.
 //! * `listener.rs`: accept loop, protocol limits, graceful stop; `slots.rs`: which connection
@@ -25,6 +26,7 @@ mod issue;
 mod lifecycle;
 mod listener;
 mod metrics;
+mod openapi;
 mod process;
 mod slots;
 mod tls;
@@ -230,7 +232,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         );
         endpoints.push(lifecycle::Endpoint {
             listener,
-            router: grpc::router(Arc::clone(&app)),
+            router: grpc::router(Arc::clone(&app)).map_err(runtime_failure)?,
         });
     }
     let limits = listener::Limits {

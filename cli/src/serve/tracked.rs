@@ -12,11 +12,10 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, Response};
 use axum::routing::future::RouteFuture;
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http_body::{Frame, SizeHint};
 use tower::Service;
 
-use super::budget::attach;
 use super::exchange::{Conn, Exchange};
 use super::metrics::Metrics;
 
@@ -122,14 +121,37 @@ pub struct TrackedBody {
     exchange: Arc<Exchange>,
 }
 
+/// A piece of an answer, as hyper takes it: the bytes, and their request, kept in flight
+/// (and its bytes held in the budget) until hyper has written them to the socket — or copied
+/// them into its own buffer to write next — and dropped the piece. The same as wrapping the
+/// bytes with `Bytes::from_owner`, without that allocation per piece.
+pub struct Chunk {
+    bytes: Bytes,
+    _exchange: Arc<Exchange>,
+}
+
+impl Buf for Chunk {
+    fn remaining(&self) -> usize {
+        self.bytes.remaining()
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.bytes.chunk()
+    }
+
+    fn advance(&mut self, n: usize) {
+        self.bytes.advance(n);
+    }
+}
+
 impl http_body::Body for TrackedBody {
-    type Data = Bytes;
+    type Data = Chunk;
     type Error = axum::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+    ) -> Poll<Option<Result<Frame<Chunk>, axum::Error>>> {
         let this = self.get_mut();
         let frame = match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
             None => {
@@ -137,9 +159,12 @@ impl http_body::Body for TrackedBody {
                 return Poll::Ready(None);
             }
             Some(Err(e)) => return Poll::Ready(Some(Err(e))),
-            Some(Ok(frame)) => frame.map_data(|data| {
-                this.exchange.count(data.len());
-                attach(data, Arc::clone(&this.exchange))
+            Some(Ok(frame)) => frame.map_data(|bytes| {
+                this.exchange.count(bytes.len());
+                Chunk {
+                    bytes,
+                    _exchange: Arc::clone(&this.exchange),
+                }
             }),
         };
         if this.inner.is_end_stream() {
@@ -160,6 +185,30 @@ impl http_body::Body for TrackedBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serve::exchange::Conn;
+
+    #[tokio::test]
+    async fn a_chunk_keeps_its_request_in_flight_and_its_bytes_held_until_dropped() {
+        let conn = Conn::for_tests();
+        let mut body = TrackedBody {
+            inner: Body::from("{\"id\":\"1\"}\n"),
+            exchange: Arc::new(Exchange::begin(&conn)),
+        };
+        let frame = std::future::poll_fn(|cx| http_body::Body::poll_frame(Pin::new(&mut body), cx))
+            .await
+            .expect("a frame")
+            .expect("no error");
+        let mut chunk = frame.into_data().ok().expect("data");
+        drop(body);
+        assert!(!conn.is_idle(), "the piece is not written yet");
+        assert_eq!(conn.held(), 11);
+        assert_eq!(chunk.chunk(), b"{\"id\":\"1\"}\n");
+        chunk.advance(5);
+        assert_eq!((chunk.remaining(), chunk.chunk()), (6, &b":\"1\"}\n"[..]));
+        drop(chunk);
+        assert!(conn.is_idle());
+        assert_eq!(conn.held(), 0);
+    }
 
     #[test]
     fn grpc_errors_count_under_their_http_meaning() {
