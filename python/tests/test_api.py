@@ -13,7 +13,7 @@ import pytest
 
 import monoflake
 
-STUB = Path(__file__).resolve().parents[1] / "monoflake.pyi"
+STUB = Path(__file__).resolve().parents[1] / "python" / "monoflake" / "__init__.pyi"
 UTC = datetime.timezone.utc
 
 

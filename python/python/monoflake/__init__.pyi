@@ -7,7 +7,36 @@ IDs are plain ``int``; durations are float seconds; times are aware ``datetime``
 import array
 import datetime
 import os
-from typing import Literal, Optional, Sequence, Union
+from typing import Literal, Optional, Sequence, Union, final
+
+__all__ = [
+    "Error",
+    "WouldBlock",
+    "TimedOut",
+    "Exhausted",
+    "LeaseLost",
+    "Forked",
+    "NodeUnavailable",
+    "StoreError",
+    "InvalidLayout",
+    "InvalidId",
+    "OutOfRange",
+    "BatchTooLarge",
+    "InvalidKey",
+    "InvalidConfig",
+    "Layout",
+    "Parts",
+    "Generator",
+    "Stats",
+    "Opaque",
+    "next_id",
+    "next_ids",
+    "configure_default",
+    "decode",
+    "encode",
+    "parse",
+    "PRESETS",
+]
 
 __version__: str
 PRESETS: tuple[str, ...]
@@ -65,13 +94,14 @@ def parse(text: str, encoding: _Encoding = "decimal") -> int:
     """The ID written as `text` in `encoding` (hex with or without ``0x``, as the CLI prints
     it); `InvalidId` when it is not one."""
 
+@final
 class Layout:
     """Bit widths, named node fields, epoch and tick, checked when made.
 
     ``Layout("discord")`` takes a preset name, ``Layout("time=41,worker=10,sequence=12,
     epoch=2024-01-01")`` a spec (as the CLI's ``--layout``). Hashable, comparable, picklable."""
 
-    def __init__(self, spec: str = "twitter") -> None: ...
+    def __new__(cls, spec: str = "twitter") -> Layout: ...
     @staticmethod
     def custom(
         *,
@@ -129,9 +159,10 @@ class Layout:
     def node_fields_of(self, node: int) -> dict[str, int]:
         """The node fields of `node`; `OutOfRange` when it does not fit the layout."""
     def check_node(self, node: int) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class Parts:
     """An ID read back by its layout."""
 
@@ -158,9 +189,10 @@ class Parts:
     def as_dict(self) -> dict[str, Union[int, str]]:
         """The keys of ``monoflake decode --json``: id, unix_ms, time, node, sequence and the
         named fields."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class Stats:
     """A generator's counters (see the Rust ``Stats`` for each)."""
 
@@ -186,13 +218,14 @@ class Stats:
     lease_losses: int
     def as_dict(self) -> dict[str, int]: ...
 
+@final
 class Generator:
     """IDs on one node, leased from a node store: the node is never shared with another live
     generator, and a restart never reissues a time its node used. Thread-safe; a context
     manager that releases the node on exit. In a forked child it raises `Forked`."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         layout: Optional[_LayoutArg] = None,
         node: Union[int, Literal["auto"], None] = None,
         *,
@@ -212,7 +245,7 @@ class Generator:
         reservation_window: Optional[float] = None,
         future_reservation_tolerance: Optional[float] = None,
         trust_future_reservation: bool = False,
-    ) -> None: ...
+    ) -> Generator: ...
     @staticmethod
     def unleased(
         layout: _LayoutArg,
@@ -258,10 +291,11 @@ class Generator:
     def __enter__(self) -> Generator: ...
     def __exit__(self, *exc: object) -> Literal[False]: ...
 
+@final
 class Opaque:
     """A keyed permutation of a layout's IDs: `encrypt` hides time, node and order."""
 
-    def __init__(self, key: Union[bytes, str], layout: Optional[_LayoutArg] = None) -> None: ...
+    def __new__(cls, key: Union[bytes, str], layout: Optional[_LayoutArg] = None) -> Opaque: ...
     @staticmethod
     def from_key_file(path: _Path, layout: Optional[_LayoutArg] = None) -> Opaque: ...
     @property
