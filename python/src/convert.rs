@@ -1,5 +1,5 @@
-//! Conversions at the boundary that more than one class needs: an ID argument, and Unix
-//! milliseconds as an aware `datetime`.
+//! Conversions at the boundary that more than one class needs: an ID argument, an int
+//! argument with its range, and Unix milliseconds as an aware `datetime`.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -25,6 +25,39 @@ pub(crate) fn id_arg(value: &Bound<'_, PyAny>) -> PyResult<u64> {
             vec![("input", Attr::Str(value.to_string()))],
         )
     })
+}
+
+/// An int argument `field` in `0..=max`. Any other int, negative or however large, is
+/// `OutOfRange` with `field`, the value as given (a Python int) and `max`: one error
+/// whatever the value, never `OverflowError`. Not an int at all (a `float`, a `str`) is a
+/// `TypeError`; a `bool` is an int, as everywhere in Python.
+pub(crate) fn uint(value: &Bound<'_, PyAny>, field: &str, max: u64) -> PyResult<u64> {
+    if value.cast::<PyInt>().is_err() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{field} is an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    match value.extract::<u64>() {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(out_of_range(value, field, max)),
+    }
+}
+
+/// `OutOfRange` for `value` (any Python int) in a field that holds `0..=max`.
+#[cold]
+pub(crate) fn out_of_range(value: &Bound<'_, PyAny>, field: &str, max: u64) -> PyErr {
+    raise(
+        value.py(),
+        Kind::OutOfRange,
+        "OutOfRange",
+        format!("{field} {value} is out of range: the field holds 0..={max}"),
+        vec![
+            ("field", Attr::Str(field.to_owned())),
+            ("value", Attr::Object(value.clone().unbind())),
+            ("max", Attr::Int(max)),
+        ],
+    )
 }
 
 /// The last millisecond a `datetime` holds: 9999-12-31 23:59:59.999 UTC.

@@ -26,7 +26,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::errors::{Attr, Kind, count, forked, raise, to_py};
+use crate::convert::uint;
+use crate::errors::{Attr, Kind, batch_error, count, forked, raise, to_py};
 use crate::layout::{LayoutArg, PyLayout};
 use crate::options::{Args, NodeArg, Options, Tuning};
 use crate::stats::PyStats;
@@ -156,19 +157,20 @@ impl PyGenerator {
     }
 
     /// Issues by `attempt`: once with the GIL held, then, at the lead limit, waiting in slices
-    /// (`crate::wait`) for at most `max_wait`.
+    /// (`crate::wait`) for at most `max_wait`. The library's error becomes `fail`'s.
     #[inline]
     fn issue<T: Send>(
         &self,
         py: Python<'_>,
         attempt: impl Fn(&Flavour) -> Result<T, Error> + Sync,
+        fail: impl FnOnce(Error) -> PyErr,
     ) -> PyResult<T> {
         let first = self.with(py, |g| match attempt(g) {
             Err(Error::WouldBlock { retry_after, .. }) => First::Wait(Arc::clone(g), retry_after),
             done => First::Done(done),
         })?;
         let (g, retry_after) = match first {
-            First::Done(done) => return done.map_err(|e| to_py(py, e)),
+            First::Done(done) => return done.map_err(fail),
             First::Wait(g, retry_after) => (g, retry_after),
         };
         let stopped = || !self.open.load(Ordering::Relaxed);
@@ -177,15 +179,19 @@ impl PyGenerator {
         // without the GIL: dropping a lease writes a file.
         py.detach(move || drop(g));
         match waited? {
-            Waited::Done(done) => done.map_err(|e| to_py(py, e)),
+            Waited::Done(done) => done.map_err(fail),
             Waited::Stopped => Err(self.closed_error(py)),
         }
     }
 
     /// `n` IDs, waiting (the GIL released) at the lead limit.
-    fn ids(&self, py: Python<'_>, n: i64) -> PyResult<Ids> {
-        let n = count(py, n)?;
-        self.issue(py, |g| g.contract().try_next_ids(n))
+    fn ids(&self, py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<Ids> {
+        let count = count(n)?;
+        self.issue(
+            py,
+            |g| g.contract().try_next_ids(count),
+            |e| batch_error(py, e, n),
+        )
     }
 
     #[cold]
@@ -248,17 +254,23 @@ impl PyGenerator {
 
     /// A generator on `node`, which the caller guarantees no other live generator of this
     /// layout uses: no lease, no time reservation.
+    // `start_offset_bits` is taken as any object (`None` for 0) so that an int of any size
+    // gets the one error `Tuning::new` gives; the signature Python shows says 0.
     #[staticmethod]
-    #[pyo3(signature = (layout, node, *, max_lead = None, max_wait = None, start_offset_bits = 0))]
+    #[pyo3(
+        signature = (layout, node, *, max_lead = None, max_wait = None, start_offset_bits = None),
+        text_signature = "(layout, node, *, max_lead=None, max_wait=None, start_offset_bits=0)"
+    )]
     fn unleased(
         py: Python<'_>,
         layout: LayoutArg,
-        node: u64,
+        node: &Bound<'_, PyAny>,
         max_lead: Option<f64>,
         max_wait: Option<f64>,
-        start_offset_bits: u32,
+        start_offset_bits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let layout = layout.into_layout(py)?;
+        let node = uint(node, "node", layout.max_node())?;
         let tuning = Tuning::new(py, &layout, max_lead, max_wait, start_offset_bits)?;
         let builder = Generator::builder(layout).node(node);
         let generator = tuning.apply(builder).build().map_err(|e| to_py(py, e))?;
@@ -268,7 +280,7 @@ impl PyGenerator {
     /// One ID, waiting (the GIL released, signals checked) at the lead limit, for at most
     /// `max_wait`.
     fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        self.issue(py, |g| g.try_next_id().map(Id::as_u64))
+        self.issue(py, |g| g.try_next_id().map(Id::as_u64), |e| to_py(py, e))
     }
 
     /// One ID without waiting: `WouldBlock` (with `retry_after`) at the lead limit.
@@ -279,23 +291,35 @@ impl PyGenerator {
     }
 
     /// `n` consecutive IDs, reserved at once, as a list; waits as `next_id`.
-    fn next_ids<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
+    fn next_ids<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         list(py, self.ids(py, n)?)
     }
 
     /// `n` consecutive IDs as an `array.array("Q")` (unsigned 64-bit, native order): what
     /// `next_ids` does without making `n` int objects; waits as `next_id`.
-    fn next_ids_array<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyAny>> {
+    fn next_ids_array<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         array(py, self.ids(py, n)?)
     }
 
     /// `n` consecutive IDs without waiting: `WouldBlock` when they do not fit the lead now,
     /// `BatchTooLarge` when they never can.
-    fn try_next_ids<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
-        let n = count(py, n)?;
+    fn try_next_ids<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let count = count(n)?;
         let ids = self
-            .with(py, |g| g.contract().try_next_ids(n))?
-            .map_err(|e| to_py(py, e))?;
+            .with(py, |g| g.contract().try_next_ids(count))?
+            .map_err(|e| batch_error(py, e, n))?;
         list(py, ids)
     }
 

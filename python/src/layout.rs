@@ -7,7 +7,7 @@ use monoflake::{Id, Layout, PRESETS};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::convert::aware_datetime;
+use crate::convert::{aware_datetime, uint};
 use crate::errors::to_py;
 
 /// A layout: bit widths, named node fields, epoch and tick, checked when made.
@@ -68,30 +68,40 @@ impl PyLayout {
         PyLayout::parse(py, spec)
     }
 
-    /// A custom layout from its parts; `node_fields` in order from the most significant bit.
+    // `tick_ms` is taken as any object (`None` for 1) so that an int of any size gets the one
+    // error `uint` gives; the signature Python shows says 1.
     #[staticmethod]
-    #[pyo3(signature = (*, time_bits, sequence_bits, node_fields, epoch_ms, tick_ms = 1,
-                        node_below_sequence = false, allow_sign_bit = false, name = None))]
+    #[pyo3(
+        signature = (*, time_bits, sequence_bits, node_fields, epoch_ms, tick_ms = None,
+                     node_below_sequence = false, allow_sign_bit = false, name = None),
+        text_signature = "(*, time_bits, sequence_bits, node_fields, epoch_ms, tick_ms=1, \
+                          node_below_sequence=False, allow_sign_bit=False, name=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn custom(
         py: Python<'_>,
-        time_bits: u32,
-        sequence_bits: u32,
-        node_fields: Vec<(String, u32)>,
-        epoch_ms: u64,
-        tick_ms: u64,
+        time_bits: &Bound<'_, PyAny>,
+        sequence_bits: &Bound<'_, PyAny>,
+        node_fields: Vec<(String, Bound<'_, PyAny>)>,
+        epoch_ms: &Bound<'_, PyAny>,
+        tick_ms: Option<&Bound<'_, PyAny>>,
         node_below_sequence: bool,
         allow_sign_bit: bool,
         name: Option<String>,
     ) -> PyResult<Self> {
+        // A width is at most 64, so it fits a u32.
+        let width = |value: &Bound<'_, PyAny>, field: &str| -> PyResult<u32> {
+            uint(value, field, u64::from(u64::BITS)).map(|bits| bits as u32)
+        };
         let mut builder = Layout::builder()
-            .time_bits(time_bits)
-            .sequence_bits(sequence_bits)
-            .epoch_ms(epoch_ms)
-            .tick_ms(tick_ms)
+            .time_bits(width(time_bits, "time_bits")?)
+            .sequence_bits(width(sequence_bits, "sequence_bits")?)
+            .epoch_ms(uint(epoch_ms, "epoch_ms", u64::MAX)?)
+            .tick_ms(tick_ms.map_or(Ok(1), |t| uint(t, "tick_ms", u64::MAX))?)
             .node_below_sequence(node_below_sequence)
             .allow_sign_bit(allow_sign_bit);
         for (field, bits) in node_fields {
+            let bits = width(&bits, &field)?;
             builder = builder.node_field(field, bits);
         }
         if let Some(name) = name {
@@ -201,26 +211,48 @@ impl PyLayout {
     }
 
     /// The tick (time-field value) at `unix_ms`.
-    fn tick_at(&self, unix_ms: u64) -> u64 {
-        self.layout.tick_at(unix_ms)
+    fn tick_at(&self, unix_ms: &Bound<'_, PyAny>) -> PyResult<u64> {
+        Ok(self.layout.tick_at(uint(unix_ms, "unix_ms", u64::MAX)?))
     }
 
-    /// The Unix milliseconds at which `tick` starts.
-    fn unix_ms_of_tick(&self, tick: u64) -> u64 {
-        self.layout.unix_ms_of_tick(tick)
+    /// The Unix milliseconds at which `tick` starts; `OutOfRange` (field `"time"`, as
+    /// `compose` says) for a tick past the time field.
+    fn unix_ms_of_tick(&self, tick: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let tick = uint(tick, "time", self.layout.max_tick())?;
+        Ok(self.layout.unix_ms_of_tick(tick))
     }
 
     /// The ID with these parts (`tick` is the time-field value).
-    fn compose(&self, py: Python<'_>, tick: u64, node: u64, sequence: u64) -> PyResult<u64> {
-        self.layout
+    fn compose(
+        &self,
+        py: Python<'_>,
+        tick: &Bound<'_, PyAny>,
+        node: &Bound<'_, PyAny>,
+        sequence: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let layout = &self.layout;
+        let tick = uint(tick, "time", layout.max_tick())?;
+        let node = uint(node, "node", layout.max_node())?;
+        let sequence = uint(sequence, "sequence", layout.max_sequence())?;
+        layout
             .compose(tick, node, sequence)
             .map(Id::as_u64)
             .map_err(|e| to_py(py, e))
     }
 
     /// The ID with these parts, its time given in Unix milliseconds.
-    fn compose_at(&self, py: Python<'_>, unix_ms: u64, node: u64, sequence: u64) -> PyResult<u64> {
-        self.layout
+    fn compose_at(
+        &self,
+        py: Python<'_>,
+        unix_ms: &Bound<'_, PyAny>,
+        node: &Bound<'_, PyAny>,
+        sequence: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let layout = &self.layout;
+        let unix_ms = uint(unix_ms, "unix_ms", u64::MAX)?;
+        let node = uint(node, "node", layout.max_node())?;
+        let sequence = uint(sequence, "sequence", layout.max_sequence())?;
+        layout
             .compose_at(unix_ms, node, sequence)
             .map(Id::as_u64)
             .map_err(|e| to_py(py, e))
@@ -236,7 +268,16 @@ impl PyLayout {
         let mut values = Vec::new();
         if let Some(fields) = fields {
             for (k, v) in fields {
-                values.push((k.extract::<String>()?, v.extract::<u64>()?));
+                let name = k.extract::<String>()?;
+                // A field the layout has is checked here, as the library would check it, so
+                // that an int of any size gets its `OutOfRange`; an unknown name is the
+                // library's `InvalidFieldName`.
+                let bits = self.layout.node_fields().iter().find(|f| f.name() == name);
+                let value = match bits {
+                    Some(f) => uint(&v, &name, mask(f.bits()))?,
+                    None => 0,
+                };
+                values.push((name, value));
             }
         }
         let borrowed: Vec<(&str, u64)> = values.iter().map(|(k, v)| (k.as_str(), *v)).collect();
@@ -246,9 +287,13 @@ impl PyLayout {
     }
 
     /// The named fields of a node value, as a dict.
-    fn node_fields_of<'py>(&self, py: Python<'py>, node: u64) -> PyResult<Bound<'py, PyDict>> {
+    fn node_fields_of<'py>(
+        &self,
+        py: Python<'py>,
+        node: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         // The library masks a node too wide; here it is refused, as `check_node` does.
-        self.layout.check_node(node).map_err(|e| to_py(py, e))?;
+        let node = uint(node, "node", self.layout.max_node())?;
         let dict = PyDict::new(py);
         for (k, v) in self.layout.node_fields_of(node) {
             dict.set_item(k, v)?;
@@ -257,8 +302,8 @@ impl PyLayout {
     }
 
     /// `node` if it fits the layout, else `OutOfRange`.
-    fn check_node(&self, py: Python<'_>, node: u64) -> PyResult<u64> {
-        self.layout.check_node(node).map_err(|e| to_py(py, e))
+    fn check_node(&self, node: &Bound<'_, PyAny>) -> PyResult<u64> {
+        uint(node, "node", self.layout.max_node())
     }
 
     fn __str__(&self) -> String {
@@ -302,16 +347,30 @@ impl PyLayout {
         if layout.name() == name {
             return Ok(PyLayout { layout });
         }
-        PyLayout::custom(
-            py,
-            layout.time_bits(),
-            layout.sequence_bits(),
-            fields(&layout),
-            layout.epoch_ms(),
-            layout.tick_ms(),
-            layout.node_below_sequence(),
-            layout.allows_sign_bit(),
-            Some(name),
-        )
+        renamed(py, &layout, name)
     }
+}
+
+/// `layout` named `name`: built again from its parts, as `Layout.custom(name=...)` would.
+fn renamed(py: Python<'_>, layout: &Layout, name: String) -> PyResult<PyLayout> {
+    let mut builder = Layout::builder()
+        .time_bits(layout.time_bits())
+        .sequence_bits(layout.sequence_bits())
+        .epoch_ms(layout.epoch_ms())
+        .tick_ms(layout.tick_ms())
+        .node_below_sequence(layout.node_below_sequence())
+        .allow_sign_bit(layout.allows_sign_bit())
+        .name(name);
+    for f in layout.node_fields() {
+        builder = builder.node_field(f.name().to_owned(), f.bits());
+    }
+    builder
+        .build()
+        .map(|layout| PyLayout { layout })
+        .map_err(|e| to_py(py, e))
+}
+
+/// `bits` ones, for `bits` in `0..=64`.
+fn mask(bits: u32) -> u64 {
+    u64::MAX.checked_shr(64 - bits.min(64)).unwrap_or(0)
 }

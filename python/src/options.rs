@@ -9,25 +9,43 @@ use monoflake::{Error, FileStore, Generator, GeneratorBuilder, Layout, Leased, N
 use monoflake::{LockedClock, NodeStore};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyInt, PyString};
 
+use crate::convert::uint;
 use crate::errors::{Attr, Kind, raise};
 use crate::layout::LayoutArg;
 
-/// A `node=` argument: `"auto"` or a node value.
-#[derive(FromPyObject)]
-pub(crate) enum NodeArg {
-    Exact(u64),
-    Text(String),
+/// A `node=` argument: `"auto"` or a node value, read once the layout is known.
+pub(crate) struct NodeArg(Py<PyAny>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for NodeArg {
+    type Error = PyErr;
+
+    fn extract(node: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
+        Ok(NodeArg(node.to_owned().unbind()))
+    }
 }
 
 impl NodeArg {
-    pub(crate) fn request(self, py: Python<'_>) -> PyResult<NodeRequest> {
-        match self {
-            NodeArg::Exact(n) => Ok(NodeRequest::Exact(n)),
-            NodeArg::Text(t) if t == "auto" => Ok(NodeRequest::Any),
-            NodeArg::Text(t) => Err(invalid(py, "node", &t, "\"auto\" or an int")),
+    /// `"auto"`, or a node that fits `layout`: any other int, however large or negative, is
+    /// `OutOfRange` (as the library says for one too large in 64 bits); any other string
+    /// `InvalidConfig`; anything else a `TypeError`.
+    pub(crate) fn request(self, py: Python<'_>, layout: &Layout) -> PyResult<NodeRequest> {
+        let node = self.0.bind(py);
+        if node.cast::<PyString>().is_ok() {
+            let text: String = node.extract()?;
+            return match text.as_str() {
+                "auto" => Ok(NodeRequest::Any),
+                other => Err(invalid(py, "node", other, "\"auto\" or an int")),
+            };
         }
+        if node.cast::<PyInt>().is_err() {
+            return Err(PyTypeError::new_err(format!(
+                "node is \"auto\" or an int, not {}",
+                node.get_type().name()?
+            )));
+        }
+        uint(node, "node", layout.max_node()).map(NodeRequest::Exact)
     }
 }
 
@@ -74,27 +92,40 @@ pub(crate) struct Tuning {
 }
 
 impl Tuning {
+    /// `start_offset_bits` is an int (`None` for 0) in `0..=sequence_bits - 1`: the library
+    /// caps it there, and a larger value is refused here rather than silently used as less.
+    /// Any other int, however large or negative, is `InvalidConfig` too.
     pub(crate) fn new(
         py: Python<'_>,
         layout: &Layout,
         max_lead: Option<f64>,
         max_wait: Option<f64>,
-        start_offset_bits: u32,
+        start_offset_bits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        // The library caps it at `sequence_bits - 1`; a larger value is refused here rather
-        // than silently used as less.
         let most = layout.sequence_bits().saturating_sub(1);
-        if start_offset_bits > most {
-            return Err(invalid(
-                py,
-                "start_offset_bits",
-                &start_offset_bits.to_string(),
-                &format!(
-                    "0..={most} (below the layout's {} sequence bits)",
-                    layout.sequence_bits()
-                ),
-            ));
-        }
+        let start_offset_bits = match start_offset_bits {
+            None => 0,
+            Some(bits) if bits.cast::<PyInt>().is_err() => {
+                return Err(PyTypeError::new_err(format!(
+                    "start_offset_bits is an int, not {}",
+                    bits.get_type().name()?
+                )));
+            }
+            Some(bits) => match bits.extract::<u32>() {
+                Ok(bits) if bits <= most => bits,
+                _ => {
+                    return Err(invalid(
+                        py,
+                        "start_offset_bits",
+                        &bits.to_string(),
+                        &format!(
+                            "0..={most} (below the layout's {} sequence bits)",
+                            layout.sequence_bits()
+                        ),
+                    ));
+                }
+            },
+        };
         Ok(Tuning {
             max_lead: seconds(py, "max_lead", max_lead)?,
             max_wait: seconds(py, "max_wait", max_wait)?,
@@ -119,7 +150,7 @@ impl Tuning {
 /// The arguments as Python gives them, checked for type.
 pub(crate) struct Args {
     layout: Layout,
-    node: NodeArg,
+    node: Option<NodeArg>,
     backend: String,
     state_dir: Option<PathBuf>,
     etcd_endpoints: Vec<String>,
@@ -133,7 +164,7 @@ pub(crate) struct Args {
     etcd_password: Option<String>,
     max_lead: Option<f64>,
     max_wait: Option<f64>,
-    start_offset_bits: u32,
+    start_offset_bits: Option<Py<PyAny>>,
     reservation_window: Option<f64>,
     future_reservation_tolerance: Option<f64>,
     trust_future_reservation: bool,
@@ -154,7 +185,7 @@ impl Args {
                 Some(l) => l.into_layout(py)?,
                 None => Layout::twitter(),
             },
-            node: node.unwrap_or(NodeArg::Text("auto".into())),
+            node,
             backend: "file".into(),
             state_dir: None,
             etcd_endpoints: vec!["http://127.0.0.1:2379".into()],
@@ -168,7 +199,7 @@ impl Args {
             etcd_password: None,
             max_lead: None,
             max_wait: None,
-            start_offset_bits: 0,
+            start_offset_bits: None,
             reservation_window: None,
             future_reservation_tolerance: None,
             trust_future_reservation: false,
@@ -199,7 +230,7 @@ impl Args {
                 "etcd_password" => args.etcd_password = value.extract()?,
                 "max_lead" => args.max_lead = value.extract()?,
                 "max_wait" => args.max_wait = value.extract()?,
-                "start_offset_bits" => args.start_offset_bits = value.extract()?,
+                "start_offset_bits" => args.start_offset_bits = Some(value.unbind()),
                 "reservation_window" => args.reservation_window = value.extract()?,
                 "future_reservation_tolerance" => {
                     args.future_reservation_tolerance = value.extract()?
@@ -253,11 +284,15 @@ impl Options {
             &args.layout,
             args.max_lead,
             args.max_wait,
-            args.start_offset_bits,
+            args.start_offset_bits.as_ref().map(|bits| bits.bind(py)),
         )?;
+        let node = match args.node {
+            Some(node) => node.request(py, &args.layout)?,
+            None => NodeRequest::Any,
+        };
         Ok(Options {
             layout: args.layout,
-            node: args.node.request(py)?,
+            node,
             store,
             tuning,
             reservation_window: seconds(py, "reservation_window", args.reservation_window)?,

@@ -99,7 +99,9 @@ class Layout:
     """Bit widths, named node fields, epoch and tick, checked when made.
 
     ``Layout("discord")`` takes a preset name, ``Layout("time=41,worker=10,sequence=12,
-    epoch=2024-01-01")`` a spec (as the CLI's ``--layout``). Hashable, comparable, picklable."""
+    epoch=2024-01-01")`` a spec (as the CLI's ``--layout``). Hashable, comparable, picklable.
+
+    An int argument out of its range (negative, or beyond 64 bits) raises `OutOfRange`."""
 
     def __new__(cls, spec: str = "twitter") -> Layout: ...
     @staticmethod
