@@ -61,13 +61,19 @@ impl PyLayout {
 #[pymethods]
 impl PyLayout {
     /// A preset by name (`"twitter"`, `"discord"`, …) or a spec
-    /// (`"time=41,worker=10,sequence=12,epoch=2024-01-01"`).
+    /// (`"time=41,worker=10,sequence=12,epoch=2024-01-01"`), named `name` when given.
     #[new]
-    #[pyo3(signature = (spec = "twitter"))]
-    fn new(py: Python<'_>, spec: &str) -> PyResult<Self> {
-        PyLayout::parse(py, spec)
+    #[pyo3(signature = (spec = "twitter", name = None))]
+    fn new(py: Python<'_>, spec: &str, name: Option<String>) -> PyResult<Self> {
+        let layout = PyLayout::parse(py, spec)?.layout;
+        match name {
+            Some(name) if name != layout.name() => renamed(py, &layout, name),
+            _ => Ok(PyLayout { layout }),
+        }
     }
 
+    /// A custom layout from its parts; `node_fields` in order from the most significant bit.
+    /// A width above 64 bits, a negative int or one beyond 64 bits is `OutOfRange`.
     // `tick_ms` is taken as any object (`None` for 1) so that an int of any size gets the one
     // error `uint` gives; the signature Python shows says 1.
     #[staticmethod]
@@ -310,45 +316,63 @@ impl PyLayout {
         self.layout.to_string()
     }
 
+    /// `Layout("twitter")` for a preset; else `Layout("<spec>")`, with `name=` when the spec
+    /// alone would name it otherwise: what `eval` makes back, name included.
     fn __repr__(&self) -> String {
-        match Layout::preset(self.layout.name()) {
-            Ok(preset) if preset == self.layout => format!("Layout({:?})", self.layout.name()),
-            _ => format!("Layout({:?})", self.layout.to_string()),
+        let layout = &self.layout;
+        if Layout::preset(layout.name()).is_ok_and(|preset| preset == *layout) {
+            return format!("Layout({:?})", layout.name());
+        }
+        let spec = layout.to_string();
+        match spec.parse::<Layout>() {
+            Ok(plain) if plain.name() == layout.name() => format!("Layout({spec:?})"),
+            _ => format!("Layout({spec:?}, name={:?})", layout.name()),
         }
     }
 
+    /// Equal when they split IDs alike: the spec (widths, node field names, order, epoch,
+    /// tick, sign bit). The name is a label, not compared: `Layout(odd.spec) == odd`.
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other
             .cast::<PyLayout>()
-            .is_ok_and(|o| o.get().layout == self.layout)
+            .is_ok_and(|o| shape(&o.get().layout) == shape(&self.layout))
     }
 
     fn __hash__(&self) -> u64 {
         let mut h = DefaultHasher::new();
-        self.layout.hash(&mut h);
+        shape(&self.layout).hash(&mut h);
         h.finish()
     }
 
-    /// Pickles as its spec and name.
+    /// Pickles as `Layout(spec, name)`.
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let layout = &slf.get().layout;
         Ok((
-            slf.getattr("_restore")?,
+            slf.get_type().into_any(),
             PyTuple::new(slf.py(), [layout.to_string(), layout.name().to_owned()])?,
         ))
     }
+}
 
-    /// The layout of `spec`, named `name` (for unpickling).
-    #[staticmethod]
-    fn _restore(py: Python<'_>, spec: &str, name: String) -> PyResult<Self> {
-        let layout = PyLayout::parse(py, spec)?.layout;
-        if layout.name() == name {
-            return Ok(PyLayout { layout });
-        }
-        renamed(py, &layout, name)
-    }
+/// What a layout's equality and hash compare: everything its spec says, not its name.
+type Shape<'a> = (u32, u32, Vec<(&'a str, u32)>, bool, u64, u64, bool);
+
+fn shape(layout: &Layout) -> Shape<'_> {
+    (
+        layout.time_bits(),
+        layout.sequence_bits(),
+        layout
+            .node_fields()
+            .iter()
+            .map(|f| (f.name(), f.bits()))
+            .collect(),
+        layout.node_below_sequence(),
+        layout.epoch_ms(),
+        layout.tick_ms(),
+        layout.allows_sign_bit(),
+    )
 }
 
 /// `layout` named `name`: built again from its parts, as `Layout.custom(name=...)` would.

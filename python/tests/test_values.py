@@ -192,6 +192,36 @@ def test_what_is_not_an_int_is_a_type_error(state_dir):
             make()
 
 
+def test_a_named_layout_keeps_its_name_in_repr_and_equals_its_spec():
+    odd = custom(name="odd")
+    assert odd.name == "odd"
+    # Equality is the spec: the name is a label.
+    same = monoflake.Layout(odd.spec)
+    assert same.name == "custom" and same == odd and hash(same) == hash(odd)
+    # repr() is what eval() makes back, the name included.
+    assert repr(odd) == f'Layout("{odd.spec}", name="odd")'
+    back = eval(repr(odd), {"Layout": monoflake.Layout})
+    assert back == odd and back.name == "odd"
+    assert repr(same) == f'Layout("{odd.spec}")'
+    assert repr(monoflake.Layout("discord")) == 'Layout("discord")'
+    # A preset renamed is still the preset's IDs, under another label.
+    orders = monoflake.Layout("twitter", name="orders")
+    assert orders == monoflake.Layout() and orders.name == "orders"
+    assert eval(repr(orders), {"Layout": monoflake.Layout}).name == "orders"
+    # A spec shaped like a preset gets the preset's name; one made by parts keeps "custom".
+    shaped = monoflake.Layout.custom(
+        time_bits=41,
+        sequence_bits=12,
+        node_fields=[("datacenter", 5), ("worker", 5)],
+        epoch_ms=monoflake.Layout().epoch_ms,
+    )
+    assert shaped == monoflake.Layout() and shaped.name == "custom"
+    assert eval(repr(shaped), {"Layout": monoflake.Layout}).name == "custom"
+    # Layouts that differ in what they do to IDs differ.
+    assert custom(epoch_ms=1_700_000_000_001) != custom()
+    assert custom(node_fields=[("shard", 10)]) != custom()
+
+
 def test_the_default_is_rebuilt_63_generations_deep_and_refused_past(state_dir):
     """A chain of forks, each process arming its generation: 62 forks deep the default still
     builds; 63 deep it is refused with the depth counted as forks, not generations."""

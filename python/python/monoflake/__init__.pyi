@@ -99,11 +99,14 @@ class Layout:
     """Bit widths, named node fields, epoch and tick, checked when made.
 
     ``Layout("discord")`` takes a preset name, ``Layout("time=41,worker=10,sequence=12,
-    epoch=2024-01-01")`` a spec (as the CLI's ``--layout``). Hashable, comparable, picklable.
+    epoch=2024-01-01")`` a spec (as the CLI's ``--layout``), and ``name`` a name for it.
+    Hashable and picklable. Two layouts are equal when they split IDs alike, which is what
+    their ``spec`` says (widths, node field names, order, epoch, tick, sign bit); the name is a
+    label and is not compared: ``Layout(odd.spec) == odd``. ``repr()`` keeps the name.
 
     An int argument out of its range (negative, or beyond 64 bits) raises `OutOfRange`."""
 
-    def __new__(cls, spec: str = "twitter") -> Layout: ...
+    def __new__(cls, spec: str = "twitter", name: Optional[str] = None) -> Layout: ...
     @staticmethod
     def custom(
         *,
