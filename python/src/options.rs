@@ -58,6 +58,9 @@ enum Store {
     /// etcd, with what `EtcdStore::connect_with` needs (files already read).
     #[cfg(feature = "etcd")]
     Etcd(Box<Etcd>),
+    /// PostgreSQL, with what `PgStore::connect_with` needs.
+    #[cfg(feature = "postgres")]
+    Postgres(Box<Pg>),
 }
 
 #[cfg(feature = "etcd")]
@@ -69,6 +72,24 @@ struct Etcd {
     ca: Option<Vec<u8>>,
     identity: Option<(Vec<u8>, Vec<u8>)>,
     user: Option<(String, String)>,
+}
+
+/// A PostgreSQL store: the connection string (a secret: never shown) and the table and TTL.
+#[cfg(feature = "postgres")]
+#[derive(Clone)]
+struct Pg {
+    url: String,
+    options: monoflake::PgOptions,
+}
+
+#[cfg(feature = "postgres")]
+impl std::fmt::Debug for Pg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pg")
+            .field("url", &"<hidden>")
+            .field("options", &self.options)
+            .finish()
+    }
 }
 
 /// Everything a leased generator is built from.
@@ -162,6 +183,10 @@ pub(crate) struct Args {
     etcd_key: Option<PathBuf>,
     etcd_user: Option<String>,
     etcd_password: Option<String>,
+    pg_url: Option<String>,
+    pg_table: String,
+    /// The keyword settings given, other than `None`.
+    given: Vec<String>,
     max_lead: Option<f64>,
     max_wait: Option<f64>,
     start_offset_bits: Option<Py<PyAny>>,
@@ -197,6 +222,9 @@ impl Args {
             etcd_key: None,
             etcd_user: None,
             etcd_password: None,
+            pg_url: None,
+            pg_table: "monoflake_nodes".into(),
+            given: Vec::new(),
             max_lead: None,
             max_wait: None,
             start_offset_bits: None,
@@ -209,6 +237,7 @@ impl Args {
         };
         for (key, value) in kwargs {
             let key: String = key.extract()?;
+            let given = !value.is_none();
             match key.as_str() {
                 "backend" => args.backend = value.extract()?,
                 "state_dir" => args.state_dir = value.extract()?,
@@ -228,6 +257,8 @@ impl Args {
                 "etcd_key" => args.etcd_key = value.extract()?,
                 "etcd_user" => args.etcd_user = value.extract()?,
                 "etcd_password" => args.etcd_password = value.extract()?,
+                "pg_url" => args.pg_url = value.extract()?,
+                "pg_table" => args.pg_table = value.extract()?,
                 "max_lead" => args.max_lead = value.extract()?,
                 "max_wait" => args.max_wait = value.extract()?,
                 "start_offset_bits" => args.start_offset_bits = Some(value.unbind()),
@@ -242,42 +273,52 @@ impl Args {
                     )));
                 }
             }
+            if given {
+                args.given.push(key);
+            }
         }
         Ok(args)
     }
 }
 
 impl Options {
-    /// Checks and converts the arguments; reads the etcd certificate files.
+    /// Checks and converts the arguments; reads the etcd certificate files. A setting of
+    /// another backend than the one chosen is refused, not ignored.
     pub(crate) fn new(py: Python<'_>, args: Args) -> PyResult<Options> {
-        if args.backend == "file" && args.lease_ttl_set {
+        const BACKENDS: [&str; 3] = ["file", "etcd", "postgres"];
+        if !BACKENDS.contains(&args.backend.as_str()) {
             return Err(invalid(
                 py,
-                "lease_ttl",
-                &args.lease_ttl.to_string(),
-                "only with backend=\"etcd\" (the file backend's lease is a lock file)",
+                "backend",
+                &args.backend,
+                "\"file\", \"etcd\" or \"postgres\"",
             ));
         }
-        let etcd_extras = args.etcd_ca.is_some()
-            || args.etcd_cert.is_some()
-            || args.etcd_key.is_some()
-            || args.etcd_user.is_some();
-        let store = match args.backend.as_str() {
-            "file" if etcd_extras => {
-                return Err(invalid(
-                    py,
-                    "etcd_ca",
-                    "set",
-                    "the etcd_* settings only with backend=\"etcd\"",
-                ));
+        for setting in &args.given {
+            let backends: &[&str] = match setting.as_str() {
+                "state_dir" => &["file"],
+                // The file backend's lease is a lock file: it has no TTL.
+                "lease_ttl" => &["etcd", "postgres"],
+                s if s.starts_with("etcd_") => &["etcd"],
+                s if s.starts_with("pg_") => &["postgres"],
+                _ => continue,
+            };
+            if !backends.contains(&args.backend.as_str()) {
+                let value = match setting.as_str() {
+                    "lease_ttl" => args.lease_ttl.to_string(),
+                    _ => "set".to_owned(),
+                };
+                let quoted: Vec<String> = backends.iter().map(|b| format!("\"{b}\"")).collect();
+                let allowed = format!("only with backend={}", quoted.join(" or "));
+                return Err(invalid(py, setting, &value, &allowed));
             }
-            "file" => Store::File {
+        }
+        let store = match args.backend.as_str() {
+            "etcd" => etcd(py, &args)?,
+            "postgres" => postgres(py, &args)?,
+            _ => Store::File {
                 dir: args.state_dir,
             },
-            "etcd" => etcd(py, &args)?,
-            other => {
-                return Err(invalid(py, "backend", other, "\"file\" or \"etcd\""));
-            }
         };
         let tuning = Tuning::new(
             py,
@@ -328,6 +369,10 @@ impl Options {
                     &endpoints, &e.prefix, e.ttl, &options,
                 )?)
             }
+            #[cfg(feature = "postgres")]
+            Store::Postgres(pg) => {
+                Arc::new(monoflake::PgStore::connect_with(&pg.url, &pg.options)?)
+            }
         };
         let mut builder = self.tuning.apply(Generator::builder(self.layout.clone()));
         if let Some(window) = self.reservation_window {
@@ -342,8 +387,9 @@ impl Options {
     }
 }
 
-#[cfg(feature = "etcd")]
-fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
+/// `lease_ttl` of etcd and PostgreSQL: whole seconds, as the CLI's `--lease-ttl`.
+#[cfg(any(feature = "etcd", feature = "postgres"))]
+fn lease_ttl(py: Python<'_>, args: &Args) -> PyResult<Duration> {
     if !(1.0..=3600.0).contains(&args.lease_ttl) || args.lease_ttl.fract() != 0.0 {
         return Err(invalid(
             py,
@@ -352,6 +398,12 @@ fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
             "whole seconds from 1 to 3600",
         ));
     }
+    Ok(Duration::from_secs_f64(args.lease_ttl))
+}
+
+#[cfg(feature = "etcd")]
+fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
+    let ttl = lease_ttl(py, args)?;
     let read = |path: &Option<PathBuf>| -> PyResult<Option<Vec<u8>>> {
         Ok(match path {
             Some(p) => Some(std::fs::read(p)?),
@@ -385,7 +437,7 @@ fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
     Ok(Store::Etcd(Box::new(Etcd {
         endpoints: args.etcd_endpoints.clone(),
         prefix: args.etcd_prefix.clone(),
-        ttl: Duration::from_secs_f64(args.lease_ttl),
+        ttl,
         ca: read(&args.etcd_ca)?,
         identity,
         user,
@@ -400,6 +452,49 @@ fn etcd(py: Python<'_>, _: &Args) -> PyResult<Store> {
         "etcd",
         "\"file\": this build has no etcd support (build it with `maturin build --release \
          --features etcd`, which needs protoc)",
+    ))
+}
+
+/// PostgreSQL at `pg_url`, else `$MONOFLAKE_PG_URL` (as the CLI reads it), never shown in an
+/// error; `pg_table` and `lease_ttl` checked as the library and the CLI check them.
+#[cfg(feature = "postgres")]
+fn postgres(py: Python<'_>, args: &Args) -> PyResult<Store> {
+    let ttl = lease_ttl(py, args)?;
+    let url = match &args.pg_url {
+        Some(url) => url.clone(),
+        None => match std::env::var("MONOFLAKE_PG_URL") {
+            Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+            _ => {
+                return Err(invalid(
+                    py,
+                    "pg_url",
+                    "missing",
+                    "a connection string: pg_url=\"postgres://...\" or $MONOFLAKE_PG_URL",
+                ));
+            }
+        },
+    };
+    // The library names the setting `table`; here it is `pg_table`.
+    let options = monoflake::PgOptions::new()
+        .table(&args.pg_table)
+        .map_err(|e| match e {
+            Error::InvalidConfig { value, allowed, .. } => {
+                invalid(py, "pg_table", &value, &allowed)
+            }
+            other => crate::errors::to_py(py, other),
+        })?
+        .lease_ttl(ttl);
+    Ok(Store::Postgres(Box::new(Pg { url, options })))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres(py: Python<'_>, _: &Args) -> PyResult<Store> {
+    Err(invalid(
+        py,
+        "backend",
+        "postgres",
+        "\"file\" or \"etcd\": this build has no PostgreSQL support (build it with `maturin \
+         build --release --features postgres`)",
     ))
 }
 

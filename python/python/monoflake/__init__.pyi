@@ -62,7 +62,7 @@ def configure_default(
     layout: Optional[_LayoutArg] = None,
     node: Union[int, Literal["auto"], None] = None,
     *,
-    backend: Literal["file", "etcd"] = "file",
+    backend: Literal["file", "etcd", "postgres"] = "file",
     state_dir: Optional[_Path] = None,
     etcd_endpoints: Union[str, Sequence[str]] = ...,
     etcd_prefix: str = "/monoflake",
@@ -72,6 +72,8 @@ def configure_default(
     etcd_key: Optional[_Path] = None,
     etcd_user: Optional[str] = None,
     etcd_password: Optional[str] = None,
+    pg_url: Optional[str] = None,
+    pg_table: str = "monoflake_nodes",
     max_lead: Optional[float] = None,
     max_wait: Optional[float] = None,
     start_offset_bits: int = 0,
@@ -227,14 +229,19 @@ class Stats:
 class Generator:
     """IDs on one node, leased from a node store: the node is never shared with another live
     generator, and a restart never reissues a time its node used. Thread-safe; a context
-    manager that releases the node on exit. In a forked child it raises `Forked`."""
+    manager that releases the node on exit. In a forked child it raises `Forked`.
+
+    The store is ``backend``: ``"file"`` (``state_dir``), ``"etcd"`` (the ``etcd_*`` settings)
+    or ``"postgres"`` (``pg_url``, else ``$MONOFLAKE_PG_URL``; ``pg_table``). ``lease_ttl``
+    (whole seconds) is etcd's and PostgreSQL's. A setting of another backend than the one
+    chosen raises `InvalidConfig`."""
 
     def __new__(
         cls,
         layout: Optional[_LayoutArg] = None,
         node: Union[int, Literal["auto"], None] = None,
         *,
-        backend: Literal["file", "etcd"] = "file",
+        backend: Literal["file", "etcd", "postgres"] = "file",
         state_dir: Optional[_Path] = None,
         etcd_endpoints: Union[str, Sequence[str]] = ...,
         etcd_prefix: str = "/monoflake",
@@ -244,6 +251,8 @@ class Generator:
         etcd_key: Optional[_Path] = None,
         etcd_user: Optional[str] = None,
         etcd_password: Optional[str] = None,
+        pg_url: Optional[str] = None,
+        pg_table: str = "monoflake_nodes",
         max_lead: Optional[float] = None,
         max_wait: Optional[float] = None,
         start_offset_bits: int = 0,
