@@ -164,6 +164,14 @@ def test_a_released_node_is_reused_and_starts_after_everything_issued(state_dir)
         assert again.next_id() > last
 
 
+def test_a_generator_dropped_without_close_gives_its_node_up(state_dir):
+    g = monoflake.Generator(node=3, state_dir=state_dir)
+    last = g.next_ids(5000)[-1]
+    del g  # the last reference: the lease is released as by close()
+    with monoflake.Generator(node=3, state_dir=state_dir) as again:
+        assert again.next_id() > last
+
+
 def test_node_fields_choose_an_exact_node(state_dir):
     layout = monoflake.Layout("twitter")
     node = layout.node_from_fields(datacenter=2, worker=9)

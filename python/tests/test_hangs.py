@@ -172,6 +172,41 @@ print(json.dumps({"status": status, "child": child, "closed": g.closed}))
     assert out["closed"] is True
 
 
+def test_close_while_eight_threads_issue_ends_each_with_lease_lost():
+    # Threads on the common path (and some at the lead limit) while another closes: each
+    # ends with LeaseLost, none hangs, no ID twice.
+    out = run_child(
+        r"""
+g = monoflake.Generator(state_dir=os.environ["MONOFLAKE_STATE_DIR"])
+ids, ends, started = [], [], threading.Barrier(9)
+def issue():
+    mine = []
+    started.wait()
+    try:
+        while True:
+            mine.append(g.next_id())
+            if len(mine) % 1000 == 0:
+                mine.extend(g.next_ids(1000))
+    except monoflake.Error as e:
+        ends.append(type(e).__name__)
+    ids.extend(mine)
+threads = [threading.Thread(target=issue) for _ in range(8)]
+for t in threads:
+    t.start()
+started.wait()
+time.sleep(0.2)
+g.close()
+for t in threads:
+    t.join()
+print(json.dumps({"ends": ends, "issued": len(ids), "unique": len(set(ids)),
+                  "closed": g.closed}))
+"""
+    )
+    assert out["ends"] == ["LeaseLost"] * 8
+    assert out["issued"] == out["unique"] > 0
+    assert out["closed"] is True
+
+
 WAIT_THEN_SIGINT = r"""
 g = slow_generator()
 print("waiting", flush=True)
