@@ -98,8 +98,7 @@ def test_the_default_and_forked_children_claim_from_postgres(table, state_dir):
 
     out = run_json(
         rf"""
-import faulthandler, json, os
-faulthandler.dump_traceback_later(100, exit=True)
+import json, os
 import monoflake
 monoflake.configure_default(backend="postgres", pg_url={URL!r}, pg_table={table!r})
 parent = [monoflake.next_id() for _ in range(1000)]
