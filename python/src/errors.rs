@@ -564,25 +564,21 @@ fn variant_name(e: &Error) -> String {
 /// `u64::MAX`, which no generator issues at once: the library refuses it with `BatchTooLarge`
 /// as any other batch too large, and [`batch_error`] puts the `n` given back in the error.
 pub(crate) fn count(n: &Bound<'_, PyAny>) -> PyResult<u64> {
-    let negative = n.cast::<pyo3::types::PyInt>().is_ok() && n.lt(0)?;
-    if negative {
-        return Err(crate::convert::out_of_range(n, "n", u64::MAX));
+    if let Ok(n) = n.extract::<u64>() {
+        return Ok(n);
     }
-    match n.extract::<u64>() {
-        Ok(n) => Ok(n),
-        Err(_) if n.cast::<pyo3::types::PyInt>().is_ok() => Ok(u64::MAX),
-        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "n is an int, not {}",
-            n.get_type().name()?
-        ))),
+    let int = crate::convert::index(n)?;
+    if int.lt(0)? {
+        return Err(crate::convert::out_of_range(&int, "n", u64::MAX));
     }
+    Ok(u64::MAX)
 }
 
 /// The Python exception for `e`, from a batch of `n` IDs (as given: perhaps beyond 64 bits).
 #[cold]
 pub(crate) fn batch_error(py: Python<'_>, e: Error, n: &Bound<'_, PyAny>) -> PyErr {
-    match e {
-        Error::BatchTooLarge { limit, .. } => raise(
+    match (e, crate::convert::index(n)) {
+        (Error::BatchTooLarge { limit, .. }, Ok(n)) => raise(
             py,
             Kind::BatchTooLarge,
             "BatchTooLarge",
@@ -591,10 +587,10 @@ pub(crate) fn batch_error(py: Python<'_>, e: Error, n: &Bound<'_, PyAny>) -> PyE
                  max_lead; ask for fewer at a time"
             ),
             vec![
-                ("requested", Attr::Object(n.clone().unbind())),
+                ("requested", Attr::Object(n.into_any().unbind())),
                 ("limit", Attr::Int(limit)),
             ],
         ),
-        other => to_py(py, other),
+        (other, _) => to_py(py, other),
     }
 }

@@ -9,9 +9,9 @@ use monoflake::{Error, FileStore, Generator, GeneratorBuilder, Layout, Leased, N
 use monoflake::{LockedClock, NodeStore};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyString};
+use pyo3::types::{PyDict, PyString};
 
-use crate::convert::uint;
+use crate::convert::{index, uint};
 use crate::errors::{Attr, Kind, raise};
 use crate::layout::LayoutArg;
 
@@ -38,12 +38,6 @@ impl NodeArg {
                 "auto" => Ok(NodeRequest::Any),
                 other => Err(invalid(py, "node", other, "\"auto\" or an int")),
             };
-        }
-        if node.cast::<PyInt>().is_err() {
-            return Err(PyTypeError::new_err(format!(
-                "node is \"auto\" or an int, not {}",
-                node.get_type().name()?
-            )));
         }
         uint(node, "node", layout.max_node()).map(NodeRequest::Exact)
     }
@@ -126,19 +120,13 @@ impl Tuning {
         let most = layout.sequence_bits().saturating_sub(1);
         let start_offset_bits = match start_offset_bits {
             None => 0,
-            Some(bits) if bits.cast::<PyInt>().is_err() => {
-                return Err(PyTypeError::new_err(format!(
-                    "start_offset_bits is an int, not {}",
-                    bits.get_type().name()?
-                )));
-            }
             Some(bits) => match bits.extract::<u32>() {
                 Ok(bits) if bits <= most => bits,
                 _ => {
                     return Err(invalid(
                         py,
                         "start_offset_bits",
-                        &bits.to_string(),
+                        &index(bits)?.to_string(),
                         &format!(
                             "0..={most} (below the layout's {} sequence bits)",
                             layout.sequence_bits()

@@ -178,6 +178,39 @@ def test_a_count_beyond_64_bits_is_batch_too_large_with_the_count_given(value):
         assert (e.value.field, e.value.value, e.value.max) == ("n", value, 2**64 - 1)
 
 
+class Index:
+    """What `operator.index` takes, as a numpy integer is."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __index__(self) -> int:
+        return self.n
+
+
+def test_what_operator_index_takes_counts_as_an_int(state_dir):
+    twitter = monoflake.Layout()
+    assert twitter.check_node(Index(5)) == 5
+    assert twitter.compose(Index(1), Index(2), Index(3)) == twitter.compose(1, 2, 3)
+    g = monoflake.Generator.unleased("twitter", Index(5), start_offset_bits=Index(3))
+    assert g.node == 5 and len(g.next_ids(Index(3))) == 3
+    with monoflake.Generator(node=Index(7), state_dir=state_dir) as leased:
+        assert leased.node == 7
+    # Out of range, the value reported is the int it stands for.
+    with pytest.raises(monoflake.OutOfRange) as e:
+        twitter.check_node(Index(2**70))
+    assert e.value.value == 2**70 and type(e.value.value) is int
+    with pytest.raises(monoflake.BatchTooLarge) as e:
+        g.next_ids(Index(2**70))
+    assert e.value.requested == 2**70 and type(e.value.requested) is int
+    with pytest.raises(monoflake.OutOfRange) as e:
+        g.next_ids(Index(-3))
+    assert e.value.value == -3
+    with pytest.raises(monoflake.InvalidConfig) as e:
+        monoflake.Generator.unleased("twitter", 1, start_offset_bits=Index(99))
+    assert e.value.value == "99"
+
+
 def test_what_is_not_an_int_is_a_type_error(state_dir):
     twitter = monoflake.Layout()
     for make in (
