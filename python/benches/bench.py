@@ -12,6 +12,7 @@ from one run, not the luckiest round. Many short timings rather than a few long 
 another process preempts is one round's outlier, not every round's. Each timing includes
 `timeit`'s own loop (a few ns per call), the same for every row.
 
+* The peers are timed when installed: `pip install uuid-utils snowflake-id python-ulid`.
 * The floor is `time.monotonic_ns()`: a call of a C function that returns a new int.
 * **Burst** rows: 20,000 calls per timing on the default (Twitter) layout, each row on a
   generator of its own, within the layout's lead (100 ms of ticks: 409,600 IDs), so what is
