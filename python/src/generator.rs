@@ -11,8 +11,10 @@
 //!   GIL, or the list's own lock on a free-threaded build); a call that holds the item keeps
 //!   the generator alive, an `Arc`, which is what `close()` waits for. A mutex here cost two
 //!   locked instructions per ID, about 10 ns, which made an explicit `Generator.next_id()`
-//!   1.2× the default `next_id()`. A waiting call holds its own `Arc`, taken before it lets
-//!   the GIL go. `closed`, `repr()` and the other getters read atomics.
+//!   1.2× the default `next_id()`. A waiting call holds the generator only inside its
+//!   slices, the GIL released (a `Weak` between them, while signal handlers run, so that a
+//!   handler's `close()` on the same thread does not wait for its own caller). `closed`,
+//!   `repr()` and the other getters read atomics.
 //! * **Closing** marks the generator closed (an atomic), takes it out of the slot, then
 //!   waits, the GIL released and signals checked, until calls waiting on other threads have
 //!   seen the mark (within one slice) and let go; then it releases the lease. Those calls,
@@ -203,14 +205,20 @@ impl PyGenerator {
             Err(Slow::Failed(e)) => return Err(fail(e)),
             Err(Slow::Wait(g, retry_after)) => (g, retry_after),
         };
-        let stopped = || !self.open.load(Ordering::Relaxed);
-        let waited = wait(py, self.max_wait, retry_after, &stopped, &|| attempt(&g));
-        // The last holder of the generator (a close() interrupted meanwhile) lets it go
-        // without the GIL: dropping a lease writes a file.
+        // Between slices the wait holds the GIL and runs signal handlers: it must not hold
+        // the generator then, or a handler's close() (a SIGTERM handler on this very thread)
+        // would wait for it forever. It keeps a `Weak` and holds the generator only inside a
+        // slice, the GIL released; a temporary that turns out the last one is dropped there,
+        // without the GIL, as dropping a lease (a file written) wants.
+        let weak = Arc::downgrade(&g);
         py.detach(move || drop(g));
-        match waited? {
-            Waited::Done(done) => done.map_err(fail),
-            Waited::Stopped => Err(self.closed_error(py)),
+        let stopped = || !self.open.load(Ordering::Relaxed);
+        let attempt = || weak.upgrade().map(|g| attempt(&g)).transpose();
+        match wait(py, self.max_wait, retry_after, &stopped, &attempt)? {
+            Waited::Done(Ok(Some(done))) => Ok(done),
+            Waited::Done(Err(e)) => Err(fail(e)),
+            // Gone: closed (and released) meanwhile.
+            Waited::Done(Ok(None)) | Waited::Stopped => Err(self.closed_error(py)),
         }
     }
 

@@ -170,6 +170,22 @@ print(json.dumps({"status": status, "child": child, "closed": g.closed}))
     assert out["closed"] is True
 
 
+def test_close_in_a_signal_handler_during_a_wait_on_the_same_thread():
+    # A graceful-shutdown handler closes the generator the interrupted thread is waiting on:
+    # the wait ends with LeaseLost, the close does not wait for its own caller.
+    out = run_child(
+        r"""
+import signal
+g = slow_generator()
+signal.signal(signal.SIGALRM, lambda *_: g.close())
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+print(json.dumps({"next_id": outcome(g.next_id), "closed": g.closed,
+                  "ids": outcome(lambda: g.next_ids(2))}))
+"""
+    )
+    assert out == {"next_id": "LeaseLost", "closed": True, "ids": "LeaseLost"}
+
+
 def test_close_while_eight_threads_issue_ends_each_with_lease_lost():
     # Threads on the common path (and some at the lead limit) while another closes: each
     # ends with LeaseLost, none hangs, no ID twice.
