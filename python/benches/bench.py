@@ -1,20 +1,27 @@
 """What one ID costs a Python caller: monoflake beside the floor and the published peers.
 
-    python python/benches/bench.py [--runs 3] [--rounds 15] [--calls 100000] [--json FILE]
+    python python/benches/bench.py [--rounds 60] [--calls 20000] [--sustained 2000000]
+                                   [--sustained-rounds 6] [--json FILE]
 
-Every row is timed in this one process with `timeit`, the rows interleaved round by round
-(each round times every row once, in turn), and the minimum over the rounds is reported:
-the run least disturbed by other work on the machine. Each timing includes `timeit`'s own
-loop (a few ns per call), the same for every row.
+One run, one process; every row is timed with `timeit`, the rows interleaved round by round
+(each round times every row once, in turn, then rests), so that every row sees the same
+machine and the same load. A round's ratio is a row's time over the floor's time *in that
+round*; the tables give the lowest time per ID over the rounds and, as the ratio, the median
+of the rounds' ratios with their middle half (25th to 75th percentile) beside it: a range
+from one run, not the luckiest round. Many short timings rather than a few long ones: on a shared machine a timing that
+another process preempts is one round's outlier, not every round's. Each timing includes
+`timeit`'s own loop (a few ns per call), the same for every row.
 
-With `--runs N` the whole measurement runs N times, each in a fresh process, and each cell
-shows the range over the runs (lowest–highest).
-
+* The peers are timed when installed: `pip install uuid-utils snowflake-id python-ulid`.
 * The floor is `time.monotonic_ns()`: a call of a C function that returns a new int.
-* monoflake's rows run on the default (Twitter) layout, each on a generator of its own. A
-  timing issues 100,000 IDs in a few milliseconds: a burst within the layout's lead (100 ms
-  of ticks, 409,600 IDs), so what is measured is the call. Sustained above 4,096 IDs per ms
-  the layout's cap binds instead (244 ns per ID): a layout with more sequence bits lifts it.
+* **Burst** rows: 20,000 calls per timing on the default (Twitter) layout, each row on a
+  generator of its own, within the layout's lead (100 ms of ticks: 409,600 IDs), so what is
+  measured is the call.
+* **Sustained** rows (in 6 of the rounds, spread over the run): 2,000,000 calls in a row,
+  from a generator whose lead has rested: the
+  first 409,600 IDs come at the call's speed, the rest at the layout's cap of 4,096 IDs per ms
+  (244 ns per ID for any generator with 12 sequence bits per millisecond). A layout with more
+  sequence bits lifts the cap; its row shows the call again.
 * The batch rows divide by the IDs made. Their floor is `array.tolist()` of 1000 64-bit
   values: what making 1000 Python ints and a list costs, whoever makes them.
 """
@@ -26,7 +33,7 @@ import array
 import json
 import os
 import platform
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
@@ -35,9 +42,12 @@ import uuid
 
 import monoflake
 
+FLOOR = "time.monotonic_ns() (floor)"
+LIST_FLOOR = "array.tolist(), 1000 ints (floor)"
+
 
 def peers() -> dict[str, tuple[str, dict]]:
-    """The peers that are installed: name -> (statement, globals)."""
+    """The peers that are installed: name -> (statement, globals), each a generator of its own."""
     rows: dict[str, tuple[str, dict]] = {}
     try:
         import uuid_utils
@@ -66,15 +76,18 @@ def peers() -> dict[str, tuple[str, dict]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="timings per row (min kept)")
+    parser.add_argument("--rounds", type=int, default=60, help="timings per row")
     parser.add_argument(
-        "--calls", type=int, default=100_000, help="calls per timing of the one-ID rows"
+        "--calls", type=int, default=20_000, help="calls per timing of the burst rows"
     )
-    parser.add_argument("--runs", type=int, default=1, help="fresh processes, ranges shown")
-    parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--sustained", type=int, default=2_000_000, help="calls per timing of the sustained rows"
+    )
+    parser.add_argument(
+        "--sustained-rounds", type=int, default=6, help="rounds that also time the sustained rows"
+    )
+    parser.add_argument("--json", help="also write the timings to this file")
     args = parser.parse_args()
-    if args.runs > 1:
-        return several(args)
 
     state_dir = tempfile.mkdtemp(prefix="monoflake-bench-")
     os.chmod(state_dir, 0o700)
@@ -86,9 +99,19 @@ def main() -> int:
         generators.append(monoflake.Generator(state_dir=state_dir))
         return generators[-1]
 
+    # 41 bits of milliseconds, 4 of node and 18 of sequence: 262,144 IDs per ms, a cap far
+    # above what one Python thread asks for.
+    wide = monoflake.Layout.custom(
+        time_bits=41,
+        sequence_bits=18,
+        node_fields=[("worker", 4)],
+        epoch_ms=1_700_000_000_000,
+        name="seq18",
+    )
     ints = array.array("Q", range(2**62, 2**62 + 1000))
-    one = {
-        "time.monotonic_ns() (floor)": ("f()", {"f": time.monotonic_ns}),
+    peer_rows = peers()
+    burst = {
+        FLOOR: ("f()", {"f": time.monotonic_ns}),
         "monoflake.next_id()": ("f()", {"f": monoflake.next_id}),
         "Generator.next_id()": ("f()", {"f": leased().next_id}),
         # A refusal is a value to act on, not a failure of the run (the keeper thread may be
@@ -101,87 +124,111 @@ def main() -> int:
             "f()",
             {"f": monoflake.Generator.unleased("twitter", 1000).next_id},
         ),
-        **peers(),
+        **peer_rows,
     }
     batch = {
-        "array.tolist(), 1000 ints (floor)": ("f()", {"f": ints.tolist}),
+        LIST_FLOOR: ("f()", {"f": ints.tolist}),
         "Generator.next_ids(1000)": ("f(1000)", {"f": leased().next_ids}),
         "Generator.next_ids_array(1000)": ("f(1000)", {"f": leased().next_ids_array}),
         "monoflake.next_ids(1000)": ("f(1000)", {"f": monoflake.next_ids}),
     }
-    timers = {
-        name: (timeit.Timer(stmt, globals=g), args.calls, 1)
-        for name, (stmt, g) in one.items()
+    sustained = {
+        FLOOR: ("f()", {"f": time.monotonic_ns}),
+        "monoflake.next_id()": ("f()", {"f": monoflake.next_id}),
+        "Generator.next_id()": ("f()", {"f": leased().next_id}),
+        "Generator.unleased(seq18, ...).next_id()": (
+            "f()",
+            {"f": monoflake.Generator.unleased(wide, 1).next_id},
+        ),
+        **{
+            name: row
+            for name, row in peers().items()
+            if name in ("uuid_utils.uuid7()", "snowflake-id SnowflakeGenerator")
+        },
     }
-    batch_calls = max(1, args.calls // 1000)
-    timers.update(
-        {
-            name: (timeit.Timer(stmt, globals=g), batch_calls, 1000)
-            for name, (stmt, g) in batch.items()
-        }
-    )
-    best = {name: float("inf") for name in timers}
-    for _ in range(args.rounds):
-        for name, (timer, calls, per_call) in timers.items():
-            best[name] = min(best[name], timer.timeit(calls) / (calls * per_call) * 1e9)
+    tables = {
+        "burst": (burst, args.calls, 1),
+        "batch": (batch, max(1, args.calls // 1000), 1000),
+        "sustained": (sustained, args.sustained, 1),
+    }
+    timers = {
+        table: {name: timeit.Timer(stmt, globals=g) for name, (stmt, g) in rows.items()}
+        for table, (rows, _, _) in tables.items()
+    }
+    times: dict[str, dict[str, list[float]]] = {
+        table: {name: [] for name in rows} for table, (rows, _, _) in tables.items()
+    }
+    every = max(1, args.rounds // max(1, args.sustained_rounds))
+    for r in range(args.rounds):
+        for table, (_, calls, per_call) in tables.items():
+            if table == "sustained" and (r % every or r // every >= args.sustained_rounds):
+                continue
+            for name, timer in timers[table].items():
+                times[table][name].append(timer.timeit(calls) / (calls * per_call) * 1e9)
+            if table == "sustained":
+                # The sustained rows used up their generators' leads (and the default's):
+                # let them rest past the 100 ms lead before the next round's burst.
+                time.sleep(0.3)
 
     for g in generators:
         g.close()
-    runs = [{"best": best, "one": list(one), "batch": list(batch), "load": os.getloadavg()[0]}]
-    report(runs, args.rounds)
+    run = {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load": os.getloadavg(),
+        "rounds": args.rounds,
+        "sustained_rounds": len(times["sustained"][FLOOR]),
+        "calls": args.calls,
+        "sustained_calls": args.sustained,
+        "times": times,
+    }
+    report(run)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(runs[0], f, indent=1)
+            json.dump(run, f, indent=1)
     return 0
 
 
-def several(args: argparse.Namespace) -> int:
-    """Runs the measurement `args.runs` times, each in a fresh process, and reports ranges."""
-    runs = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.runs):
-            out = os.path.join(tmp, f"run-{i}.json")
-            subprocess.run(
-                [sys.executable, __file__, "--rounds", str(args.rounds), "--calls",
-                 str(args.calls), "--json", out],
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
-            with open(out) as f:
-                runs.append(json.load(f))
-    report(runs, args.rounds)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(runs, f, indent=1)
-    return 0
+def report(run: dict) -> None:
+    """The tables: the lowest ns per ID, and the middle half of the rounds' ratios."""
 
+    def ratio(rows: dict[str, list[float]], name: str, base: str) -> str:
+        if name == base:
+            return "1"
+        ratios = [a / b for a, b in zip(rows[name], rows[base])]
+        if len(ratios) < 2:
+            return f"{ratios[0]:.2f}×"
+        lo, median, hi = statistics.quantiles(ratios, n=4, method="inclusive")
+        return f"{median:.2f}× ({lo:.2f}–{hi:.2f})"
 
-def report(runs: list[dict], rounds: int) -> None:
-    """The tables: each cell the range over the runs."""
-
-    def cell(values: list[float], digits: int, suffix: str = "") -> str:
-        lo, hi = min(values), max(values)
-        if f"{lo:.{digits}f}" == f"{hi:.{digits}f}":
-            return f"{lo:.{digits}f}{suffix}"
-        return f"{lo:.{digits}f}–{hi:.{digits}f}{suffix}"
-
-    loads = ", ".join(f"{r['load']:.1f}" for r in runs)
+    load = ", ".join(f"{x:.1f}" for x in run["load"])
     print(
-        f"{platform.python_implementation()} {platform.python_version()}, "
-        f"monoflake {monoflake.__version__}, {platform.machine()}; {len(runs)} run(s), "
-        f"each the min of {rounds} rounds; load average at the end of each: {loads}"
+        f"{run['python']}, monoflake {monoflake.__version__}, {run['machine']}, "
+        f"{run['cpus']} CPUs; one run of {run['rounds']} interleaved rounds; load average "
+        f"(1, 5, 15 min) at the end: {load}"
     )
-    for table, floor_name, header in (
-        ("one", "time.monotonic_ns() (floor)", "| call | ns per ID | × floor |"),
-        ("batch", "array.tolist(), 1000 ints (floor)", "| batch | ns per ID | × list floor |"),
+    for table, floor, header, against in (
+        ("burst", FLOOR, f"burst: {run['calls']:,} calls per timing", "monoflake.next_id()"),
+        ("batch", LIST_FLOOR, "batch: 1000 IDs per call", None),
+        (
+            "sustained",
+            FLOOR,
+            f"sustained: {run['sustained_calls']:,} calls in a row, "
+            f"{run['sustained_rounds']} rounds",
+            "uuid_utils.uuid7()",
+        ),
     ):
+        rows = run["times"][table]
+        extra = f" × {against} |" if against in rows else ""
         print()
-        print(header)
-        print("|---|---:|---:|")
-        for name in runs[0][table]:
-            ns = [r["best"][name] for r in runs]
-            ratio = [r["best"][name] / r["best"][floor_name] for r in runs]
-            print(f"| {name} | {cell(ns, 1)} | {cell(ratio, 2, '×')} |")
+        print(f"| {header} | ns per ID (min) | × floor |{extra}")
+        print("|---|---:|---:|" + ("---:|" if extra else ""))
+        for name, values in rows.items():
+            line = f"| {name} | {min(values):.1f} | {ratio(rows, name, floor)} |"
+            if extra:
+                line += f" {ratio(rows, name, against)} |"
+            print(line)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-//! Conversions at the boundary that more than one class needs: an ID argument, and Unix
-//! milliseconds as an aware `datetime`.
+//! Conversions at the boundary that more than one class needs: an ID argument, an int
+//! argument with its range, and Unix milliseconds as an aware `datetime`.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -25,6 +25,46 @@ pub(crate) fn id_arg(value: &Bound<'_, PyAny>) -> PyResult<u64> {
             vec![("input", Attr::Str(value.to_string()))],
         )
     })
+}
+
+/// An int argument `field` in `0..=max`: an `int`, or what `operator.index` takes (a numpy
+/// integer). Any other int, negative or however large, is `OutOfRange` with `field`, the value
+/// (as a Python int) and `max`: one error whatever the value, never `OverflowError`. What is
+/// not an int at all (a `float`, a `str`) is `operator.index`'s `TypeError`.
+pub(crate) fn uint(value: &Bound<'_, PyAny>, field: &str, max: u64) -> PyResult<u64> {
+    match value.extract::<u64>() {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(out_of_range(&index(value)?, field, max)),
+    }
+}
+
+/// `operator.index(value)`: the int it stands for, or a `TypeError`.
+pub(crate) fn index<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyInt>> {
+    if let Ok(int) = value.cast::<PyInt>() {
+        return Ok(int.clone());
+    }
+    static INDEX: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let py = value.py();
+    let index = INDEX.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py.import("operator")?.getattr("index")?.unbind())
+    })?;
+    Ok(index.bind(py).call1((value,))?.cast_into::<PyInt>()?)
+}
+
+/// `OutOfRange` for `value` (any Python int) in a field that holds `0..=max`.
+#[cold]
+pub(crate) fn out_of_range(value: &Bound<'_, PyInt>, field: &str, max: u64) -> PyErr {
+    raise(
+        value.py(),
+        Kind::OutOfRange,
+        "OutOfRange",
+        format!("{field} {value} is out of range: the field holds 0..={max}"),
+        vec![
+            ("field", Attr::Str(field.to_owned())),
+            ("value", Attr::Object(value.clone().into_any().unbind())),
+            ("max", Attr::Int(max)),
+        ],
+    )
 }
 
 /// The last millisecond a `datetime` holds: 9999-12-31 23:59:59.999 UTC.

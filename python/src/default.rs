@@ -17,7 +17,7 @@ use monoflake::{Error, Id, Leased};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::{count, to_py};
+use crate::errors::{batch_error, count, to_py};
 use crate::layout::LayoutArg;
 use crate::options::{Args, NodeArg, Options};
 use crate::wait::{Waited, wait};
@@ -49,37 +49,43 @@ pub(crate) fn next_id(py: Python<'_>) -> PyResult<u64> {
     match generator.try_next_id() {
         Ok(id) => Ok(id.as_u64()),
         Err(Error::WouldBlock { retry_after, .. }) => {
-            waiting(py, generator, retry_after, &|| generator.try_next_id()).map(Id::as_u64)
+            let attempt = || generator.try_next_id();
+            waiting(py, generator, retry_after, &attempt, |e| to_py(py, e)).map(Id::as_u64)
         }
         Err(e) => Err(to_py(py, e)),
     }
 }
 
-/// The default generator's wait at the lead limit, in slices that check signals.
+/// The default generator's wait at the lead limit, in slices that check signals; the
+/// library's error becomes `fail`'s.
 #[cold]
 fn waiting<T: Send>(
     py: Python<'_>,
     generator: &Leased,
     retry_after: Duration,
     attempt: &(dyn Fn() -> Result<T, Error> + Sync),
+    fail: impl FnOnce(Error) -> PyErr,
 ) -> PyResult<T> {
     match wait(py, generator.max_wait(), retry_after, &|| false, attempt)? {
-        Waited::Done(done) => done.map_err(|e| to_py(py, e)),
+        Waited::Done(done) => done.map_err(fail),
         Waited::Stopped => unreachable!("the default generator is never closed"),
     }
 }
 
 /// `n` consecutive IDs from the process-wide default generator, as a list.
 #[pyfunction]
-pub(crate) fn next_ids(py: Python<'_>, n: i64) -> PyResult<Vec<u64>> {
-    let n = count(py, n)?;
+pub(crate) fn next_ids(py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    let count = count(n)?;
     let generator = default(py)?;
-    let ids = match generator.try_next_ids(n) {
+    let ids = match generator.try_next_ids(count) {
         Ok(ids) => ids,
         Err(Error::WouldBlock { retry_after, .. }) => {
-            waiting(py, generator, retry_after, &|| generator.try_next_ids(n))?
+            let attempt = || generator.try_next_ids(count);
+            waiting(py, generator, retry_after, &attempt, |e| {
+                batch_error(py, e, n)
+            })?
         }
-        Err(e) => return Err(to_py(py, e)),
+        Err(e) => return Err(batch_error(py, e, n)),
     };
     Ok(ids.map(Id::as_u64).collect())
 }

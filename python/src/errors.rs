@@ -234,8 +234,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// An attribute value of an exception.
 pub(crate) enum Attr {
     Int(u64),
-    Signed(i64),
     Str(String),
+    /// A Python value as given (an int beyond 64 bits, a negative one).
+    Object(Py<PyAny>),
     List(Vec<String>),
     Secs(Duration),
 }
@@ -248,7 +249,7 @@ impl<'py> IntoPyObject<'py> for Attr {
     fn into_pyobject(self, py: Python<'py>) -> Result<Bound<'py, PyAny>, Self::Error> {
         Ok(match self {
             Attr::Int(n) => n.into_pyobject(py)?.into_any(),
-            Attr::Signed(n) => n.into_pyobject(py)?.into_any(),
+            Attr::Object(o) => o.into_bound(py),
             Attr::Str(s) => s.into_pyobject(py)?.into_any(),
             Attr::List(l) => PyList::new(py, l)?.into_any(),
             Attr::Secs(d) => d.as_secs_f64().into_pyobject(py)?.into_any(),
@@ -559,22 +560,37 @@ fn variant_name(e: &Error) -> String {
     debug[..end].to_owned()
 }
 
-/// `n` as a count of IDs, or `OutOfRange` when it is negative.
-pub(crate) fn count(py: Python<'_>, n: i64) -> PyResult<u64> {
-    u64::try_from(n).map_err(|_| out_of_range(py, "n", n, i64::MAX as u64))
+/// `n` as a count of IDs: an int; negative is `OutOfRange`. One beyond 64 bits is taken as
+/// `u64::MAX`, which no generator issues at once: the library refuses it with `BatchTooLarge`
+/// as any other batch too large, and [`batch_error`] puts the `n` given back in the error.
+pub(crate) fn count(n: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Ok(n) = n.extract::<u64>() {
+        return Ok(n);
+    }
+    let int = crate::convert::index(n)?;
+    if int.lt(0)? {
+        return Err(crate::convert::out_of_range(&int, "n", u64::MAX));
+    }
+    Ok(u64::MAX)
 }
 
-/// `OutOfRange` for an argument checked here, not by the library.
-fn out_of_range(py: Python<'_>, field: &str, value: i64, max: u64) -> PyErr {
-    raise(
-        py,
-        Kind::OutOfRange,
-        "OutOfRange",
-        format!("{field} {value} is out of range: the field holds 0..={max}"),
-        vec![
-            ("field", Attr::Str(field.to_owned())),
-            ("value", Attr::Signed(value)),
-            ("max", Attr::Int(max)),
-        ],
-    )
+/// The Python exception for `e`, from a batch of `n` IDs (as given: perhaps beyond 64 bits).
+#[cold]
+pub(crate) fn batch_error(py: Python<'_>, e: Error, n: &Bound<'_, PyAny>) -> PyErr {
+    match (e, crate::convert::index(n)) {
+        (Error::BatchTooLarge { limit, .. }, Ok(n)) => raise(
+            py,
+            Kind::BatchTooLarge,
+            "BatchTooLarge",
+            format!(
+                "a batch of {n} IDs can never be issued at once: at most {limit} fit within \
+                 max_lead; ask for fewer at a time"
+            ),
+            vec![
+                ("requested", Attr::Object(n.into_any().unbind())),
+                ("limit", Attr::Int(limit)),
+            ],
+        ),
+        (other, _) => to_py(py, other),
+    }
 }

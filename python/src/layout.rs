@@ -7,7 +7,7 @@ use monoflake::{Id, Layout, PRESETS};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::convert::aware_datetime;
+use crate::convert::{aware_datetime, uint};
 use crate::errors::to_py;
 
 /// A layout: bit widths, named node fields, epoch and tick, checked when made.
@@ -61,37 +61,53 @@ impl PyLayout {
 #[pymethods]
 impl PyLayout {
     /// A preset by name (`"twitter"`, `"discord"`, …) or a spec
-    /// (`"time=41,worker=10,sequence=12,epoch=2024-01-01"`).
+    /// (`"time=41,worker=10,sequence=12,epoch=2024-01-01"`), named `name` when given.
     #[new]
-    #[pyo3(signature = (spec = "twitter"))]
-    fn new(py: Python<'_>, spec: &str) -> PyResult<Self> {
-        PyLayout::parse(py, spec)
+    #[pyo3(signature = (spec = "twitter", name = None))]
+    fn new(py: Python<'_>, spec: &str, name: Option<String>) -> PyResult<Self> {
+        let layout = PyLayout::parse(py, spec)?.layout;
+        match name {
+            Some(name) if name != layout.name() => renamed(py, &layout, name),
+            _ => Ok(PyLayout { layout }),
+        }
     }
 
     /// A custom layout from its parts; `node_fields` in order from the most significant bit.
+    /// A width above 64 bits, a negative int or one beyond 64 bits is `OutOfRange`.
+    // `tick_ms` is taken as any object (`None` for 1) so that an int of any size gets the one
+    // error `uint` gives; the signature Python shows says 1.
     #[staticmethod]
-    #[pyo3(signature = (*, time_bits, sequence_bits, node_fields, epoch_ms, tick_ms = 1,
-                        node_below_sequence = false, allow_sign_bit = false, name = None))]
+    #[pyo3(
+        signature = (*, time_bits, sequence_bits, node_fields, epoch_ms, tick_ms = None,
+                     node_below_sequence = false, allow_sign_bit = false, name = None),
+        text_signature = "(*, time_bits, sequence_bits, node_fields, epoch_ms, tick_ms=1, \
+                          node_below_sequence=False, allow_sign_bit=False, name=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn custom(
         py: Python<'_>,
-        time_bits: u32,
-        sequence_bits: u32,
-        node_fields: Vec<(String, u32)>,
-        epoch_ms: u64,
-        tick_ms: u64,
+        time_bits: &Bound<'_, PyAny>,
+        sequence_bits: &Bound<'_, PyAny>,
+        node_fields: Vec<(String, Bound<'_, PyAny>)>,
+        epoch_ms: &Bound<'_, PyAny>,
+        tick_ms: Option<&Bound<'_, PyAny>>,
         node_below_sequence: bool,
         allow_sign_bit: bool,
         name: Option<String>,
     ) -> PyResult<Self> {
+        // A width is at most 64, so it fits a u32.
+        let width = |value: &Bound<'_, PyAny>, field: &str| -> PyResult<u32> {
+            uint(value, field, u64::from(u64::BITS)).map(|bits| bits as u32)
+        };
         let mut builder = Layout::builder()
-            .time_bits(time_bits)
-            .sequence_bits(sequence_bits)
-            .epoch_ms(epoch_ms)
-            .tick_ms(tick_ms)
+            .time_bits(width(time_bits, "time_bits")?)
+            .sequence_bits(width(sequence_bits, "sequence_bits")?)
+            .epoch_ms(uint(epoch_ms, "epoch_ms", u64::MAX)?)
+            .tick_ms(tick_ms.map_or(Ok(1), |t| uint(t, "tick_ms", u64::MAX))?)
             .node_below_sequence(node_below_sequence)
             .allow_sign_bit(allow_sign_bit);
         for (field, bits) in node_fields {
+            let bits = width(&bits, &field)?;
             builder = builder.node_field(field, bits);
         }
         if let Some(name) = name {
@@ -201,26 +217,48 @@ impl PyLayout {
     }
 
     /// The tick (time-field value) at `unix_ms`.
-    fn tick_at(&self, unix_ms: u64) -> u64 {
-        self.layout.tick_at(unix_ms)
+    fn tick_at(&self, unix_ms: &Bound<'_, PyAny>) -> PyResult<u64> {
+        Ok(self.layout.tick_at(uint(unix_ms, "unix_ms", u64::MAX)?))
     }
 
-    /// The Unix milliseconds at which `tick` starts.
-    fn unix_ms_of_tick(&self, tick: u64) -> u64 {
-        self.layout.unix_ms_of_tick(tick)
+    /// The Unix milliseconds at which `tick` starts; `OutOfRange` (field `"time"`, as
+    /// `compose` says) for a tick past the time field.
+    fn unix_ms_of_tick(&self, tick: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let tick = uint(tick, "time", self.layout.max_tick())?;
+        Ok(self.layout.unix_ms_of_tick(tick))
     }
 
     /// The ID with these parts (`tick` is the time-field value).
-    fn compose(&self, py: Python<'_>, tick: u64, node: u64, sequence: u64) -> PyResult<u64> {
-        self.layout
+    fn compose(
+        &self,
+        py: Python<'_>,
+        tick: &Bound<'_, PyAny>,
+        node: &Bound<'_, PyAny>,
+        sequence: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let layout = &self.layout;
+        let tick = uint(tick, "time", layout.max_tick())?;
+        let node = uint(node, "node", layout.max_node())?;
+        let sequence = uint(sequence, "sequence", layout.max_sequence())?;
+        layout
             .compose(tick, node, sequence)
             .map(Id::as_u64)
             .map_err(|e| to_py(py, e))
     }
 
     /// The ID with these parts, its time given in Unix milliseconds.
-    fn compose_at(&self, py: Python<'_>, unix_ms: u64, node: u64, sequence: u64) -> PyResult<u64> {
-        self.layout
+    fn compose_at(
+        &self,
+        py: Python<'_>,
+        unix_ms: &Bound<'_, PyAny>,
+        node: &Bound<'_, PyAny>,
+        sequence: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let layout = &self.layout;
+        let unix_ms = uint(unix_ms, "unix_ms", u64::MAX)?;
+        let node = uint(node, "node", layout.max_node())?;
+        let sequence = uint(sequence, "sequence", layout.max_sequence())?;
+        layout
             .compose_at(unix_ms, node, sequence)
             .map(Id::as_u64)
             .map_err(|e| to_py(py, e))
@@ -236,7 +274,16 @@ impl PyLayout {
         let mut values = Vec::new();
         if let Some(fields) = fields {
             for (k, v) in fields {
-                values.push((k.extract::<String>()?, v.extract::<u64>()?));
+                let name = k.extract::<String>()?;
+                // A field the layout has is checked here, as the library would check it, so
+                // that an int of any size gets its `OutOfRange`; an unknown name is the
+                // library's `InvalidFieldName`.
+                let bits = self.layout.node_fields().iter().find(|f| f.name() == name);
+                let value = match bits {
+                    Some(f) => uint(&v, &name, mask(f.bits()))?,
+                    None => 0,
+                };
+                values.push((name, value));
             }
         }
         let borrowed: Vec<(&str, u64)> = values.iter().map(|(k, v)| (k.as_str(), *v)).collect();
@@ -246,9 +293,13 @@ impl PyLayout {
     }
 
     /// The named fields of a node value, as a dict.
-    fn node_fields_of<'py>(&self, py: Python<'py>, node: u64) -> PyResult<Bound<'py, PyDict>> {
+    fn node_fields_of<'py>(
+        &self,
+        py: Python<'py>,
+        node: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         // The library masks a node too wide; here it is refused, as `check_node` does.
-        self.layout.check_node(node).map_err(|e| to_py(py, e))?;
+        let node = uint(node, "node", self.layout.max_node())?;
         let dict = PyDict::new(py);
         for (k, v) in self.layout.node_fields_of(node) {
             dict.set_item(k, v)?;
@@ -257,61 +308,93 @@ impl PyLayout {
     }
 
     /// `node` if it fits the layout, else `OutOfRange`.
-    fn check_node(&self, py: Python<'_>, node: u64) -> PyResult<u64> {
-        self.layout.check_node(node).map_err(|e| to_py(py, e))
+    fn check_node(&self, node: &Bound<'_, PyAny>) -> PyResult<u64> {
+        uint(node, "node", self.layout.max_node())
     }
 
     fn __str__(&self) -> String {
         self.layout.to_string()
     }
 
+    /// `Layout("twitter")` for a preset; else `Layout("<spec>")`, with `name=` when the spec
+    /// alone would name it otherwise: what `eval` makes back, name included.
     fn __repr__(&self) -> String {
-        match Layout::preset(self.layout.name()) {
-            Ok(preset) if preset == self.layout => format!("Layout({:?})", self.layout.name()),
-            _ => format!("Layout({:?})", self.layout.to_string()),
+        let layout = &self.layout;
+        if Layout::preset(layout.name()).is_ok_and(|preset| preset == *layout) {
+            return format!("Layout({:?})", layout.name());
+        }
+        let spec = layout.to_string();
+        match spec.parse::<Layout>() {
+            Ok(plain) if plain.name() == layout.name() => format!("Layout({spec:?})"),
+            _ => format!("Layout({spec:?}, name={:?})", layout.name()),
         }
     }
 
+    /// Equal when they split IDs alike: the spec (widths, node field names, order, epoch,
+    /// tick, sign bit). The name is a label, not compared: `Layout(odd.spec) == odd`.
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other
             .cast::<PyLayout>()
-            .is_ok_and(|o| o.get().layout == self.layout)
+            .is_ok_and(|o| shape(&o.get().layout) == shape(&self.layout))
     }
 
     fn __hash__(&self) -> u64 {
         let mut h = DefaultHasher::new();
-        self.layout.hash(&mut h);
+        shape(&self.layout).hash(&mut h);
         h.finish()
     }
 
-    /// Pickles as its spec and name.
+    /// Pickles as `Layout(spec, name)`.
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let layout = &slf.get().layout;
         Ok((
-            slf.getattr("_restore")?,
+            slf.get_type().into_any(),
             PyTuple::new(slf.py(), [layout.to_string(), layout.name().to_owned()])?,
         ))
     }
+}
 
-    /// The layout of `spec`, named `name` (for unpickling).
-    #[staticmethod]
-    fn _restore(py: Python<'_>, spec: &str, name: String) -> PyResult<Self> {
-        let layout = PyLayout::parse(py, spec)?.layout;
-        if layout.name() == name {
-            return Ok(PyLayout { layout });
-        }
-        PyLayout::custom(
-            py,
-            layout.time_bits(),
-            layout.sequence_bits(),
-            fields(&layout),
-            layout.epoch_ms(),
-            layout.tick_ms(),
-            layout.node_below_sequence(),
-            layout.allows_sign_bit(),
-            Some(name),
-        )
+/// What a layout's equality and hash compare: everything its spec says, not its name.
+type Shape<'a> = (u32, u32, Vec<(&'a str, u32)>, bool, u64, u64, bool);
+
+fn shape(layout: &Layout) -> Shape<'_> {
+    (
+        layout.time_bits(),
+        layout.sequence_bits(),
+        layout
+            .node_fields()
+            .iter()
+            .map(|f| (f.name(), f.bits()))
+            .collect(),
+        layout.node_below_sequence(),
+        layout.epoch_ms(),
+        layout.tick_ms(),
+        layout.allows_sign_bit(),
+    )
+}
+
+/// `layout` named `name`: built again from its parts, as `Layout.custom(name=...)` would.
+fn renamed(py: Python<'_>, layout: &Layout, name: String) -> PyResult<PyLayout> {
+    let mut builder = Layout::builder()
+        .time_bits(layout.time_bits())
+        .sequence_bits(layout.sequence_bits())
+        .epoch_ms(layout.epoch_ms())
+        .tick_ms(layout.tick_ms())
+        .node_below_sequence(layout.node_below_sequence())
+        .allow_sign_bit(layout.allows_sign_bit())
+        .name(name);
+    for f in layout.node_fields() {
+        builder = builder.node_field(f.name().to_owned(), f.bits());
     }
+    builder
+        .build()
+        .map(|layout| PyLayout { layout })
+        .map_err(|e| to_py(py, e))
+}
+
+/// `bits` ones, for `bits` in `0..=64`.
+fn mask(bits: u32) -> u64 {
+    u64::MAX.checked_shr(64 - bits.min(64)).unwrap_or(0)
 }

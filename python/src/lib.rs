@@ -1,4 +1,6 @@
-//! The `monoflake` Python module: a thin layer over the `monoflake` crate's public API.
+//! The `monoflake._monoflake` extension module, which the `monoflake` package
+//! (`python/monoflake/__init__.py`) re-exports: a thin layer over the `monoflake` crate's
+//! public API. Every class says `module = "monoflake"`, where users (and pickle) find it.
 //!
 //! Types are converted at the boundary (IDs are `int`, durations float seconds, times aware
 //! `datetime`s); every decision about an ID is the library's. Errors become the exception
@@ -33,10 +35,11 @@ use pyo3::types::PyDict;
 /// `next_id()` for the process-wide default, `Generator` for your own, `decode()` to read an
 /// ID back, `Layout` for the bit layout.
 #[pymodule]
-#[pyo3(name = "monoflake")]
+#[pyo3(name = "_monoflake")]
 fn monoflake_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Not `add`, which also lists the name in `__all__`.
+    m.setattr("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<parts::PyParts>()?;

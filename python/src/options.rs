@@ -9,25 +9,37 @@ use monoflake::{Error, FileStore, Generator, GeneratorBuilder, Layout, Leased, N
 use monoflake::{LockedClock, NodeStore};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
+use crate::convert::{index, uint};
 use crate::errors::{Attr, Kind, raise};
 use crate::layout::LayoutArg;
 
-/// A `node=` argument: `"auto"` or a node value.
-#[derive(FromPyObject)]
-pub(crate) enum NodeArg {
-    Exact(u64),
-    Text(String),
+/// A `node=` argument: `"auto"` or a node value, read once the layout is known.
+pub(crate) struct NodeArg(Py<PyAny>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for NodeArg {
+    type Error = PyErr;
+
+    fn extract(node: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
+        Ok(NodeArg(node.to_owned().unbind()))
+    }
 }
 
 impl NodeArg {
-    pub(crate) fn request(self, py: Python<'_>) -> PyResult<NodeRequest> {
-        match self {
-            NodeArg::Exact(n) => Ok(NodeRequest::Exact(n)),
-            NodeArg::Text(t) if t == "auto" => Ok(NodeRequest::Any),
-            NodeArg::Text(t) => Err(invalid(py, "node", &t, "\"auto\" or an int")),
+    /// `"auto"`, or a node that fits `layout`: any other int, however large or negative, is
+    /// `OutOfRange` (as the library says for one too large in 64 bits); any other string
+    /// `InvalidConfig`; anything else a `TypeError`.
+    pub(crate) fn request(self, py: Python<'_>, layout: &Layout) -> PyResult<NodeRequest> {
+        let node = self.0.bind(py);
+        if node.cast::<PyString>().is_ok() {
+            let text: String = node.extract()?;
+            return match text.as_str() {
+                "auto" => Ok(NodeRequest::Any),
+                other => Err(invalid(py, "node", other, "\"auto\" or an int")),
+            };
         }
+        uint(node, "node", layout.max_node()).map(NodeRequest::Exact)
     }
 }
 
@@ -40,6 +52,9 @@ enum Store {
     /// etcd, with what `EtcdStore::connect_with` needs (files already read).
     #[cfg(feature = "etcd")]
     Etcd(Box<Etcd>),
+    /// PostgreSQL, with what `PgStore::connect_with` needs.
+    #[cfg(feature = "postgres")]
+    Postgres(Box<Pg>),
 }
 
 #[cfg(feature = "etcd")]
@@ -51,6 +66,24 @@ struct Etcd {
     ca: Option<Vec<u8>>,
     identity: Option<(Vec<u8>, Vec<u8>)>,
     user: Option<(String, String)>,
+}
+
+/// A PostgreSQL store: the connection string (a secret: never shown) and the table and TTL.
+#[cfg(feature = "postgres")]
+#[derive(Clone)]
+struct Pg {
+    url: String,
+    options: monoflake::PgOptions,
+}
+
+#[cfg(feature = "postgres")]
+impl std::fmt::Debug for Pg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pg")
+            .field("url", &"<hidden>")
+            .field("options", &self.options)
+            .finish()
+    }
 }
 
 /// Everything a leased generator is built from.
@@ -74,27 +107,34 @@ pub(crate) struct Tuning {
 }
 
 impl Tuning {
+    /// `start_offset_bits` is an int (`None` for 0) in `0..=sequence_bits - 1`: the library
+    /// caps it there, and a larger value is refused here rather than silently used as less.
+    /// Any other int, however large or negative, is `InvalidConfig` too.
     pub(crate) fn new(
         py: Python<'_>,
         layout: &Layout,
         max_lead: Option<f64>,
         max_wait: Option<f64>,
-        start_offset_bits: u32,
+        start_offset_bits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        // The library caps it at `sequence_bits - 1`; a larger value is refused here rather
-        // than silently used as less.
         let most = layout.sequence_bits().saturating_sub(1);
-        if start_offset_bits > most {
-            return Err(invalid(
-                py,
-                "start_offset_bits",
-                &start_offset_bits.to_string(),
-                &format!(
-                    "0..={most} (below the layout's {} sequence bits)",
-                    layout.sequence_bits()
-                ),
-            ));
-        }
+        let start_offset_bits = match start_offset_bits {
+            None => 0,
+            Some(bits) => match bits.extract::<u32>() {
+                Ok(bits) if bits <= most => bits,
+                _ => {
+                    return Err(invalid(
+                        py,
+                        "start_offset_bits",
+                        &index(bits)?.to_string(),
+                        &format!(
+                            "0..={most} (below the layout's {} sequence bits)",
+                            layout.sequence_bits()
+                        ),
+                    ));
+                }
+            },
+        };
         Ok(Tuning {
             max_lead: seconds(py, "max_lead", max_lead)?,
             max_wait: seconds(py, "max_wait", max_wait)?,
@@ -119,7 +159,7 @@ impl Tuning {
 /// The arguments as Python gives them, checked for type.
 pub(crate) struct Args {
     layout: Layout,
-    node: NodeArg,
+    node: Option<NodeArg>,
     backend: String,
     state_dir: Option<PathBuf>,
     etcd_endpoints: Vec<String>,
@@ -131,9 +171,13 @@ pub(crate) struct Args {
     etcd_key: Option<PathBuf>,
     etcd_user: Option<String>,
     etcd_password: Option<String>,
+    pg_url: Option<String>,
+    pg_table: String,
+    /// The keyword settings given, other than `None`.
+    given: Vec<String>,
     max_lead: Option<f64>,
     max_wait: Option<f64>,
-    start_offset_bits: u32,
+    start_offset_bits: Option<Py<PyAny>>,
     reservation_window: Option<f64>,
     future_reservation_tolerance: Option<f64>,
     trust_future_reservation: bool,
@@ -154,7 +198,7 @@ impl Args {
                 Some(l) => l.into_layout(py)?,
                 None => Layout::twitter(),
             },
-            node: node.unwrap_or(NodeArg::Text("auto".into())),
+            node,
             backend: "file".into(),
             state_dir: None,
             etcd_endpoints: vec!["http://127.0.0.1:2379".into()],
@@ -166,9 +210,12 @@ impl Args {
             etcd_key: None,
             etcd_user: None,
             etcd_password: None,
+            pg_url: None,
+            pg_table: "monoflake_nodes".into(),
+            given: Vec::new(),
             max_lead: None,
             max_wait: None,
-            start_offset_bits: 0,
+            start_offset_bits: None,
             reservation_window: None,
             future_reservation_tolerance: None,
             trust_future_reservation: false,
@@ -178,6 +225,7 @@ impl Args {
         };
         for (key, value) in kwargs {
             let key: String = key.extract()?;
+            let given = !value.is_none();
             match key.as_str() {
                 "backend" => args.backend = value.extract()?,
                 "state_dir" => args.state_dir = value.extract()?,
@@ -197,9 +245,11 @@ impl Args {
                 "etcd_key" => args.etcd_key = value.extract()?,
                 "etcd_user" => args.etcd_user = value.extract()?,
                 "etcd_password" => args.etcd_password = value.extract()?,
+                "pg_url" => args.pg_url = value.extract()?,
+                "pg_table" => args.pg_table = value.extract()?,
                 "max_lead" => args.max_lead = value.extract()?,
                 "max_wait" => args.max_wait = value.extract()?,
-                "start_offset_bits" => args.start_offset_bits = value.extract()?,
+                "start_offset_bits" => args.start_offset_bits = Some(value.unbind()),
                 "reservation_window" => args.reservation_window = value.extract()?,
                 "future_reservation_tolerance" => {
                     args.future_reservation_tolerance = value.extract()?
@@ -211,53 +261,67 @@ impl Args {
                     )));
                 }
             }
+            if given {
+                args.given.push(key);
+            }
         }
         Ok(args)
     }
 }
 
 impl Options {
-    /// Checks and converts the arguments; reads the etcd certificate files.
+    /// Checks and converts the arguments; reads the etcd certificate files. A setting of
+    /// another backend than the one chosen is refused, not ignored.
     pub(crate) fn new(py: Python<'_>, args: Args) -> PyResult<Options> {
-        if args.backend == "file" && args.lease_ttl_set {
+        const BACKENDS: [&str; 3] = ["file", "etcd", "postgres"];
+        if !BACKENDS.contains(&args.backend.as_str()) {
             return Err(invalid(
                 py,
-                "lease_ttl",
-                &args.lease_ttl.to_string(),
-                "only with backend=\"etcd\" (the file backend's lease is a lock file)",
+                "backend",
+                &args.backend,
+                "\"file\", \"etcd\" or \"postgres\"",
             ));
         }
-        let etcd_extras = args.etcd_ca.is_some()
-            || args.etcd_cert.is_some()
-            || args.etcd_key.is_some()
-            || args.etcd_user.is_some();
-        let store = match args.backend.as_str() {
-            "file" if etcd_extras => {
-                return Err(invalid(
-                    py,
-                    "etcd_ca",
-                    "set",
-                    "the etcd_* settings only with backend=\"etcd\"",
-                ));
+        for setting in &args.given {
+            let backends: &[&str] = match setting.as_str() {
+                "state_dir" => &["file"],
+                // The file backend's lease is a lock file: it has no TTL.
+                "lease_ttl" => &["etcd", "postgres"],
+                s if s.starts_with("etcd_") => &["etcd"],
+                s if s.starts_with("pg_") => &["postgres"],
+                _ => continue,
+            };
+            if !backends.contains(&args.backend.as_str()) {
+                let value = match setting.as_str() {
+                    "lease_ttl" => args.lease_ttl.to_string(),
+                    _ => "set".to_owned(),
+                };
+                let quoted: Vec<String> = backends.iter().map(|b| format!("\"{b}\"")).collect();
+                let allowed = format!("only with backend={}", quoted.join(" or "));
+                return Err(invalid(py, setting, &value, &allowed));
             }
-            "file" => Store::File {
+        }
+        let store = match args.backend.as_str() {
+            "etcd" => etcd(py, &args)?,
+            "postgres" => postgres(py, &args)?,
+            _ => Store::File {
                 dir: args.state_dir,
             },
-            "etcd" => etcd(py, &args)?,
-            other => {
-                return Err(invalid(py, "backend", other, "\"file\" or \"etcd\""));
-            }
         };
         let tuning = Tuning::new(
             py,
             &args.layout,
             args.max_lead,
             args.max_wait,
-            args.start_offset_bits,
+            args.start_offset_bits.as_ref().map(|bits| bits.bind(py)),
         )?;
+        let node = match args.node {
+            Some(node) => node.request(py, &args.layout)?,
+            None => NodeRequest::Any,
+        };
         Ok(Options {
             layout: args.layout,
-            node: args.node.request(py)?,
+            node,
             store,
             tuning,
             reservation_window: seconds(py, "reservation_window", args.reservation_window)?,
@@ -293,6 +357,10 @@ impl Options {
                     &endpoints, &e.prefix, e.ttl, &options,
                 )?)
             }
+            #[cfg(feature = "postgres")]
+            Store::Postgres(pg) => {
+                Arc::new(monoflake::PgStore::connect_with(&pg.url, &pg.options)?)
+            }
         };
         let mut builder = self.tuning.apply(Generator::builder(self.layout.clone()));
         if let Some(window) = self.reservation_window {
@@ -307,8 +375,9 @@ impl Options {
     }
 }
 
-#[cfg(feature = "etcd")]
-fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
+/// `lease_ttl` of etcd and PostgreSQL: whole seconds, as the CLI's `--lease-ttl`.
+#[cfg(any(feature = "etcd", feature = "postgres"))]
+fn lease_ttl(py: Python<'_>, args: &Args) -> PyResult<Duration> {
     if !(1.0..=3600.0).contains(&args.lease_ttl) || args.lease_ttl.fract() != 0.0 {
         return Err(invalid(
             py,
@@ -317,6 +386,12 @@ fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
             "whole seconds from 1 to 3600",
         ));
     }
+    Ok(Duration::from_secs_f64(args.lease_ttl))
+}
+
+#[cfg(feature = "etcd")]
+fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
+    let ttl = lease_ttl(py, args)?;
     let read = |path: &Option<PathBuf>| -> PyResult<Option<Vec<u8>>> {
         Ok(match path {
             Some(p) => Some(std::fs::read(p)?),
@@ -350,7 +425,7 @@ fn etcd(py: Python<'_>, args: &Args) -> PyResult<Store> {
     Ok(Store::Etcd(Box::new(Etcd {
         endpoints: args.etcd_endpoints.clone(),
         prefix: args.etcd_prefix.clone(),
-        ttl: Duration::from_secs_f64(args.lease_ttl),
+        ttl,
         ca: read(&args.etcd_ca)?,
         identity,
         user,
@@ -365,6 +440,49 @@ fn etcd(py: Python<'_>, _: &Args) -> PyResult<Store> {
         "etcd",
         "\"file\": this build has no etcd support (build it with `maturin build --release \
          --features etcd`, which needs protoc)",
+    ))
+}
+
+/// PostgreSQL at `pg_url`, else `$MONOFLAKE_PG_URL` (as the CLI reads it), never shown in an
+/// error; `pg_table` and `lease_ttl` checked as the library and the CLI check them.
+#[cfg(feature = "postgres")]
+fn postgres(py: Python<'_>, args: &Args) -> PyResult<Store> {
+    let ttl = lease_ttl(py, args)?;
+    let url = match &args.pg_url {
+        Some(url) => url.clone(),
+        None => match std::env::var("MONOFLAKE_PG_URL") {
+            Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+            _ => {
+                return Err(invalid(
+                    py,
+                    "pg_url",
+                    "missing",
+                    "a connection string: pg_url=\"postgres://...\" or $MONOFLAKE_PG_URL",
+                ));
+            }
+        },
+    };
+    // The library names the setting `table`; here it is `pg_table`.
+    let options = monoflake::PgOptions::new()
+        .table(&args.pg_table)
+        .map_err(|e| match e {
+            Error::InvalidConfig { value, allowed, .. } => {
+                invalid(py, "pg_table", &value, &allowed)
+            }
+            other => crate::errors::to_py(py, other),
+        })?
+        .lease_ttl(ttl);
+    Ok(Store::Postgres(Box::new(Pg { url, options })))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres(py: Python<'_>, _: &Args) -> PyResult<Store> {
+    Err(invalid(
+        py,
+        "backend",
+        "postgres",
+        "\"file\" or \"etcd\": this build has no PostgreSQL support (build it with `maturin \
+         build --release --features postgres`)",
     ))
 }
 

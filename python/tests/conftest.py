@@ -1,7 +1,8 @@
 """Fixtures: private state directories, the `monoflake` CLI, and fresh Python processes.
 
 The process-wide default generator is built once per process, so tests of it run in a fresh
-interpreter (`run_python`). This process never touches the host-wide state directory: the
+interpreter (`run_python`), as do tests of what may hang, each with a timeout and
+`faulthandler` armed (`python_command`). This process never touches the host-wide state directory: the
 session points `MONOFLAKE_STATE_DIR` at a private directory of its own before anything runs.
 """
 
@@ -61,12 +62,25 @@ def cli() -> Path:
     return path
 
 
-def run_python(code: str, state_dir: Path, timeout: float = 120) -> str:
-    """Runs `code` in a fresh interpreter whose default state directory is `state_dir`;
-    returns its standard output, failing the test with its standard error when it fails."""
-    env = dict(os.environ, MONOFLAKE_STATE_DIR=str(state_dir))
+def python_command(code: str, hang: float) -> list[str]:
+    """A fresh interpreter running `code`, armed first with
+    `faulthandler.dump_traceback_later(hang, exit=True)`: one that hangs prints every thread's
+    traceback and exits 1 after `hang` seconds, so that a test fails with the place it hung."""
+    arm = f"import faulthandler; faulthandler.dump_traceback_later({hang}, exit=True)\n"
+    return [sys.executable, "-c", arm + code]
+
+
+def run_python(
+    code: str, state_dir: Path | None = None, timeout: float = 120, hang: float | None = None
+) -> str:
+    """Runs `code` in a fresh interpreter (`python_command`; `hang` defaults to 10 s before
+    `timeout`) whose default state directory is `state_dir` (else the session's); returns its
+    standard output, failing the test with its standard error when it fails."""
+    env = dict(os.environ)
+    if state_dir is not None:
+        env["MONOFLAKE_STATE_DIR"] = str(state_dir)
     done = subprocess.run(
-        [sys.executable, "-c", code],
+        python_command(code, hang if hang is not None else max(1.0, timeout - 10)),
         env=env,
         capture_output=True,
         text=True,
@@ -77,6 +91,9 @@ def run_python(code: str, state_dir: Path, timeout: float = 120) -> str:
     return done.stdout
 
 
-def run_json(code: str, state_dir: Path, timeout: float = 120):
+def run_json(
+    code: str, state_dir: Path | None = None, timeout: float = 120, hang: float | None = None
+):
     """`run_python`, its last line read as JSON."""
-    return json.loads(run_python(code, state_dir, timeout).strip().splitlines()[-1])
+    out = run_python(code, state_dir, timeout, hang)
+    return json.loads(out.strip().splitlines()[-1])

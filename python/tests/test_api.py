@@ -13,7 +13,7 @@ import pytest
 
 import monoflake
 
-STUB = Path(__file__).resolve().parents[1] / "monoflake.pyi"
+STUB = Path(__file__).resolve().parents[1] / "python" / "monoflake" / "__init__.pyi"
 UTC = datetime.timezone.utc
 
 
@@ -161,6 +161,14 @@ def test_a_released_node_is_reused_and_starts_after_everything_issued(state_dir)
         last = g.next_ids(5000)[-1]
     with monoflake.Generator(node=3, state_dir=state_dir) as again:
         assert again.node == 3
+        assert again.next_id() > last
+
+
+def test_a_generator_dropped_without_close_gives_its_node_up(state_dir):
+    g = monoflake.Generator(node=3, state_dir=state_dir)
+    last = g.next_ids(5000)[-1]
+    del g  # the last reference: the lease is released as by close()
+    with monoflake.Generator(node=3, state_dir=state_dir) as again:
         assert again.next_id() > last
 
 

@@ -2,29 +2,28 @@
 a lock, Ctrl-C ends a wait, and a batch that can never fit is refused at once.
 
 Each scenario runs in a child interpreter with a timeout, and the child arms
-`faulthandler.dump_traceback_later`: a regression fails (with the stuck threads' tracebacks)
-instead of hanging the suite. The timeouts are liveness bounds, not timings.
+`faulthandler.dump_traceback_later` (conftest's `python_command`): a regression fails (with
+the stuck threads' tracebacks) instead of hanging the suite. The timeouts are liveness
+bounds, not timings.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
+from conftest import python_command, run_json
 
 import monoflake
 
 # A child that hangs dumps its threads and exits 1 after this many seconds.
 HANG = 20
 
-PRELUDE = rf"""
-import faulthandler, json, os, sys, threading, time
-faulthandler.dump_traceback_later({HANG}, exit=True)
+PRELUDE = r"""
+import json, os, sys, threading, time, traceback
 import monoflake
 
 # Two IDs an hour, no lead: once the hour's two are issued, next_id() waits for the next
@@ -55,18 +54,29 @@ def waiter(g, results, call=None):
     t.start()
     time.sleep(0.3)  # into its wait
     return t
+
+def in_fork(child):
+    # Runs child() in a forked child; returns (its exit status, what it returned).
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # never returns to the parent's code
+        try:
+            os.write(w, json.dumps(child()).encode())
+            os._exit(0)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(r, "rb") as f:
+        return status, json.loads(f.read() or b"null")
 """
 
 
-def run_child(code: str, timeout: float = 60) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", PRELUDE + code],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"the child failed ({done.returncode}):\n{done.stderr}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def run_child(code: str) -> dict:
+    """`code` after PRELUDE in a child interpreter that dumps its threads and exits after
+    HANG seconds; its last line, as JSON."""
+    return run_json(PRELUDE + code, timeout=HANG + 40, hang=HANG)
 
 
 def test_getters_do_not_hang_while_close_waits_for_a_waiting_call():
@@ -115,18 +125,11 @@ def test_child_of_a_fork_during_a_wait_closes_without_hanging():
 g = slow_generator()
 results = []
 t1 = waiter(g, results)
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    child = {"next_id": outcome(g.next_id), "check": outcome(g.check)}
+def child():
+    out = {"next_id": outcome(g.next_id), "check": outcome(g.check)}
     g.close()
-    child["closed"] = g.closed
-    child["after_close"] = outcome(g.next_id)
-    os.write(w, json.dumps(child).encode())
-    os._exit(0)
-os.close(w)
-_, status = os.waitpid(pid, 0)
-child = json.loads(os.read(r, 65536) or b"null")
+    return {**out, "closed": g.closed, "after_close": outcome(g.next_id)}
+status, child = in_fork(child)
 g.close()
 t1.join()
 print(json.dumps({"status": status, "child": child, "waiter": results}))
@@ -151,17 +154,12 @@ results = []
 t1 = waiter(g, results)
 closer = threading.Thread(target=g.close)
 closer.start()
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    child = {"next_id": outcome(g.next_id), "ids": outcome(lambda: g.next_ids(3)),
-             "closed": type(g.closed).__name__, "repr": repr(g).startswith("Generator(")}
+def child():
+    out = {"next_id": outcome(g.next_id), "ids": outcome(lambda: g.next_ids(3)),
+           "closed": type(g.closed).__name__, "repr": repr(g).startswith("Generator(")}
     g.close()
-    os.write(w, json.dumps(child).encode())
-    os._exit(0)
-os.close(w)
-_, status = os.waitpid(pid, 0)
-child = json.loads(os.read(r, 65536) or b"null")
+    return out
+status, child = in_fork(child)
 closer.join()
 t1.join()
 print(json.dumps({"status": status, "child": child, "closed": g.closed}))
@@ -169,6 +167,57 @@ print(json.dumps({"status": status, "child": child, "closed": g.closed}))
     )
     assert out["status"] == 0
     assert out["child"] == {"next_id": "Forked", "ids": "Forked", "closed": "bool", "repr": True}
+    assert out["closed"] is True
+
+
+def test_close_in_a_signal_handler_during_a_wait_on_the_same_thread():
+    # A graceful-shutdown handler closes the generator the interrupted thread is waiting on:
+    # the wait ends with LeaseLost, the close does not wait for its own caller.
+    out = run_child(
+        r"""
+import signal
+g = slow_generator()
+signal.signal(signal.SIGALRM, lambda *_: g.close())
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+print(json.dumps({"next_id": outcome(g.next_id), "closed": g.closed,
+                  "ids": outcome(lambda: g.next_ids(2))}))
+"""
+    )
+    assert out == {"next_id": "LeaseLost", "closed": True, "ids": "LeaseLost"}
+
+
+def test_close_while_eight_threads_issue_ends_each_with_lease_lost():
+    # Threads on the common path (and some at the lead limit) while another closes: each
+    # ends with LeaseLost, none hangs, no ID twice.
+    out = run_child(
+        r"""
+g = monoflake.Generator(state_dir=os.environ["MONOFLAKE_STATE_DIR"])
+ids, ends, started = [], [], threading.Barrier(9)
+def issue():
+    mine = []
+    started.wait()
+    try:
+        while True:
+            mine.append(g.next_id())
+            if len(mine) % 1000 == 0:
+                mine.extend(g.next_ids(1000))
+    except monoflake.Error as e:
+        ends.append(type(e).__name__)
+    ids.extend(mine)
+threads = [threading.Thread(target=issue) for _ in range(8)]
+for t in threads:
+    t.start()
+started.wait()
+time.sleep(0.2)
+g.close()
+for t in threads:
+    t.join()
+print(json.dumps({"ends": ends, "issued": len(ids), "unique": len(set(ids)),
+                  "closed": g.closed}))
+"""
+    )
+    assert out["ends"] == ["LeaseLost"] * 8
+    assert out["issued"] == out["unique"] > 0
     assert out["closed"] is True
 
 
@@ -183,7 +232,7 @@ print("returned", flush=True)
 @pytest.mark.parametrize("call", ["next_id()", "next_ids(2)", "next_ids_array(2)"])
 def test_sigint_ends_a_wait_with_keyboard_interrupt(call):
     child = subprocess.Popen(
-        [sys.executable, "-c", PRELUDE + WAIT_THEN_SIGINT.replace("{call}", call)],
+        python_command(PRELUDE + WAIT_THEN_SIGINT.replace("{call}", call), HANG),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -7,7 +7,36 @@ IDs are plain ``int``; durations are float seconds; times are aware ``datetime``
 import array
 import datetime
 import os
-from typing import Literal, Optional, Sequence, Union
+from typing import Literal, Optional, Sequence, Union, final
+
+__all__ = [
+    "Error",
+    "WouldBlock",
+    "TimedOut",
+    "Exhausted",
+    "LeaseLost",
+    "Forked",
+    "NodeUnavailable",
+    "StoreError",
+    "InvalidLayout",
+    "InvalidId",
+    "OutOfRange",
+    "BatchTooLarge",
+    "InvalidKey",
+    "InvalidConfig",
+    "Layout",
+    "Parts",
+    "Generator",
+    "Stats",
+    "Opaque",
+    "next_id",
+    "next_ids",
+    "configure_default",
+    "decode",
+    "encode",
+    "parse",
+    "PRESETS",
+]
 
 __version__: str
 PRESETS: tuple[str, ...]
@@ -33,7 +62,7 @@ def configure_default(
     layout: Optional[_LayoutArg] = None,
     node: Union[int, Literal["auto"], None] = None,
     *,
-    backend: Literal["file", "etcd"] = "file",
+    backend: Literal["file", "etcd", "postgres"] = "file",
     state_dir: Optional[_Path] = None,
     etcd_endpoints: Union[str, Sequence[str]] = ...,
     etcd_prefix: str = "/monoflake",
@@ -43,6 +72,8 @@ def configure_default(
     etcd_key: Optional[_Path] = None,
     etcd_user: Optional[str] = None,
     etcd_password: Optional[str] = None,
+    pg_url: Optional[str] = None,
+    pg_table: str = "monoflake_nodes",
     max_lead: Optional[float] = None,
     max_wait: Optional[float] = None,
     start_offset_bits: int = 0,
@@ -65,13 +96,19 @@ def parse(text: str, encoding: _Encoding = "decimal") -> int:
     """The ID written as `text` in `encoding` (hex with or without ``0x``, as the CLI prints
     it); `InvalidId` when it is not one."""
 
+@final
 class Layout:
     """Bit widths, named node fields, epoch and tick, checked when made.
 
     ``Layout("discord")`` takes a preset name, ``Layout("time=41,worker=10,sequence=12,
-    epoch=2024-01-01")`` a spec (as the CLI's ``--layout``). Hashable, comparable, picklable."""
+    epoch=2024-01-01")`` a spec (as the CLI's ``--layout``), and ``name`` a name for it.
+    Hashable and picklable. Two layouts are equal when they split IDs alike, which is what
+    their ``spec`` says (widths, node field names, order, epoch, tick, sign bit); the name is a
+    label and is not compared: ``Layout(odd.spec) == odd``. ``repr()`` keeps the name.
 
-    def __init__(self, spec: str = "twitter") -> None: ...
+    An int argument out of its range (negative, or beyond 64 bits) raises `OutOfRange`."""
+
+    def __new__(cls, spec: str = "twitter", name: Optional[str] = None) -> Layout: ...
     @staticmethod
     def custom(
         *,
@@ -129,9 +166,10 @@ class Layout:
     def node_fields_of(self, node: int) -> dict[str, int]:
         """The node fields of `node`; `OutOfRange` when it does not fit the layout."""
     def check_node(self, node: int) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class Parts:
     """An ID read back by its layout."""
 
@@ -158,9 +196,10 @@ class Parts:
     def as_dict(self) -> dict[str, Union[int, str]]:
         """The keys of ``monoflake decode --json``: id, unix_ms, time, node, sequence and the
         named fields."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class Stats:
     """A generator's counters (see the Rust ``Stats`` for each)."""
 
@@ -186,17 +225,23 @@ class Stats:
     lease_losses: int
     def as_dict(self) -> dict[str, int]: ...
 
+@final
 class Generator:
     """IDs on one node, leased from a node store: the node is never shared with another live
     generator, and a restart never reissues a time its node used. Thread-safe; a context
-    manager that releases the node on exit. In a forked child it raises `Forked`."""
+    manager that releases the node on exit. In a forked child it raises `Forked`.
 
-    def __init__(
-        self,
+    The store is ``backend``: ``"file"`` (``state_dir``), ``"etcd"`` (the ``etcd_*`` settings)
+    or ``"postgres"`` (``pg_url``, else ``$MONOFLAKE_PG_URL``; ``pg_table``). ``lease_ttl``
+    (whole seconds) is etcd's and PostgreSQL's. A setting of another backend than the one
+    chosen raises `InvalidConfig`."""
+
+    def __new__(
+        cls,
         layout: Optional[_LayoutArg] = None,
         node: Union[int, Literal["auto"], None] = None,
         *,
-        backend: Literal["file", "etcd"] = "file",
+        backend: Literal["file", "etcd", "postgres"] = "file",
         state_dir: Optional[_Path] = None,
         etcd_endpoints: Union[str, Sequence[str]] = ...,
         etcd_prefix: str = "/monoflake",
@@ -206,13 +251,15 @@ class Generator:
         etcd_key: Optional[_Path] = None,
         etcd_user: Optional[str] = None,
         etcd_password: Optional[str] = None,
+        pg_url: Optional[str] = None,
+        pg_table: str = "monoflake_nodes",
         max_lead: Optional[float] = None,
         max_wait: Optional[float] = None,
         start_offset_bits: int = 0,
         reservation_window: Optional[float] = None,
         future_reservation_tolerance: Optional[float] = None,
         trust_future_reservation: bool = False,
-    ) -> None: ...
+    ) -> Generator: ...
     @staticmethod
     def unleased(
         layout: _LayoutArg,
@@ -258,10 +305,11 @@ class Generator:
     def __enter__(self) -> Generator: ...
     def __exit__(self, *exc: object) -> Literal[False]: ...
 
+@final
 class Opaque:
     """A keyed permutation of a layout's IDs: `encrypt` hides time, node and order."""
 
-    def __init__(self, key: Union[bytes, str], layout: Optional[_LayoutArg] = None) -> None: ...
+    def __new__(cls, key: Union[bytes, str], layout: Optional[_LayoutArg] = None) -> Opaque: ...
     @staticmethod
     def from_key_file(path: _Path, layout: Optional[_LayoutArg] = None) -> Opaque: ...
     @property
