@@ -1,11 +1,14 @@
 //! Conversions at the boundary that more than one class needs: an ID argument, an int
-//! argument with its range, and Unix milliseconds as an aware `datetime`.
+//! argument with its range, a count of IDs (and the error of a batch too large, which gives
+//! that count back), and Unix milliseconds as an aware `datetime`. It raises through
+//! `errors.rs`; `errors.rs` uses nothing of it.
 
+use monoflake::Error;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyInt};
 
-use crate::errors::{Attr, Kind, raise};
+use crate::errors::{Attr, Kind, raise, to_py};
 
 /// An ID argument: an `int` in `0..2**64`; anything else is `InvalidId` (a `ValueError`), or a
 /// `TypeError` when it is not an `int` at all.
@@ -109,4 +112,39 @@ pub(crate) fn aware_datetime(py: Python<'_>, unix_ms: u64) -> PyResult<Bound<'_,
     kwargs.set_item("milliseconds", unix_ms)?;
     let delta = timedelta.bind(py).call((), Some(&kwargs))?;
     epoch.bind(py).add(delta)
+}
+
+/// `n` as a count of IDs: an int; negative is `OutOfRange`. One beyond 64 bits is taken as
+/// `u64::MAX`, which no generator issues at once: the library refuses it with `BatchTooLarge`
+/// as any other batch too large, and [`batch_error`] puts the `n` given back in the error.
+pub(crate) fn count(n: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Ok(n) = n.extract::<u64>() {
+        return Ok(n);
+    }
+    let int = index(n)?;
+    if int.lt(0)? {
+        return Err(out_of_range(&int, "n", u64::MAX));
+    }
+    Ok(u64::MAX)
+}
+
+/// The Python exception for `e`, from a batch of `n` IDs (as given: perhaps beyond 64 bits).
+#[cold]
+pub(crate) fn batch_error(py: Python<'_>, e: Error, n: &Bound<'_, PyAny>) -> PyErr {
+    match (e, index(n)) {
+        (Error::BatchTooLarge { limit, .. }, Ok(n)) => raise(
+            py,
+            Kind::BatchTooLarge,
+            "BatchTooLarge",
+            format!(
+                "a batch of {n} IDs can never be issued at once: at most {limit} fit within \
+                 max_lead; ask for fewer at a time"
+            ),
+            vec![
+                ("requested", Attr::Object(n.into_any().unbind())),
+                ("limit", Attr::Int(limit)),
+            ],
+        ),
+        (other, _) => to_py(py, other),
+    }
 }

@@ -17,7 +17,8 @@ use monoflake::{Error, Id, Leased};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::{batch_error, count, to_py};
+use crate::convert::{batch_error, count};
+use crate::errors::to_py;
 use crate::layout::LayoutArg;
 use crate::options::{Args, NodeArg, Options};
 use crate::wait::{Waited, wait};

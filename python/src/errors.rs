@@ -559,38 +559,3 @@ fn variant_name(e: &Error) -> String {
         .unwrap_or(debug.len());
     debug[..end].to_owned()
 }
-
-/// `n` as a count of IDs: an int; negative is `OutOfRange`. One beyond 64 bits is taken as
-/// `u64::MAX`, which no generator issues at once: the library refuses it with `BatchTooLarge`
-/// as any other batch too large, and [`batch_error`] puts the `n` given back in the error.
-pub(crate) fn count(n: &Bound<'_, PyAny>) -> PyResult<u64> {
-    if let Ok(n) = n.extract::<u64>() {
-        return Ok(n);
-    }
-    let int = crate::convert::index(n)?;
-    if int.lt(0)? {
-        return Err(crate::convert::out_of_range(&int, "n", u64::MAX));
-    }
-    Ok(u64::MAX)
-}
-
-/// The Python exception for `e`, from a batch of `n` IDs (as given: perhaps beyond 64 bits).
-#[cold]
-pub(crate) fn batch_error(py: Python<'_>, e: Error, n: &Bound<'_, PyAny>) -> PyErr {
-    match (e, crate::convert::index(n)) {
-        (Error::BatchTooLarge { limit, .. }, Ok(n)) => raise(
-            py,
-            Kind::BatchTooLarge,
-            "BatchTooLarge",
-            format!(
-                "a batch of {n} IDs can never be issued at once: at most {limit} fit within \
-                 max_lead; ask for fewer at a time"
-            ),
-            vec![
-                ("requested", Attr::Object(n.into_any().unbind())),
-                ("limit", Attr::Int(limit)),
-            ],
-        ),
-        (other, _) => to_py(py, other),
-    }
-}

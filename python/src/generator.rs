@@ -36,7 +36,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::convert::uint;
-use crate::errors::{Attr, Kind, batch_error, count, forked, raise, to_py};
+use crate::convert::{batch_error, count};
+use crate::errors::{Attr, Kind, forked, raise, to_py};
 use crate::layout::{LayoutArg, PyLayout};
 use crate::options::{Args, NodeArg, Options, Tuning};
 use crate::stats::PyStats;
