@@ -488,13 +488,33 @@ impl World {
                     }
                     None => {
                         let again = w.reservation();
-                        let Step::Start { floor_ms } =
-                            handover::after_wait(wide(again), u64::from(claimed), limits)
-                        else {
-                            unreachable!("after_wait always starts");
-                        };
+                        let now = w.read_clock(p);
                         let label = format!("p{p} re-reads {again:?}");
-                        out.push(w.start(config, p, again, narrow(floor_ms), label));
+                        match handover::after_wait(
+                            wide(again),
+                            u64::from(claimed),
+                            u64::from(now),
+                            limits,
+                        ) {
+                            Step::Start { floor_ms } => {
+                                out.push(w.start(config, p, again, narrow(floor_ms), label));
+                            }
+                            Step::WaitThenStart { ms, floor_ms } => {
+                                w.procs[p].phase = Phase::Waiting {
+                                    until: self.t.saturating_add(narrow(ms)),
+                                    claimed,
+                                    read: again,
+                                    floor: Some(narrow(floor_ms)),
+                                };
+                                out.push(Next::World(w, label));
+                            }
+                            Step::Refuse { .. }
+                            | Step::Jump { .. }
+                            | Step::WaitThenReread { .. } => {
+                                w.give_back(config, limits, p, again, now);
+                                out.push(Next::World(w, format!("{label}; refuses")));
+                            }
+                        }
                     }
                 }
             }

@@ -342,7 +342,8 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                     break to_ms;
                 }
                 Step::Refuse { ahead_ms } => {
-                    let reserved_until_ms = claim.reserved_until_ms().unwrap_or(0);
+                    let reserved_until_ms =
+                        self.clock_ref().precise_now_ms().saturating_add(ahead_ms);
                     let _ = store.abandon(claim);
                     return Err(Error::ReservationAhead {
                         node,
@@ -378,7 +379,10 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                     std::thread::sleep(Duration::from_millis(ms));
                     status.claim_wait_ms.fetch_add(ms, Ordering::Relaxed);
                     match store.reservation(&claim) {
-                        Ok(again) => step = handover::after_wait(again, claimed_ms, &limits),
+                        Ok(again) => {
+                            let now_ms = self.clock_ref().precise_now_ms();
+                            step = handover::after_wait(again, claimed_ms, now_ms, &limits);
+                        }
                         Err(e) => {
                             let _ = store.abandon(claim);
                             return Err(e);

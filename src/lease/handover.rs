@@ -36,8 +36,9 @@
 //! let limits = Limits { max_lead_ms: 5, tolerance_ms: 5_005, unrecorded_wait_ms: 250, trust: false };
 //! // A node with no record: wait, then read its record again.
 //! assert_eq!(after_claim(None, false, 1_000, &limits), Step::WaitThenReread { ms: 250 });
-//! // After the wait a holder's write-back turned up: start above it.
-//! assert_eq!(after_wait(Some(1_400), 1_000, &limits), Step::Start { floor_ms: 1_400 });
+//! // After the wait (at 1,250) a holder's write-back turned up: start above it and the
+//! // wait's floor.
+//! assert_eq!(after_wait(Some(1_254), 1_000, 1_250, &limits), Step::Start { floor_ms: 1_255 });
 //! ```
 
 /// What a build may wait for and accept, in ms.
@@ -148,19 +149,24 @@ pub fn ahead_ms(read: Option<u64>, now_ms: u64) -> u64 {
 /// assert_eq!(cost(None, false, 1_000, &limits), Some(Cost::Wait(250)));
 /// assert_eq!(cost(Some(1_003), true, 1_000, &limits), Some(Cost::Wait(0)));
 /// assert_eq!(cost(Some(1_003), false, 1_000, &limits), Some(Cost::Wait(250)));
+/// // Evidence beyond the tolerance: as a record there, skipped unless trusted.
+/// assert_eq!(cost(Some(2_000), false, 1_000, &limits), Some(Cost::Jump(1_000)));
 /// assert_eq!(cost(Some(2_000), true, 1_000, &limits), Some(Cost::Jump(1_000)));
 /// ```
 pub fn cost(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limits) -> Option<Cost> {
     #[cfg(monoflake_mutant_evidence_as_record)]
     let recorded = recorded || read.is_some();
-    if read.is_none() || !recorded {
-        return Some(Cost::Wait(limits.unrecorded_wait_ms));
-    }
+    // Evidence counts as a record does for how far ahead the start may be: a claim never
+    // starts further ahead of the clock than the tolerance, whatever it read.
     let ahead = ahead_ms(read, now_ms);
     if ahead > limits.tolerance_ms {
         return limits.trust.then_some(Cost::Jump(ahead));
     }
-    Some(Cost::Wait(ahead.saturating_sub(limits.max_lead_ms)))
+    let wait = ahead.saturating_sub(limits.max_lead_ms);
+    if read.is_none() || !recorded {
+        return Some(Cost::Wait(wait.max(limits.unrecorded_wait_ms)));
+    }
+    Some(Cost::Wait(wait))
 }
 
 /// What a claimant does with a node just claimed whose records read `read` (the store's
@@ -176,18 +182,20 @@ pub fn cost(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limits) -> 
 pub fn after_claim(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limits) -> Step {
     #[cfg(monoflake_mutant_evidence_as_record)]
     let recorded = recorded || read.is_some();
+    let Some(cost) = cost(read, recorded, now_ms, limits) else {
+        return Step::Refuse {
+            ahead_ms: ahead_ms(read, now_ms),
+        };
+    };
     let Some(until) = read.filter(|_| recorded) else {
         return Step::WaitThenReread {
             ms: limits.unrecorded_wait_ms,
         };
     };
-    match cost(read, recorded, now_ms, limits) {
-        None => Step::Refuse {
-            ahead_ms: ahead_ms(read, now_ms),
-        },
-        Some(Cost::Jump(_)) => Step::Jump { to_ms: until },
-        Some(Cost::Wait(0)) => Step::Start { floor_ms: until },
-        Some(Cost::Wait(ms)) => Step::WaitThenStart {
+    match cost {
+        Cost::Jump(_) => Step::Jump { to_ms: until },
+        Cost::Wait(0) => Step::Start { floor_ms: until },
+        Cost::Wait(ms) => Step::WaitThenStart {
             ms,
             floor_ms: until,
         },
@@ -204,13 +212,24 @@ pub fn after_claim(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limi
 /// ```
 /// use monoflake::handover::{Limits, Step, after_wait};
 /// let limits = Limits { max_lead_ms: 5, tolerance_ms: 100, unrecorded_wait_ms: 250, trust: false };
-/// assert_eq!(after_wait(None, 1_000, &limits), Step::Start { floor_ms: 1_255 });
-/// assert_eq!(after_wait(Some(9), 1_000, &limits), Step::Start { floor_ms: 1_255 });
-/// assert_eq!(after_wait(Some(1_400), 1_000, &limits), Step::Start { floor_ms: 1_400 });
+/// assert_eq!(after_wait(None, 1_000, 1_250, &limits), Step::Start { floor_ms: 1_255 });
+/// assert_eq!(after_wait(Some(9), 1_000, 1_250, &limits), Step::Start { floor_ms: 1_255 });
+/// assert_eq!(after_wait(Some(1_300), 1_000, 1_250, &limits), Step::WaitThenStart { ms: 45, floor_ms: 1_300 });
+/// // Evidence an hour ahead: refused as a record would be, never started at.
+/// assert_eq!(after_wait(Some(3_601_250), 1_000, 1_250, &limits), Step::Refuse { ahead_ms: 3_600_000 });
 /// ```
-pub fn after_wait(reread: Option<u64>, claimed_ms: u64, limits: &Limits) -> Step {
-    Step::Start {
-        floor_ms: start_floor_ms(reread, claimed_ms, limits),
+pub fn after_wait(reread: Option<u64>, claimed_ms: u64, now_ms: u64, limits: &Limits) -> Step {
+    let floor_ms = start_floor_ms(reread, claimed_ms, limits);
+    // What was read again is judged as a record would be: waited out while it is more than
+    // `max_lead` ahead, refused beyond the tolerance unless trusted. (The wait's own floor,
+    // `claimed_ms` plus the wait and the lead, is the clock plus the lead by now.)
+    match reread.map(|r| cost(Some(r), true, now_ms, limits)) {
+        Some(None) => Step::Refuse {
+            ahead_ms: ahead_ms(reread, now_ms),
+        },
+        Some(Some(Cost::Jump(_))) => Step::Jump { to_ms: floor_ms },
+        Some(Some(Cost::Wait(ms))) if ms > 0 => Step::WaitThenStart { ms, floor_ms },
+        _ => Step::Start { floor_ms },
     }
 }
 
