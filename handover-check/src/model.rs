@@ -427,33 +427,8 @@ impl World {
                     out.push(Next::World(w, format!("{label}; passes the node over")));
                     return;
                 }
-                match handover::after_claim(wide(read), recorded, u64::from(now), limits) {
-                    Step::Start { floor_ms } => {
-                        out.push(w.start(config, p, read, narrow(floor_ms), label));
-                    }
-                    Step::WaitThenStart { ms, floor_ms } => {
-                        w.procs[p].phase = Phase::Waiting {
-                            until: self.t.saturating_add(narrow(ms)),
-                            claimed: now,
-                            read,
-                            floor: Some(narrow(floor_ms)),
-                        };
-                        out.push(Next::World(w, label));
-                    }
-                    Step::WaitThenReread { ms } => {
-                        w.procs[p].phase = Phase::Waiting {
-                            until: self.t.saturating_add(narrow(ms)),
-                            claimed: now,
-                            read,
-                            floor: None,
-                        };
-                        out.push(Next::World(w, label));
-                    }
-                    Step::Refuse { .. } | Step::Jump { .. } => {
-                        w.give_back(config, limits, p, read, now);
-                        out.push(Next::World(w, format!("{label}; refuses")));
-                    }
-                }
+                let step = handover::after_claim(wide(read), recorded, u64::from(now), limits);
+                out.push(w.follow(config, limits, p, step, read, now, label));
             }
             Phase::Waiting {
                 until,
@@ -490,31 +465,13 @@ impl World {
                         let again = w.reservation();
                         let now = w.read_clock(p);
                         let label = format!("p{p} re-reads {again:?}");
-                        match handover::after_wait(
+                        let step = handover::after_wait(
                             wide(again),
                             u64::from(claimed),
                             u64::from(now),
                             limits,
-                        ) {
-                            Step::Start { floor_ms } => {
-                                out.push(w.start(config, p, again, narrow(floor_ms), label));
-                            }
-                            Step::WaitThenStart { ms, floor_ms } => {
-                                w.procs[p].phase = Phase::Waiting {
-                                    until: self.t.saturating_add(narrow(ms)),
-                                    claimed,
-                                    read: again,
-                                    floor: Some(narrow(floor_ms)),
-                                };
-                                out.push(Next::World(w, label));
-                            }
-                            Step::Refuse { .. }
-                            | Step::Jump { .. }
-                            | Step::WaitThenReread { .. } => {
-                                w.give_back(config, limits, p, again, now);
-                                out.push(Next::World(w, format!("{label}; refuses")));
-                            }
-                        }
+                        );
+                        out.push(w.follow(config, limits, p, step, again, claimed, label));
                     }
                 }
             }
@@ -641,6 +598,40 @@ impl World {
             }
             Phase::Done => {}
         }
+    }
+
+    /// Carries out a step of the protocol for `p`, which claimed at clock `claimed` and read
+    /// `read`: start, wait (then start, or re-read), or give the node back.
+    #[allow(clippy::too_many_arguments)]
+    fn follow(
+        mut self,
+        config: &Config,
+        limits: &Limits,
+        p: usize,
+        step: Step,
+        read: Option<u8>,
+        claimed: u8,
+        label: String,
+    ) -> Next {
+        let (ms, floor) = match step {
+            Step::Start { floor_ms } => {
+                return self.start(config, p, read, narrow(floor_ms), label);
+            }
+            Step::WaitThenStart { ms, floor_ms } => (ms, Some(narrow(floor_ms))),
+            Step::WaitThenReread { ms } => (ms, None),
+            Step::Refuse { .. } | Step::Jump { .. } => {
+                let now = self.read_clock(p);
+                self.give_back(config, limits, p, read, now);
+                return Next::World(self, format!("{label}; refuses"));
+            }
+        };
+        self.procs[p].phase = Phase::Waiting {
+            until: self.t.saturating_add(narrow(ms)),
+            claimed,
+            read,
+            floor,
+        };
+        Next::World(self, label)
     }
 
     /// Starts issuing above `floor`: the first reservation, then the first renewal.
