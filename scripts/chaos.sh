@@ -70,16 +70,52 @@ cleanup() {
     if mountpoint -q "$run_dir/fs" 2>/dev/null; then
         umount -l "$run_dir/fs" || true
     fi
+    [ -z "${pid_file:-}" ] || rm -f "$pid_file"
     exit "$rc"
 }
 trap cleanup EXIT
+# The soak is a host of its own when it can be (root, and the kernel lets it): a new mount
+# and network namespace, with a fresh tmpfs on /var/tmp (root's, sticky, as a host's) and
+# its own loopback. Its processes take real host-wide claims (abstract sockets, which live in
+# the network namespace) and write real host anchors (/var/tmp), under faked clocks; in the
+# machine's own namespaces those outlived the run — anchors an hour ahead made later users
+# of the host wait or be refused — and a soak beside the test suite fought it for nodes.
+# Without namespaces (not root) it runs on the host itself, and says so.
+own_host=()
+mkdir -p "$out"
+pid_file="$out/harness-$seed.pid"
+rm -f "$pid_file"
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null && command -v ip >/dev/null \
+    && unshare --mount --net true 2>/dev/null; then
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    own_host=(unshare --mount --net --fork --propagation private -- bash -c '
+        set -e
+        ip link set lo up
+        mount -t tmpfs -o mode=1777,size=64m monoflake-chaos-host /var/tmp
+        echo $$ >"$0"
+        exec "$@"' "$pid_file")
+    echo "chaos.sh: the soak runs as a host of its own (mount and network namespaces)"
+else
+    echo "chaos.sh: no namespaces (not root, or not allowed): the soak shares this host's" \
+        "/var/tmp anchors and host-wide claims; run nothing else that uses monoflake meanwhile" >&2
+fi
 # In the background, so that a signal to this script is passed on at once (the run then
-# stops everything it started and reports).
+# stops everything it started and reports). `unshare` passes no signal on: the harness
+# inside it is signalled by the pid it wrote.
 bin="${CARGO_TARGET_DIR:-target}/debug"
-"$bin/monoflake-chaos" run --seconds "$seconds" --seed "$seed" \
+${own_host[@]+"${own_host[@]}"} "$bin/monoflake-chaos" run --seconds "$seconds" --seed "$seed" \
     --monoflake "$bin/monoflake" --out "$out" ${rest[@]+"${rest[@]}"} &
 harness=$!
-trap 'kill -TERM "$harness" 2>/dev/null; wait "$harness"; exit 130' INT TERM
+stop_harness() {
+    if [ -s "$pid_file" ]; then
+        kill -TERM "$(cat "$pid_file")" 2>/dev/null || true
+    else
+        kill -TERM "$harness" 2>/dev/null || true
+    fi
+    wait "$harness"
+    exit 130
+}
+trap stop_harness INT TERM
 rc=0
 wait "$harness" || rc=$?
 exit "$rc"
