@@ -133,9 +133,13 @@ fn race_wait(round: Duration, attempt: u32) -> Duration {
 /// a tie) is kept once the search ends; the rest are given back. Returns with at most the
 /// chosen node held.
 ///
-/// The search also ends at the first node with no record: the store hands nodes out lowest
-/// first, so the nodes above it are most likely unused too, and each one held is one more
-/// to give back.
+/// The search also ends at the first node with no record of its own that may be taken: the
+/// store hands nodes out lowest first, so the nodes above it are most likely unused too, and
+/// each one held is one more to give back. Not at one that may not: evidence beside a deleted
+/// record (a host anchor) further ahead than the tolerance says nothing of the nodes above it
+/// — a claimant whose clock was set back an hour found its first nodes so, ended its search
+/// there, and was refused every node for minutes while a thousand had never been used (the
+/// soak at seed 4404).
 fn search_any(
     store: &dyn NodeStore,
     layout: &Layout,
@@ -161,8 +165,9 @@ fn search_any(
                 {
                     break Ok(Some(claim));
                 }
+                let usable = cost(&claim, now, limits).is_some();
                 passed.push(claim);
-                if unrecorded {
+                if unrecorded && usable {
                     break Ok(None);
                 }
             }
@@ -256,6 +261,8 @@ mod tests {
     struct Nodes {
         /// `(held, record)` per node.
         nodes: Mutex<Vec<(bool, Option<u64>)>>,
+        /// Per node, what evidence beside a missing record reads (a host anchor).
+        evidence: Vec<Option<u64>>,
         /// How many claims of any node were answered.
         claims: Mutex<usize>,
     }
@@ -264,8 +271,14 @@ mod tests {
         fn new(records: &[Option<u64>]) -> Nodes {
             Nodes {
                 nodes: Mutex::new(records.iter().map(|r| (false, *r)).collect()),
+                evidence: Vec::new(),
                 claims: Mutex::new(0),
             }
+        }
+
+        fn with_evidence(mut self, evidence: &[Option<u64>]) -> Nodes {
+            self.evidence = evidence.to_vec();
+            self
         }
 
         fn record(&self, node: u64) -> Option<u64> {
@@ -311,7 +324,12 @@ mod tests {
                 });
             }
             nodes[node].0 = true;
-            Ok(Claim::new(node as u64, nodes[node].1, ()))
+            match (nodes[node].1, self.evidence.get(node).copied().flatten()) {
+                (None, Some(evidence)) => {
+                    Ok(Claim::new(node as u64, Some(evidence), ()).evidence_only())
+                }
+                (record, _) => Ok(Claim::new(node as u64, record, ())),
+            }
         }
 
         fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
@@ -414,6 +432,22 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(store.record(0), Some(NOW + 86_400_000));
+    }
+
+    #[test]
+    fn evidence_beyond_the_tolerance_does_not_end_the_search() {
+        // Nodes 0 and 1: records deleted, their host anchors an hour ahead of this clock (set
+        // back since): passed over, not taken and not the end of the search; node 2, never
+        // used, is taken.
+        let hour_ahead = Some(NOW + 3_600_000);
+        let store = Nodes::new(&[None, None, None, None]).with_evidence(&[hour_ahead, hour_ahead]);
+        assert_eq!(any(&store, &LIMITS).unwrap(), 2);
+        assert_eq!(*store.claims.lock().unwrap(), 3);
+        // Evidence within the tolerance still ends the search (its node costs the unrecorded
+        // wait, as a never-used node does): node 0.
+        let store = Nodes::new(&[None, None]).with_evidence(&[Some(NOW + 1_000)]);
+        assert_eq!(any(&store, &LIMITS).unwrap(), 0);
+        assert_eq!(*store.claims.lock().unwrap(), 1);
     }
 
     #[test]
