@@ -48,6 +48,13 @@ MUTANTS=(
     "give_back                monoflake_broken_give_back                 slow  run handover-check --quick"
     "evidence_as_record       monoflake_mutant_evidence_as_record        cheap run handover-check --quick"
     "evidence_as_record_store monoflake_mutant_evidence_as_record        slow  test --test store_conformance file_store_conformance"
+    # The lease (issue 35's table, issue 34's case 2): each against the test that pins it.
+    "no_seal                  monoflake_mutant_no_seal                   cheap test --test lease a_lost_lease_seals_and_its_write_back_covers_every_id"
+    "no_unrecorded_wait       monoflake_mutant_no_unrecorded_wait        cheap run handover-check --quick"
+    "file_reread_none         monoflake_mutant_file_reread_none          cheap test --test store_conformance file_store_conformance"
+    "fence_no_deadline        monoflake_mutant_fence_no_deadline         slow  test --test lease a_lease_not_renewed_by_its_deadline_is_lost"
+    "write_back_ignored       monoflake_mutant_write_back_ignored        cheap test --test lease a_write_back_that_fails_is_reported_and_the_node_stays_held"
+    "release_no_write_back    monoflake_mutant_release_no_write_back     cheap test --test lease a_release_that_finds_its_claim_gone_writes_back_what_it_issued"
     # The soak against PerThread's known bugs (a full build of the CLI and the soak: slow).
     "exit_stale_soak          monoflake_mutant_exit_stale                slow  chaos 30 35"
     "giveback_soak            monoflake_mutant_giveback_unpublished      slow  chaos 30 35"

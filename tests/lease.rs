@@ -747,3 +747,138 @@ fn a_claim_the_store_says_is_lost_is_refused_with_the_stores_reason() {
         assert_eq!(e.to_string().matches("lease was lost").count(), 1, "{e}");
     }
 }
+
+/// Issues from `leased` until it refuses for good; returns that refusal (the 60 s bound is a
+/// liveness bound only).
+fn refused_for_good<C: TimeSource + 'static>(leased: &monoflake::Leased<C>) -> Error {
+    let start = std::time::Instant::now();
+    loop {
+        match leased.try_next_id() {
+            Ok(_) | Err(Error::WouldBlock { .. }) => {}
+            Err(e) => return e,
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
+    }
+}
+
+/// A lost holder whose write-back cannot be written (issue 34, case 2: a directory it may no
+/// longer write) is never silent: every refusal says what could not be written back, its
+/// release fails saying so, and the node stays held on this host until the process exits —
+/// a successor here is refused, not started unaware of what the holder issued.
+#[test]
+fn a_write_back_that_fails_is_reported_and_the_node_stays_held() {
+    let dir = common::TempDir::new("write-back-fails");
+    let store = common::Flaky::new(dir.path(), None);
+    let leased = Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    leased.next_id().unwrap();
+    store.fail_restore.store(true, Ordering::SeqCst);
+    store.fail_renew.store(2, Ordering::SeqCst);
+    match refused_for_good(&leased) {
+        Error::LeaseLost {
+            node: 0, reason, ..
+        } => {
+            assert!(
+                reason.starts_with("taken over; what it issued (up to "),
+                "{reason}"
+            );
+            assert!(
+                reason.ends_with(
+                    "could not be written back to flaky: node store flaky: permission denied"
+                ),
+                "{reason}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match leased.release() {
+        Err(Error::LeaseLost {
+            node: 0, reason, ..
+        }) => assert!(
+            reason.ends_with("the node stays held on this host until this process exits"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(store.restored.lock().unwrap().is_empty());
+    let successor = FileStore::open(dir.path()).unwrap();
+    match successor.claim(&Layout::twitter(), NodeRequest::Exact(0)) {
+        Err(Error::NodeHeld { node: 0, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A release that finds its claim gone (its records deleted since the keeper's last round)
+/// says the lease was lost and writes back, beside the records as they are now, the end of
+/// the last tick it issued: a successor that found no record reads it after its wait.
+#[test]
+fn a_release_that_finds_its_claim_gone_writes_back_what_it_issued() {
+    let dir = common::TempDir::new("release-finds-gone");
+    let store = common::Flaky::new(dir.path(), None);
+    let layout = Layout::twitter();
+    let leased = Generator::builder(layout.clone())
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    let last = (0..10_000)
+        .map(|_| leased.next_id().unwrap())
+        .last()
+        .unwrap();
+    let last_ms = last.parts(&layout).unwrap().unix_ms();
+    store.lost_extend.store(true, Ordering::SeqCst);
+    match leased.release() {
+        Err(Error::LeaseLost {
+            node: 0, reason, ..
+        }) => assert_eq!(reason, "records deleted"),
+        other => panic!("{other:?}"),
+    }
+    let restored = store.restored.lock().unwrap().clone();
+    let written = *restored.last().expect("nothing written back");
+    assert!(
+        written > last_ms,
+        "wrote back {written}, issued up to {last_ms}"
+    );
+    // The written-back record is what a successor reads: it starts above the holder's IDs.
+    let successor = Generator::builder(layout)
+        .build_leased(
+            Arc::new(FileStore::open(dir.path()).unwrap()),
+            NodeRequest::Exact(0),
+        )
+        .unwrap();
+    assert!(successor.next_id().unwrap() > last);
+}
+
+/// A lease the store says is lost stops the generator at once: the write-back made when the
+/// keeper learns of it covers every ID issued before or after — none is issued above it.
+#[test]
+fn a_lost_lease_seals_and_its_write_back_covers_every_id() {
+    let dir = common::TempDir::new("lost-seals");
+    let store = common::Flaky::new(dir.path(), None);
+    let layout = Layout::twitter();
+    let leased = Generator::builder(layout.clone())
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    let mut last = leased.next_id().unwrap();
+    store.fail_renew.store(2, Ordering::SeqCst);
+    let start = std::time::Instant::now();
+    loop {
+        match leased.try_next_id() {
+            Ok(id) => last = last.max(id),
+            Err(Error::WouldBlock { .. }) => {}
+            Err(Error::LeaseLost { node: 0, .. }) => break,
+            Err(other) => panic!("{other:?}"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
+    }
+    let written = *store
+        .restored
+        .lock()
+        .unwrap()
+        .first()
+        .expect("no write-back");
+    let last_ms = last.parts(&layout).unwrap().unix_ms();
+    assert!(
+        written > last_ms,
+        "wrote back {written}, issued up to {last_ms}"
+    );
+}

@@ -188,6 +188,10 @@ pub fn after_claim(read: Option<u64>, recorded: bool, now_ms: u64, limits: &Limi
         };
     };
     let Some(until) = read.filter(|_| recorded) else {
+        // Mutant: a claimant that found no record of the node's own does not wait.
+        #[cfg(monoflake_mutant_no_unrecorded_wait)]
+        return Step::WaitThenReread { ms: 0 };
+        #[cfg(not(monoflake_mutant_no_unrecorded_wait))]
         return Step::WaitThenReread {
             ms: limits.unrecorded_wait_ms,
         };

@@ -193,6 +193,9 @@ impl<G: Held> Keeper<G> {
         }
         self.status.record(error.as_ref());
         let deadline = self.status.fence_deadline_ms(start_ms, start_mono);
+        // Mutant: the fence ignores the keeper's deadline (only the reservation stops it).
+        #[cfg(monoflake_mutant_fence_no_deadline)]
+        let deadline = if deadline == 0 { 0 } else { u64::MAX };
         // The keeper is the fence's only writer until the release; once the lease is lost the
         // seal has closed it for good.
         if self.sealed.is_none() {
@@ -212,11 +215,20 @@ impl<G: Held> Keeper<G> {
         let mut reason = reason.to_owned();
         if self.sealed.is_none() {
             let g = &*self.generator;
+            // Mutant: a lost lease does not stop the generator (it goes on until the fence's
+            // deadline or limit stops it).
+            #[cfg(monoflake_mutant_no_seal)]
+            let last_tick = g.last_tick();
+            #[cfg(not(monoflake_mutant_no_seal))]
             let last_tick = g.seal();
             self.sealed = Some(last_tick);
             let used = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
             let until = handover::final_reservation(used, claim.reserved_until_ms());
-            if let Err(e) = self.store.restore(claim, until) {
+            let restored = self.store.restore(claim, until);
+            // Mutant: a write-back that fails is ignored (issue 34, case 2).
+            #[cfg(monoflake_mutant_write_back_ignored)]
+            let restored = restored.or(Ok::<(), Error>(()));
+            if let Err(e) = restored {
                 // Never silent: the reason every refusal carries says it, and the keeper
                 // tries again each round while the process lives.
                 #[cfg(feature = "tracing")]
@@ -262,7 +274,11 @@ impl<G: Held> Keeper<G> {
         // round) writes back what was used, as a round that found the claim lost does: a
         // successor that found no record reads it after its wait. So the final reservation is
         // written under the claim first, and the claim given up after.
-        match self.store.extend(&claim, until) {
+        let written = self.store.extend(&claim, until);
+        // Mutant: a release that finds its claim gone lets go without writing back.
+        #[cfg(monoflake_mutant_release_no_write_back)]
+        let written = written.or(Ok::<(), Error>(()));
+        match written {
             Err(Error::LeaseLost { node, reason }) => match self.store.restore(&claim, until) {
                 Ok(()) => {
                     let _ = self.store.abandon(claim);

@@ -476,6 +476,14 @@ pub struct Flaky {
     pub fail_extend: std::sync::atomic::AtomicBool,
     /// 0: renewals work; 1: the store is unreachable; 2: the lease was taken over.
     pub fail_renew: std::sync::atomic::AtomicU8,
+    /// Reservation writes say the claim is gone (`LeaseLost`), as when its records were
+    /// deleted; the release then finds it gone.
+    pub lost_extend: std::sync::atomic::AtomicBool,
+    /// Write-backs ([`monoflake::NodeStore::restore`]) fail, as on a directory the holder
+    /// may no longer write.
+    pub fail_restore: std::sync::atomic::AtomicBool,
+    /// Every write-back that succeeded, in order.
+    pub restored: std::sync::Mutex<Vec<u64>>,
     valid_for: Option<std::time::Duration>,
 }
 
@@ -485,6 +493,9 @@ impl Flaky {
             inner: monoflake::FileStore::open(dir).unwrap(),
             fail_extend: Default::default(),
             fail_renew: Default::default(),
+            lost_extend: Default::default(),
+            fail_restore: Default::default(),
+            restored: Default::default(),
             valid_for,
         })
     }
@@ -505,7 +516,27 @@ impl monoflake::NodeStore for Flaky {
         if self.fail_extend.load(Ordering::SeqCst) {
             return Err(monoflake::Error::store("flaky", "disk full"));
         }
+        if self.lost_extend.load(Ordering::SeqCst) {
+            return Err(monoflake::Error::lease_lost(
+                claim.node(),
+                "records deleted",
+            ));
+        }
         self.inner.extend(claim, until_ms)
+    }
+    fn reservation(&self, claim: &monoflake::Claim) -> Result<Option<u64>, monoflake::Error> {
+        self.inner.reservation(claim)
+    }
+    fn restore(&self, claim: &monoflake::Claim, until_ms: u64) -> Result<(), monoflake::Error> {
+        if self.fail_restore.load(Ordering::SeqCst) {
+            return Err(monoflake::Error::store("flaky", "permission denied"));
+        }
+        self.inner.restore(claim, until_ms)?;
+        self.restored.lock().unwrap().push(until_ms);
+        Ok(())
+    }
+    fn abandon(&self, claim: monoflake::Claim) -> Result<(), monoflake::Error> {
+        self.inner.abandon(claim)
     }
     fn renew(
         &self,

@@ -842,6 +842,9 @@ impl NodeStore for FileStore {
             .layout
             .as_ref()
             .and_then(|l| self.anchors.largest(l, claim.node()));
+        // Mutant: the file store's re-read finds nothing.
+        #[cfg(monoflake_mutant_file_reread_none)]
+        let (here, anchor) = ((None, None), None::<u64>);
         Ok(handover::reservation_of([here.0, here.1, anchor]))
     }
 
