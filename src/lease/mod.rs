@@ -10,7 +10,7 @@
 //! * `status.rs`: what the keeper knows, for refusals and statistics; store time ↔ ticks.
 //! * `handover.rs`: the hand-over protocol's decisions, pure (public as
 //!   [`monoflake::handover`](crate::handover), for the model checker).
-//! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres.rs`
+//! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres/`
 //!   implement it (`etcd_options.rs`, `postgres_options.rs`: how they connect).
 
 mod build;

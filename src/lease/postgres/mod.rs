@@ -1,16 +1,27 @@
 //! The PostgreSQL node store: one row per node of each layout, claimed under row locks, its
 //! lease judged by the database's clock, its reservation guarded by the claim's identity.
+//!
+//! * `mod.rs`: [`PgStore`], its claims and the [`NodeStore`] implementation.
+//! * `session.rs`: the connection, its session settings, and every request bounded.
+//! * `sql.rs`: the table's definition and the statements.
+//! * `random.rs`: the claimant token.
+
+mod random;
+mod session;
+mod sql;
 
 use std::fmt;
-use std::future::Future;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls, Row, Statement};
+use tokio_postgres::{Row, Statement};
 
+use self::random::claimant_token;
+use self::session::{CONNECT_TIMEOUT, Failed, Link, Session};
+use self::sql::{Sql, schema};
 use super::postgres_options::{self, PgOptions, Tls};
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
@@ -20,14 +31,6 @@ const PG_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The longest any one request may take.
 const MAX_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The longest a new connection may take, with its TLS handshake, authentication (SCRAM is
-/// slow on purpose) and prepared statements: off the hot path, and a holder stops within its
-/// confirm bound meanwhile.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How many unusable nodes an [`Error::AllNodesHeld`] names.
-const UNUSABLE_NAMED: i64 = 3;
 
 /// A node store in a PostgreSQL table, for services that already run PostgreSQL (feature
 /// `postgres`).
@@ -80,15 +83,10 @@ const UNUSABLE_NAMED: i64 = 3;
 /// # Ok::<(), monoflake::Error>(())
 /// ```
 pub struct PgStore {
-    runtime: tokio::runtime::Runtime,
-    connection: postgres_options::Connection,
-    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
-    session: Mutex<Option<Arc<Session>>>,
-    sql: Sql,
+    link: Link,
     table: String,
     target: String,
     ttl: Duration,
-    timeout: Duration,
     /// Whether the table may be made when missing (`PgOptions::create_table`): also by a
     /// holder restoring what it used into a table dropped under it.
     create_table: bool,
@@ -104,19 +102,6 @@ impl fmt::Debug for PgStore {
     }
 }
 
-/// One connection and its prepared statements.
-struct Session {
-    client: Client,
-    claim_any: Statement,
-    claim_exact: Statement,
-    extend: Statement,
-    renew: Statement,
-    release: Statement,
-    why_lost: Statement,
-    reservation: Statement,
-    restore: Statement,
-}
-
 /// The PostgreSQL store's claim token: the row and the claim's identity in it.
 struct PgClaim {
     layout: String,
@@ -126,12 +111,6 @@ struct PgClaim {
     /// The last reservation the database acknowledged for this claim (-1: none yet).
     // Ordering: Relaxed; read and written only by the claim's own keeper.
     acknowledged: AtomicI64,
-}
-
-/// Why a request got no good answer.
-enum Failed {
-    Pg(tokio_postgres::Error),
-    Timeout(Duration),
 }
 
 impl PgStore {
@@ -200,21 +179,29 @@ impl PgStore {
             .enable_all()
             .build()
             .map_err(|e| fail(format!("cannot start the I/O runtime: {e}")))?;
-        let store = PgStore {
+        let link = Link {
             runtime,
             connection,
             tls,
             session: Mutex::new(None),
             sql: Sql::new(&options.table),
             table: options.table.clone(),
+            describe: describe.clone(),
+            timeout,
+        };
+        let store = PgStore {
+            link,
+            table: options.table.clone(),
             target,
             ttl: options.ttl,
-            timeout,
             create_table: options.create_table,
         };
-        store.prepare_table(options.create_table)?;
+        store.link.prepare_table(options.create_table)?;
         // Proves the table has the columns the statements need.
-        store.session().map_err(|e| store.failed("connect", e))?;
+        store
+            .link
+            .session()
+            .map_err(|e| store.link.failed("connect", e))?;
         Ok(store)
     }
 
@@ -234,173 +221,7 @@ impl PgStore {
         format!("postgres {} table {}", self.target, self.table)
     }
 
-    /// Creates the table when it is missing, under an advisory lock so that claimants
-    /// starting together do not race to create it. On a connection of its own: the
-    /// session's statements need the table.
-    fn prepare_table(&self, create: bool) -> Result<(), Error> {
-        let what = "connect and look for the table";
-        let answer = self.runtime.block_on(async {
-            let limit = CONNECT_TIMEOUT + self.timeout;
-            let work = async {
-                let client = self.open_client().await?;
-                let row = client
-                    .query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&self.table])
-                    .await
-                    .map_err(Failed::Pg)?;
-                let exists: bool = row.try_get(0).map_err(Failed::Pg)?;
-                if exists || !create {
-                    return Ok(exists);
-                }
-                let text = format!(
-                    "BEGIN; SELECT pg_advisory_xact_lock(hashtext('monoflake schema')); {} COMMIT;",
-                    schema(&self.table)
-                );
-                client.batch_execute(&text).await.map_err(Failed::Pg)?;
-                Ok(true)
-            };
-            match tokio::time::timeout(limit, work).await {
-                Ok(result) => result,
-                Err(_) => Err(Failed::Timeout(limit)),
-            }
-        });
-        match answer {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::store(
-                self.describe_store(),
-                "the table does not exist: create it with the SQL of PgStore::schema_sql (see \
-                 docs/operations.md), or let monoflake create it",
-            )),
-            Err(e) => Err(self.failed(what, e)),
-        }
-    }
-
-    /// The current session, connecting when there is none (or it was closed).
-    fn session(&self) -> Result<Arc<Session>, Failed> {
-        let mut slot = self.session.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(s) = slot.as_ref().filter(|s| !s.client.is_closed()) {
-            return Ok(Arc::clone(s));
-        }
-        *slot = None;
-        let limit = CONNECT_TIMEOUT + self.timeout;
-        let fresh = Arc::new(self.runtime.block_on(async {
-            match tokio::time::timeout(limit, self.open()).await {
-                Ok(result) => result,
-                Err(_) => Err(Failed::Timeout(limit)),
-            }
-        })?);
-        *slot = Some(Arc::clone(&fresh));
-        Ok(fresh)
-    }
-
-    /// A new connection, its session settings made.
-    async fn open_client(&self) -> Result<Client, Failed> {
-        let config = &self.connection.config;
-        let client = match &self.tls {
-            None => {
-                let (client, connection) = config.connect(NoTls).await.map_err(Failed::Pg)?;
-                self.runtime.spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            }
-            Some(tls) => {
-                let (client, connection) = config.connect(tls.clone()).await.map_err(Failed::Pg)?;
-                self.runtime.spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            }
-        };
-        let ms = self.timeout.as_millis();
-        // Bounded on the server too; and a reservation is acknowledged only once durable,
-        // whatever the database's default says.
-        client
-            .batch_execute(&format!(
-                "SET statement_timeout = {ms}; SET lock_timeout = {ms}; \
-                 SELECT set_config('synchronous_commit', 'on', false) \
-                 WHERE current_setting('synchronous_commit') = 'off';"
-            ))
-            .await
-            .map_err(Failed::Pg)?;
-        Ok(client)
-    }
-
-    /// A new session: a connection and its prepared statements.
-    async fn open(&self) -> Result<Session, Failed> {
-        let client = self.open_client().await?;
-        let sql = &self.sql;
-        Ok(Session {
-            claim_any: client.prepare(&sql.claim_any).await.map_err(Failed::Pg)?,
-            claim_exact: client.prepare(&sql.claim_exact).await.map_err(Failed::Pg)?,
-            extend: client.prepare(&sql.extend).await.map_err(Failed::Pg)?,
-            renew: client.prepare(&sql.renew).await.map_err(Failed::Pg)?,
-            release: client.prepare(&sql.release).await.map_err(Failed::Pg)?,
-            why_lost: client.prepare(&sql.why_lost).await.map_err(Failed::Pg)?,
-            reservation: client.prepare(&sql.reservation).await.map_err(Failed::Pg)?,
-            restore: client.prepare(&sql.restore).await.map_err(Failed::Pg)?,
-            client,
-        })
-    }
-
-    /// Runs one request on the session, bounded by the timeout. A connection that failed
-    /// or timed out is dropped; a request that found its (reused) connection closed is
-    /// tried once more on a new one.
-    fn run<'a, T, F>(&'a self, f: impl Fn(Arc<Session>) -> F) -> Result<T, Failed>
-    where
-        F: Future<Output = Result<T, tokio_postgres::Error>> + 'a,
-    {
-        let mut retried = false;
-        loop {
-            let session = self.session()?;
-            let request = f(Arc::clone(&session));
-            // The timer is made inside the runtime, which it needs.
-            let answer = self
-                .runtime
-                .block_on(async { tokio::time::timeout(self.timeout, request).await });
-            match answer {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) => {
-                    let broken = e.is_closed() || session.client.is_closed();
-                    if broken || e.as_db_error().is_none() {
-                        self.drop_session(&session);
-                    }
-                    if broken && !retried {
-                        retried = true;
-                        continue;
-                    }
-                    return Err(Failed::Pg(e));
-                }
-                Err(_) => {
-                    self.drop_session(&session);
-                    return Err(Failed::Timeout(self.timeout));
-                }
-            }
-        }
-    }
-
-    fn drop_session(&self, session: &Arc<Session>) {
-        let mut slot = self.session.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, session)) {
-            *slot = None;
-        }
-    }
-
-    /// The store error for `what` failing.
-    fn failed(&self, what: &str, failed: Failed) -> Error {
-        let store = self.describe_store();
-        match failed {
-            Failed::Pg(e) => {
-                let reason = format!("{what}: {}", pg_text(&e));
-                Error::store_caused_by(store, reason, e)
-            }
-            Failed::Timeout(limit) => Error::store(
-                store,
-                format!("{what}: no answer within {} ms", limit.as_millis()),
-            ),
-        }
-    }
-
-    /// As [`PgStore::failed`], except that a table gone is the claim gone.
+    /// As `Link::failed`, except that a table gone is the claim gone.
     fn failed_for(&self, claim: &Claim, what: &str, failed: Failed) -> Error {
         if let Failed::Pg(e) = &failed
             && e.code() == Some(&SqlState::UNDEFINED_TABLE)
@@ -410,7 +231,7 @@ impl PgStore {
                 reason: format!("the table {} was dropped", self.table),
             };
         }
-        self.failed(what, failed)
+        self.link.failed(what, failed)
     }
 
     fn token<'a>(&self, claim: &'a Claim) -> Result<&'a PgClaim, Error> {
@@ -423,7 +244,7 @@ impl PgStore {
     /// Why a guarded statement matched no row: the row deleted, taken over, released or
     /// expired.
     fn lost(&self, claim: &Claim, token: &PgClaim) -> Error {
-        let row = self.run(|s| async move {
+        let row = self.link.run(|s| async move {
             s.client
                 .query_opt(&s.why_lost, &[&token.layout, &token.node])
                 .await
@@ -467,10 +288,11 @@ impl PgStore {
         let ttl = self.ttl_ms();
         // Each pass that claims nothing while a node looked free lost a race for it to
         // another claimant, which got it: progress, so a bounded time suffices.
-        let give_up = Instant::now() + self.timeout.saturating_mul(10);
+        let give_up = Instant::now() + self.link.timeout.saturating_mul(10);
         loop {
             let claimant = claimant_token();
             let row = self
+                .link
                 .run(|s| {
                     let claimant = claimant.clone();
                     async move {
@@ -479,7 +301,7 @@ impl PgStore {
                             .await
                     }
                 })
-                .map_err(|e| self.failed("claim a node", e))?;
+                .map_err(|e| self.link.failed("claim a node", e))?;
             let (existing, missing): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
             let node: Option<i64> = row.get(2);
             let unusable: i64 = row.get(5);
@@ -518,6 +340,7 @@ impl PgStore {
         let ttl = self.ttl_ms();
         let claimant = claimant_token();
         let row = self
+            .link
             .run(|s| {
                 let claimant = claimant.clone();
                 async move {
@@ -526,7 +349,7 @@ impl PgStore {
                         .await
                 }
             })
-            .map_err(|e| self.failed("claim the node", e))?;
+            .map_err(|e| self.link.failed("claim the node", e))?;
         let Some(row) = row else {
             return Err(Error::NodeHeld { node, holder: None });
         };
@@ -600,6 +423,7 @@ impl PgStore {
     ) -> Result<Row, Error> {
         let token = self.token(claim)?;
         let answer = self
+            .link
             .run(|s| async move {
                 let mut params: Vec<&(dyn ToSql + Sync)> =
                     vec![&token.layout, &token.node, &token.claimant, &token.fence];
@@ -632,7 +456,7 @@ impl NodeStore for PgStore {
         };
         match attempt() {
             Err(e) if self.create_table && table_gone(&e) => {
-                self.prepare_table(true)?;
+                self.link.prepare_table(true)?;
                 attempt()
             }
             other => other,
@@ -690,7 +514,7 @@ impl NodeStore for PgStore {
         let token = self.token(claim)?;
         let until = i64::try_from(until_ms).unwrap_or(i64::MAX);
         let write = || {
-            self.run(|s| async move {
+            self.link.run(|s| async move {
                 s.client
                     .query_one(&s.restore, &[&token.layout, &token.node, &until])
                     .await
@@ -699,12 +523,12 @@ impl NodeStore for PgStore {
         match write() {
             Ok(_) => Ok(()),
             Err(_) if self.create_table => {
-                self.prepare_table(true)?;
+                self.link.prepare_table(true)?;
                 write()
                     .map(drop)
-                    .map_err(|e| self.failed("restore the reservation", e))
+                    .map_err(|e| self.link.failed("restore the reservation", e))
             }
-            Err(e) => Err(self.failed("restore the reservation", e)),
+            Err(e) => Err(self.link.failed("restore the reservation", e)),
         }
     }
 
@@ -734,217 +558,4 @@ fn table_gone(e: &Error) -> bool {
                 .and_then(tokio_postgres::Error::code)
                 == Some(&SqlState::UNDEFINED_TABLE)
     )
-}
-
-/// The driver's error with the server's message and SQLSTATE, when there is one.
-fn pg_text(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
-    }
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
-/// A fresh claimant token: 128 bits from the operating system's random source (hex).
-fn claimant_token() -> String {
-    let mut bytes = [0u8; 16];
-    fill_random(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-#[cfg(unix)]
-fn fill_random(bytes: &mut [u8]) {
-    let mut filled = 0;
-    while filled < bytes.len() {
-        match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => filled += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => break,
-        }
-    }
-    if filled < bytes.len() {
-        fill_hashed(bytes);
-    }
-}
-
-#[cfg(not(unix))]
-fn fill_random(bytes: &mut [u8]) {
-    fill_hashed(bytes);
-}
-
-/// Randomness from `RandomState` (randomly keyed per process), the time and a counter.
-fn fill_hashed(bytes: &mut [u8]) {
-    use std::hash::{BuildHasher, RandomState};
-    use std::sync::atomic::AtomicU64;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        // Ordering: Relaxed; only distinctness matters.
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let h = RandomState::new().hash_one((i, n, now, std::process::id()));
-        chunk.copy_from_slice(&h.to_le_bytes()[..chunk.len()]);
-    }
-}
-
-/// The table's definition.
-fn schema(table: &str) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {table} (
-    layout            text        NOT NULL,
-    node              bigint      NOT NULL CHECK (node >= 0),
-    claimant          text,
-    holder            text,
-    fence             bigint      NOT NULL DEFAULT 0,
-    lease_expires_at  timestamptz,
-    reserved_until_ms bigint      CHECK (reserved_until_ms >= 0),
-    claimed_at        timestamptz,
-    updated_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
-    PRIMARY KEY (layout, node),
-    CHECK ((claimant IS NULL) = (lease_expires_at IS NULL))
-);"
-    )
-}
-
-/// The statements, for one table.
-struct Sql {
-    claim_any: String,
-    claim_exact: String,
-    extend: String,
-    renew: String,
-    release: String,
-    why_lost: String,
-    reservation: String,
-    restore: String,
-}
-
-impl Sql {
-    fn new(t: &str) -> Sql {
-        // A row is free when released or when its lease expired, on the database's clock.
-        let free = "(claimant IS NULL OR lease_expires_at <= clock_timestamp())";
-        let holder = "coalesce(host(inet_client_addr()), 'local') || ' pid ' || $5::int8";
-        let lease = "clock_timestamp() + $4::int8 * interval '1 millisecond'";
-        // $1 layout, $2 highest node, $3 claimant, $4 TTL (ms), $5 pid.
-        let claim_any = format!(
-            "WITH free AS (
-                SELECT node FROM {t}
-                WHERE layout = $1::text AND node <= $2::int8 AND {free}
-                  AND (reserved_until_ms IS NULL OR reserved_until_ms >= 0)
-                ORDER BY node LIMIT 1
-                FOR UPDATE SKIP LOCKED
-            ), gap AS (
-                SELECT CASE
-                    WHEN NOT EXISTS (SELECT 1 FROM {t} WHERE layout = $1 AND node = 0) THEN 0::int8
-                    ELSE (SELECT min(a.node) + 1 FROM {t} a
-                          WHERE a.layout = $1 AND a.node < $2
-                            AND NOT EXISTS (SELECT 1 FROM {t} b
-                                            WHERE b.layout = $1 AND b.node = a.node + 1))
-                END AS node
-            ), pick AS (
-                SELECT free.node AS existing, gap.node AS missing FROM gap LEFT JOIN free ON true
-            ), upd AS (
-                UPDATE {t} AS r SET claimant = $3::text, holder = {holder}, fence = r.fence + 1,
-                    lease_expires_at = {lease}, claimed_at = clock_timestamp(),
-                    updated_at = clock_timestamp()
-                FROM pick
-                WHERE r.layout = $1 AND r.node = pick.existing
-                  AND (pick.missing IS NULL OR pick.existing < pick.missing)
-                  AND (r.claimant IS NULL OR r.lease_expires_at <= clock_timestamp())
-                RETURNING r.node, r.fence, r.reserved_until_ms
-            ), ins AS (
-                INSERT INTO {t} (layout, node, claimant, holder, fence, lease_expires_at,
-                                 claimed_at, updated_at)
-                SELECT $1, pick.missing, $3, {holder}, 1, {lease}, clock_timestamp(),
-                       clock_timestamp()
-                FROM pick
-                WHERE pick.missing IS NOT NULL
-                  AND (pick.existing IS NULL OR pick.missing < pick.existing)
-                ON CONFLICT (layout, node) DO NOTHING
-                RETURNING node, fence, reserved_until_ms
-            ), bad AS (
-                SELECT node FROM {t}
-                WHERE layout = $1 AND node <= $2 AND {free} AND reserved_until_ms < 0
-            )
-            SELECT pick.existing, pick.missing, got.node, got.fence, got.reserved_until_ms,
-                   (SELECT count(*) FROM bad),
-                   coalesce((SELECT array_agg(node ORDER BY node)
-                             FROM (SELECT node FROM bad ORDER BY node LIMIT {UNUSABLE_NAMED}) n),
-                            '{{}}'::int8[])
-            FROM pick
-            LEFT JOIN (SELECT * FROM upd UNION ALL SELECT * FROM ins) got ON true"
-        );
-        let claim_exact = format!(
-            "INSERT INTO {t} AS r (layout, node, claimant, holder, fence, lease_expires_at,
-                                   claimed_at, updated_at)
-            VALUES ($1::text, $2::int8, $3::text, {holder}, 1, {lease}, clock_timestamp(),
-                    clock_timestamp())
-            ON CONFLICT (layout, node) DO UPDATE
-                SET claimant = EXCLUDED.claimant, holder = EXCLUDED.holder,
-                    fence = r.fence + 1, lease_expires_at = EXCLUDED.lease_expires_at,
-                    claimed_at = EXCLUDED.claimed_at, updated_at = EXCLUDED.updated_at
-                WHERE r.claimant IS NULL OR r.lease_expires_at <= clock_timestamp()
-            RETURNING r.fence, r.reserved_until_ms"
-        );
-        // The claim's identity: $1 layout, $2 node, $3 claimant, $4 fencing counter.
-        let guard = "layout = $1::text AND node = $2::int8 AND claimant = $3::text \
-                     AND fence = $4::int8";
-        let extend = format!(
-            "UPDATE {t} SET reserved_until_ms = greatest(reserved_until_ms, $5::int8),
-                updated_at = clock_timestamp()
-            WHERE {guard} AND lease_expires_at > clock_timestamp()
-            RETURNING 1"
-        );
-        let renew = format!(
-            "UPDATE {t} SET lease_expires_at = clock_timestamp() + $5::int8 * interval '1 millisecond',
-                reserved_until_ms = greatest(reserved_until_ms, $6::int8),
-                updated_at = clock_timestamp()
-            WHERE {guard} AND lease_expires_at > clock_timestamp()
-            RETURNING floor(extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::int8"
-        );
-        let release = format!(
-            "UPDATE {t} SET reserved_until_ms = coalesce($5::int8, reserved_until_ms),
-                fence = fence - $6::int8,
-                claimant = NULL, holder = NULL, lease_expires_at = NULL,
-                updated_at = clock_timestamp()
-            WHERE {guard}
-            RETURNING 1"
-        );
-        let why_lost = format!(
-            "SELECT claimant, fence, lease_expires_at <= clock_timestamp() FROM {t}
-            WHERE layout = $1::text AND node = $2::int8"
-        );
-        // The node's reservation as it is now, for the claim that holds it.
-        let reservation = format!(
-            "SELECT reserved_until_ms FROM {t}
-            WHERE {guard} AND lease_expires_at > clock_timestamp()"
-        );
-        // A holder that lost its claim records the time it used ($3), raising the node's
-        // reservation and nothing else: a row held by a successor keeps its claimant, lease
-        // and fencing counter; a deleted row comes back free, with only the reservation.
-        let restore = format!(
-            "INSERT INTO {t} AS r (layout, node, reserved_until_ms, updated_at)
-            VALUES ($1::text, $2::int8, $3::int8, clock_timestamp())
-            ON CONFLICT (layout, node) DO UPDATE
-                SET reserved_until_ms = greatest(r.reserved_until_ms, EXCLUDED.reserved_until_ms),
-                    updated_at = clock_timestamp()
-            RETURNING 1"
-        );
-        Sql {
-            claim_any,
-            claim_exact,
-            extend,
-            renew,
-            release,
-            why_lost,
-            reservation,
-            restore,
-        }
-    }
 }
