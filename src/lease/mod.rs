@@ -46,7 +46,7 @@ use self::holding::Holding;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PgStore;
 #[cfg(feature = "postgres")]
-pub use self::postgres_options::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgOptions};
+pub use self::postgres_options::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgFailover, PgOptions};
 pub use self::store::{Claim, DEFAULT_CHECK_INTERVAL, NodeRequest, NodeStore};
 use crate::clock::TimeSource;
 use crate::generator::id_generator_by_inherent_methods;

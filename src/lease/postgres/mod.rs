@@ -6,6 +6,7 @@
 //! * `sql.rs`: the table's definition and the statements.
 //! * `random.rs`: the claimant token.
 
+mod durable;
 mod random;
 mod session;
 mod sql;
@@ -19,10 +20,11 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 
+use self::durable::{Standby, refusal};
 use self::random::claimant_token;
 use self::session::{CONNECT_TIMEOUT, Failed, Link, Session};
-use self::sql::{Sql, schema};
-use super::postgres_options::{self, PgOptions, Tls};
+use self::sql::{REPLICATION, Sql, Table, schema};
+use super::postgres_options::{self, PgFailover, PgOptions, Tls};
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -65,10 +67,20 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(2);
 ///   is unusable: refused by number ([`Error::DamagedReservation`]), skipped by any node.
 /// * Every request is bounded (two seconds, or the TTL when shorter, also as the session's
 ///   `statement_timeout` and `lock_timeout`; a new connection, seven seconds); a connection
-///   that failed or timed out is dropped and made again at the next request. Sessions run with `synchronous_commit` at
-///   least `on`: a reservation is acknowledged only once it is durable.
+///   that failed or timed out is dropped and made again at the next request.
+/// * **Durable acknowledgements**: every session runs with `synchronous_commit` `on` or
+///   `remote_apply` (`off`, `local` and `remote_write`, wherever set, are raised to `on` and
+///   read back; a server that keeps a lower level is refused), so a reservation is
+///   acknowledged only once it is durable on the primary and every synchronous standby.
+/// * **Failover**: each claim is refused on a standby (`pg_is_in_recovery()`), and on a
+///   primary streaming to any standby that is not synchronous (`pg_stat_replication`),
+///   unless [`PgOptions::failover`] says failover is manual.
+/// * **One table**: its schema is resolved once at connect (the one
+///   [`PgOptions::table`] names, else the table the session's `search_path` finds, else the
+///   current schema; refused when another schema holds a table of the same name), and every
+///   statement names `"schema"."table"`; the store's session runs with an empty `search_path`.
 /// * The connection string is never shown: not in [`fmt::Debug`], not in errors, not in
-///   [`NodeStore::describe`] (which names host, port, database and table).
+///   [`NodeStore::describe`] (which names host, port, database, schema and table).
 ///
 /// # Example
 ///
@@ -90,6 +102,8 @@ pub struct PgStore {
     /// Whether the table may be made when missing (`PgOptions::create_table`): also by a
     /// holder restoring what it used into a table dropped under it.
     create_table: bool,
+    /// How the server's standbys are promoted (`PgOptions::failover`).
+    failover: PgFailover,
 }
 
 impl fmt::Debug for PgStore {
@@ -111,6 +125,9 @@ struct PgClaim {
     /// The last reservation the database acknowledged for this claim (-1: none yet).
     // Ordering: Relaxed; read and written only by the claim's own keeper.
     acknowledged: AtomicI64,
+    /// The table's object ID when the claim was made: another one later means the table was
+    /// dropped under the claim.
+    table_oid: i64,
 }
 
 impl PgStore {
@@ -151,7 +168,10 @@ impl PgStore {
     ///
     /// [`Error::Store`] when the string cannot be read, a TLS file cannot be read, no
     /// server answers within a few seconds, TLS or authentication fails, or the table is
-    /// missing and may not (or cannot) be created. The message never repeats the string.
+    /// missing and may not (or cannot) be created, or its schema cannot be told (the search
+    /// path names no schema, or another schema holds a table of the same name: name the
+    /// schema), or the server keeps `synchronous_commit` below `on`. The message never
+    /// repeats the string.
     ///
     /// ```no_run
     /// let options = monoflake::PgOptions::new().table("ids.monoflake_nodes")?;
@@ -179,24 +199,31 @@ impl PgStore {
             .enable_all()
             .build()
             .map_err(|e| fail(format!("cannot start the I/O runtime: {e}")))?;
-        let link = Link {
+        let given = Table::given(&options.table);
+        let mut link = Link {
             runtime,
             connection,
             tls,
             session: Mutex::new(None),
-            sql: Sql::new(&options.table),
-            table: options.table.clone(),
-            describe: describe.clone(),
+            sql: Sql::new(&given.quoted()),
+            table: given,
+            table_oid: AtomicI64::new(0),
+            describe,
             timeout,
         };
+        // The table's schema, resolved once: every statement names it from now on.
+        let table = link.prepare_table(options.create_table)?;
+        link.describe = format!("postgres {target} table {table}");
+        link.sql = Sql::new(&table.quoted());
+        link.table = table;
         let store = PgStore {
+            table: link.table.to_string(),
             link,
-            table: options.table.clone(),
             target,
             ttl: options.ttl,
             create_table: options.create_table,
+            failover: options.failover,
         };
-        store.link.prepare_table(options.create_table)?;
         // Proves the table has the columns the statements need.
         store
             .link
@@ -215,6 +242,61 @@ impl PgStore {
     /// ```
     pub fn schema_sql(options: &PgOptions) -> String {
         schema(&options.table)
+    }
+
+    /// A setting of the store's own session, as the server reports it
+    /// (`current_setting(name)`): to check what the store runs with, such as
+    /// `synchronous_commit` (always `on` or `remote_apply`) or `search_path` (empty: every
+    /// statement names its table's schema).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the server cannot be reached or knows no such setting.
+    ///
+    /// ```no_run
+    /// let store = monoflake::PgStore::connect("postgres://monoflake@127.0.0.1/ids")?;
+    /// assert_eq!(store.session_setting("synchronous_commit")?, "on");
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn session_setting(&self, name: &str) -> Result<String, Error> {
+        let name = name.to_owned();
+        let row = self
+            .link
+            .run(|s| {
+                let name = name.clone();
+                async move {
+                    s.client
+                        .query_one("SELECT pg_catalog.current_setting($1::text)", &[&name])
+                        .await
+                }
+            })
+            .map_err(|e| self.link.failed("read a session setting", e))?;
+        Ok(row.get(0))
+    }
+
+    /// Refuses a server a claim must not be made on: a standby, or a primary streaming to a
+    /// standby that is not synchronous unless failover is manual (see `durable::refusal`).
+    fn check_replication(&self) -> Result<(), Error> {
+        let rows = self
+            .link
+            .run(|s| async move { s.client.query(REPLICATION, &[]).await })
+            .map_err(|e| self.link.failed("look at the server's standbys", e))?;
+        let in_recovery = rows.first().is_some_and(|r| r.get::<_, bool>(0));
+        let standbys: Vec<Standby> = rows
+            .iter()
+            .filter(|r| r.get::<_, bool>(1))
+            .map(|r| Standby {
+                name: r.get(2),
+                sync_state: r.get(3),
+            })
+            .collect();
+        match refusal(in_recovery, &standbys, self.failover) {
+            None => Ok(()),
+            Some(reason) => Err(Error::store(
+                self.describe_store(),
+                format!("claim refused: {reason}"),
+            )),
+        }
     }
 
     fn describe_store(&self) -> String {
@@ -244,6 +326,29 @@ impl PgStore {
     /// Why a guarded statement matched no row: the row deleted, taken over, released or
     /// expired.
     fn lost(&self, claim: &Claim, token: &PgClaim) -> Error {
+        let quoted = self.link.table.quoted();
+        let oid = self.link.run(|s| {
+            let quoted = quoted.clone();
+            async move {
+                s.client
+                    .query_one(
+                        "SELECT pg_catalog.to_regclass($1::text)::oid::int8",
+                        &[&quoted],
+                    )
+                    .await
+            }
+        });
+        if let Ok(row) = oid
+            && row.get::<_, Option<i64>>(0) != Some(token.table_oid)
+        {
+            return Error::LeaseLost {
+                node: claim.node(),
+                reason: format!(
+                    "the table {} was dropped (and made again since, if it is there)",
+                    self.table
+                ),
+            };
+        }
         let row = self.link.run(|s| async move {
             s.client
                 .query_opt(&s.why_lost, &[&token.layout, &token.node])
@@ -263,6 +368,14 @@ impl PgStore {
                     }
                 } else if claimant.is_none() {
                     format!("its row in {} was released", self.table)
+                } else if fence <= token.fence {
+                    // A take-over raises the counter past ours: a row at or below it was
+                    // made anew, after ours was deleted.
+                    format!(
+                        "its row in {} was deleted, and the node claimed again since (fencing \
+                         counter {fence}, ours {})",
+                        self.table, token.fence
+                    )
                 } else {
                     format!(
                         "its row in {} was taken over (fencing counter {fence}, ours {})",
@@ -386,6 +499,8 @@ impl PgStore {
                 claimant,
                 fence,
                 acknowledged: AtomicI64::new(-1),
+                // Ordering: Relaxed; written at connect or when the table is made again.
+                table_oid: self.link.table_oid.load(Ordering::Relaxed),
             },
         );
         // A row some claim held before has a fencing counter of at least 1, so this claim's
@@ -449,6 +564,7 @@ impl NodeStore for PgStore {
     /// A table dropped since the store connected is made again first when the store may
     /// create it (a server that re-claims after its table was dropped under it).
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
+        self.check_replication()?;
         let state = layout.state_name();
         let attempt = || match request {
             NodeRequest::Any => self.claim_any(layout, &state),

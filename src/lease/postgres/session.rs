@@ -2,13 +2,15 @@
 //! settings and prepared statements, every request bounded, a broken connection made again.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::super::postgres_options;
-use super::sql::{Sql, schema};
+use super::durable::{RAISED_LEVELS, durable_commit};
+use super::sql::{LOOK_UP_TABLE, Sql, Table, resolve, schema};
 use crate::Error;
 
 /// The longest a new connection may take, with its TLS handshake, authentication (SCRAM is
@@ -33,6 +35,8 @@ pub(super) struct Session {
 pub(super) enum Failed {
     Pg(tokio_postgres::Error),
     Timeout(Duration),
+    /// The server answered, and what it said rules it out (the reason).
+    Refused(String),
 }
 
 /// The store's way to its server: the connection's settings, the current session (made when
@@ -43,8 +47,11 @@ pub(super) struct Link {
     pub(super) tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     pub(super) session: Mutex<Option<Arc<Session>>>,
     pub(super) sql: Sql,
-    /// The table, as written into the statements.
-    pub(super) table: String,
+    /// The table: as the options name it until [`Link::prepare_table`] resolved its schema.
+    pub(super) table: Table,
+    /// The table's object ID, as last found by [`Link::prepare_table`].
+    // Ordering: Relaxed; a plain value, no other memory published with it.
+    pub(super) table_oid: AtomicI64,
     /// What the store calls itself in errors: host, port, database and table.
     pub(super) describe: String,
     /// The bound on every request.
@@ -52,29 +59,51 @@ pub(super) struct Link {
 }
 
 impl Link {
-    /// Creates the table when it is missing, under an advisory lock so that claimants
-    /// starting together do not race to create it. On a connection of its own: the
-    /// session's statements need the table.
-    pub(super) fn prepare_table(&self, create: bool) -> Result<(), Error> {
+    /// Finds the table, and creates it when it is missing (and `create`), under an advisory
+    /// lock so that claimants starting together do not race to create it: its schema
+    /// resolved once ([`resolve`]), the answer the table every statement names. On a
+    /// connection of its own: the session's statements need the table.
+    pub(super) fn prepare_table(&self, create: bool) -> Result<Table, Error> {
         let what = "connect and look for the table";
         let answer = self.runtime.block_on(async {
             let limit = CONNECT_TIMEOUT + self.timeout;
             let work = async {
-                let client = self.open_client().await?;
-                let row = client
-                    .query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&self.table])
+                let mut client = self.open_client().await?;
+                let tx = client.transaction().await.map_err(Failed::Pg)?;
+                tx.batch_execute("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('monoflake schema'))")
                     .await
                     .map_err(Failed::Pg)?;
-                let exists: bool = row.try_get(0).map_err(Failed::Pg)?;
-                if exists || !create {
-                    return Ok(exists);
+                let row = tx
+                    .query_one(LOOK_UP_TABLE, &[&self.table.name])
+                    .await
+                    .map_err(Failed::Pg)?;
+                let on_path: Option<String> = row.try_get(0).map_err(Failed::Pg)?;
+                let current: Option<String> = row.try_get(1).map_err(Failed::Pg)?;
+                let everywhere: Vec<String> = row.try_get(2).map_err(Failed::Pg)?;
+                let (table, exists) = resolve(
+                    &self.table,
+                    on_path.as_deref(),
+                    current.as_deref(),
+                    &everywhere,
+                )
+                .map_err(Failed::Refused)?;
+                if !exists && create {
+                    tx.batch_execute(&schema(&table.quoted()))
+                        .await
+                        .map_err(Failed::Pg)?;
                 }
-                let text = format!(
-                    "BEGIN; SELECT pg_advisory_xact_lock(hashtext('monoflake schema')); {} COMMIT;",
-                    schema(&self.table)
-                );
-                client.batch_execute(&text).await.map_err(Failed::Pg)?;
-                Ok(true)
+                let oid: Option<i64> = tx
+                    .query_one(
+                        "SELECT pg_catalog.to_regclass($1::text)::oid::int8",
+                        &[&table.quoted()],
+                    )
+                    .await
+                    .and_then(|row| row.try_get(0))
+                    .map_err(Failed::Pg)?;
+                // Ordering: Relaxed; see the field.
+                self.table_oid.store(oid.unwrap_or(0), Ordering::Relaxed);
+                tx.commit().await.map_err(Failed::Pg)?;
+                Ok((table, exists || create))
             };
             match tokio::time::timeout(limit, work).await {
                 Ok(result) => result,
@@ -82,11 +111,13 @@ impl Link {
             }
         });
         match answer {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::store(
+            Ok((table, true)) => Ok(table),
+            Ok((table, false)) => Err(Error::store(
                 self.describe.clone(),
-                "the table does not exist: create it with the SQL of PgStore::schema_sql (see \
-                 docs/operations.md), or let monoflake create it",
+                format!(
+                    "the table {table} does not exist: create it with the SQL of \
+                     PgStore::schema_sql (see docs/operations.md), or let monoflake create it"
+                ),
             )),
             Err(e) => Err(self.failed(what, e)),
         }
@@ -131,21 +162,44 @@ impl Link {
         };
         let ms = self.timeout.as_millis();
         // Bounded on the server too; and a reservation is acknowledged only once durable,
-        // whatever the database's default says.
+        // whatever the server, the database or the role says (`local` and `remote_write`
+        // acknowledge a commit a promoted synchronous standby does not have).
         client
             .batch_execute(&format!(
                 "SET statement_timeout = {ms}; SET lock_timeout = {ms}; \
-                 SELECT set_config('synchronous_commit', 'on', false) \
-                 WHERE current_setting('synchronous_commit') = 'off';"
+                 SELECT pg_catalog.set_config('synchronous_commit', 'on', false) \
+                 WHERE pg_catalog.current_setting('synchronous_commit') IN ({RAISED_LEVELS});"
             ))
             .await
             .map_err(Failed::Pg)?;
+        // Read back: a server that kept a level below `on` is refused, never used.
+        let level: String = client
+            .query_one(
+                "SELECT pg_catalog.current_setting('synchronous_commit')",
+                &[],
+            )
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(Failed::Pg)?;
+        if !durable_commit(&level) {
+            return Err(Failed::Refused(format!(
+                "the session's synchronous_commit is {level:?} after raising it to \"on\": a \
+                 commit would be acknowledged before it is durable, so a crash or a failover \
+                 could lose reservations; the server refused to raise it"
+            )));
+        }
         Ok(client)
     }
 
-    /// A new session: a connection and its prepared statements.
+    /// A new session: a connection and its prepared statements. Its `search_path` is
+    /// empty: every statement names its table's schema, and a name it forgot to would fail
+    /// rather than find another table.
     async fn open(&self) -> Result<Session, Failed> {
         let client = self.open_client().await?;
+        client
+            .batch_execute("SET search_path = ''")
+            .await
+            .map_err(Failed::Pg)?;
         let sql = &self.sql;
         Ok(Session {
             claim_any: client.prepare(&sql.claim_any).await.map_err(Failed::Pg)?,
@@ -215,6 +269,7 @@ impl Link {
                 store,
                 format!("{what}: no answer within {} ms", limit.as_millis()),
             ),
+            Failed::Refused(reason) => Error::store(store, format!("{what}: {reason}")),
         }
     }
 }

@@ -157,3 +157,180 @@ impl Sql {
         }
     }
 }
+
+/// Whether the server is a standby, and each standby it streams to, as this role sees them:
+/// one row per standby (`$2` true), or one row with `$2` false when there is none. Without
+/// `pg_monitor`, a standby's name and state are null.
+pub(super) const REPLICATION: &str = "SELECT pg_catalog.pg_is_in_recovery(), r.pid IS NOT NULL,
+    r.application_name::text, r.sync_state::text
+    FROM (SELECT 1) AS one LEFT JOIN pg_catalog.pg_stat_replication AS r ON true";
+
+/// The store's table: its schema, resolved once at connect, and its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Table {
+    /// The schema: as the options name it, else as resolved at connect (`None` only before).
+    pub(super) schema: Option<String>,
+    pub(super) name: String,
+}
+
+impl Table {
+    /// The table as the options name it: `name` or `schema.name`.
+    pub(super) fn given(text: &str) -> Table {
+        match text.split_once('.') {
+            Some((schema, name)) => Table {
+                schema: Some(schema.to_owned()),
+                name: name.to_owned(),
+            },
+            None => Table {
+                schema: None,
+                name: text.to_owned(),
+            },
+        }
+    }
+
+    /// The table as every statement names it: `"schema"."name"`, each identifier quoted, so
+    /// that no session's `search_path` decides which table it is.
+    pub(super) fn quoted(&self) -> String {
+        #[cfg(monoflake_mutant_search_path_table)]
+        return quote_ident(&self.name);
+        #[cfg(not(monoflake_mutant_search_path_table))]
+        match &self.schema {
+            Some(schema) => format!("{}.{}", quote_ident(schema), quote_ident(&self.name)),
+            None => quote_ident(&self.name),
+        }
+    }
+}
+
+impl std::fmt::Display for Table {
+    /// `schema.name`, for messages.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.schema {
+            Some(schema) => write!(f, "{schema}.{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// An SQL identifier, quoted: `"name"`, any `"` doubled.
+pub(super) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// What the server says about the table's name: the schema of the table the session's
+/// `search_path` finds, the session's current schema (where a table would be created), and
+/// every schema holding a table of that name. `$1`: the name.
+pub(super) const LOOK_UP_TABLE: &str = "SELECT
+    (SELECT n.nspname::text FROM pg_catalog.pg_class c
+     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.oid = pg_catalog.to_regclass(pg_catalog.quote_ident($1::text))),
+    pg_catalog.current_schema()::text,
+    coalesce((SELECT pg_catalog.array_agg(n.nspname::text ORDER BY n.nspname)
+              FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.relname = $1::text AND c.relkind IN ('r', 'p')), '{}'::text[])";
+
+/// Which schema the table is in (or is to be made in), and whether it exists there; or why
+/// none can be chosen.
+///
+/// A schema the options name is taken as it is. Otherwise the table the session's
+/// `search_path` finds, else the session's current schema; and refused when a table of the
+/// same name exists in another schema as well: clients with different search paths (a role's
+/// own schema first, as `"$user"` puts it) would each use a table of their own, and issue the
+/// same IDs.
+pub(super) fn resolve(
+    given: &Table,
+    on_path: Option<&str>,
+    current: Option<&str>,
+    everywhere: &[String],
+) -> Result<(Table, bool), String> {
+    let name = &given.name;
+    let schema = match (&given.schema, on_path.or(current)) {
+        (Some(schema), _) => schema.clone(),
+        (None, None) => {
+            return Err(format!(
+                "the session's search_path names no schema that exists, so the table {name} \
+                 has none: name its schema (PgOptions::table(\"SCHEMA.{name}\"), --pg-table \
+                 SCHEMA.{name})"
+            ));
+        }
+        (None, Some(schema)) => {
+            if schema.starts_with("pg_temp") || schema.starts_with("pg_toast") {
+                return Err(format!(
+                    "the session's search_path leads to the schema {schema}, which is not one \
+                     to keep node claims in: name the table's schema (--pg-table \
+                     SCHEMA.{name})"
+                ));
+            }
+            let others: Vec<&str> = everywhere
+                .iter()
+                .map(String::as_str)
+                .filter(|s| *s != schema)
+                .collect();
+            if !others.is_empty() {
+                return Err(format!(
+                    "tables named {name} exist in the schemas {} besides {schema}, the one this \
+                     session's search_path leads to: clients whose search paths differ would \
+                     claim nodes in different tables and issue the same IDs. Name the table's \
+                     schema (PgOptions::table(\"SCHEMA.{name}\"), --pg-table SCHEMA.{name})",
+                    others.join(", ")
+                ));
+            }
+            schema.to_owned()
+        }
+    };
+    let exists = everywhere.contains(&schema);
+    Ok((
+        Table {
+            schema: Some(schema),
+            name: name.clone(),
+        },
+        exists,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_named_schema_is_taken_as_it_is() {
+        let given = Table::given("ids.nodes");
+        let (t, exists) = resolve(&given, None, Some("public"), &names(&["public"])).unwrap();
+        assert_eq!((t.to_string(), exists), ("ids.nodes".into(), false));
+        #[cfg(not(monoflake_mutant_search_path_table))]
+        assert_eq!(t.quoted(), "\"ids\".\"nodes\"");
+    }
+
+    #[test]
+    fn an_unnamed_schema_is_the_one_the_search_path_finds_or_the_current_one() {
+        let given = Table::given("nodes");
+        let (t, exists) =
+            resolve(&given, Some("public"), Some("app"), &names(&["public"])).unwrap();
+        assert_eq!((t.to_string(), exists), ("public.nodes".into(), true));
+        let (t, exists) = resolve(&given, None, Some("app"), &[]).unwrap();
+        assert_eq!((t.to_string(), exists), ("app.nodes".into(), false));
+        let e = resolve(&given, None, None, &[]).unwrap_err();
+        assert!(e.contains("no schema"), "{e}");
+        let e = resolve(&given, None, Some("pg_temp_3"), &[]).unwrap_err();
+        assert!(e.contains("pg_temp_3"), "{e}");
+    }
+
+    #[test]
+    fn a_table_of_the_same_name_in_another_schema_is_refused_unless_named() {
+        let given = Table::given("nodes");
+        let both = names(&["alice", "bob"]);
+        let e = resolve(&given, Some("bob"), Some("bob"), &both).unwrap_err();
+        assert!(e.contains("alice") && e.contains("--pg-table"), "{e}");
+        let e = resolve(&given, None, Some("carol"), &both).unwrap_err();
+        assert!(e.contains("alice, bob"), "{e}");
+        assert!(resolve(&Table::given("alice.nodes"), Some("bob"), None, &both).is_ok());
+    }
+
+    #[test]
+    fn identifiers_are_quoted() {
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+    }
+}
