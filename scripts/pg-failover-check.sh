@@ -53,10 +53,11 @@ p1=$(free_port)
 pids+=($!)
 wait_ready "$p1"
 
-# The standby: a base backup with -R (primary_conninfo and standby.signal written).
-rmdir "$dir/standby"
+# The standby: a base backup with -R (primary_conninfo and standby.signal written) into the
+# empty directory made above.
 PGPASSWORD=secret "${as_pg[@]}" "$pg_bin/pg_basebackup" -h 127.0.0.1 -p "$p1" -U monoflake \
-    -D "$dir/standby" -R -X stream -c fast >"$dir/basebackup.log" 2>&1
+    -D "$dir/standby" -R -X stream -c fast >"$dir/basebackup.log" 2>&1 ||
+    { cat "$dir/basebackup.log"; exit 1; }
 p2=$(free_port)
 "${as_pg[@]}" "$pg_bin/postgres" -D "$dir/standby" -p "$p2" -c listen_addresses=127.0.0.1 \
     -c unix_socket_directories= -c cluster_name=replica1 >"$dir/standby.log" 2>&1 &
@@ -77,6 +78,7 @@ expect() { # what, want (ok|refused), pattern, output, status
     if { [ "$want" = ok ] && [ "$status" = 0 ]; } ||
         { [ "$want" = refused ] && [ "$status" != 0 ] && grep -q -- "$pattern" <<<"$out"; }; then
         echo "ok: $what"
+        [ "$want" = ok ] || sed 's/^/    /' <<<"$out" | head -3
     else
         echo "FAILED: $what (exit $status):"; echo "$out"; failed=1
     fi
