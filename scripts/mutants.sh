@@ -48,6 +48,10 @@ MUTANTS=(
     "give_back                monoflake_broken_give_back                 slow  run handover-check --quick"
     "evidence_as_record       monoflake_mutant_evidence_as_record        cheap run handover-check --quick"
     "evidence_as_record_store monoflake_mutant_evidence_as_record        slow  test --test store_conformance file_store_conformance"
+    # PostgreSQL (issue 34, cases 6 and 8): a session left at synchronous_commit=local, and
+    # statements that name the table without its schema (found through search_path).
+    "sync_commit_local        monoflake_mutant_sync_commit_local         cheap test --features postgres --lib only_on_and_remote_apply_are_durable"
+    "search_path_table        monoflake_mutant_search_path_table         cheap test --features postgres --test postgres stores_with_different_search_paths_share_one_table"
     # The soak against PerThread's known bugs (a full build of the CLI and the soak: slow).
     "exit_stale_soak          monoflake_mutant_exit_stale                slow  chaos 30 35"
     "giveback_soak            monoflake_mutant_giveback_unpublished      slow  chaos 30 35"
