@@ -55,6 +55,10 @@ MUTANTS=(
     "fence_no_deadline        monoflake_mutant_fence_no_deadline         slow  test --test lease a_lease_not_renewed_by_its_deadline_is_lost"
     "write_back_ignored       monoflake_mutant_write_back_ignored        cheap test --test lease a_write_back_that_fails_is_reported_and_the_node_stays_held"
     "release_no_write_back    monoflake_mutant_release_no_write_back     cheap test --test lease a_release_that_finds_its_claim_gone_writes_back_what_it_issued"
+    # PostgreSQL (issue 34, cases 6 and 8): a session left at synchronous_commit=local, and
+    # statements that name the table without its schema (found through search_path).
+    "sync_commit_local        monoflake_mutant_sync_commit_local         cheap test --features postgres --lib only_on_and_remote_apply_are_durable"
+    "search_path_table        monoflake_mutant_search_path_table         cheap test --features postgres --test postgres stores_with_different_search_paths_share_one_table"
     # The soak against PerThread's known bugs (a full build of the CLI and the soak: slow).
     "exit_stale_soak          monoflake_mutant_exit_stale                slow  chaos 30 35"
     "giveback_soak            monoflake_mutant_giveback_unpublished      slow  chaos 30 35"

@@ -233,7 +233,7 @@ pub use crate::lease::{
 #[cfg(feature = "etcd")]
 pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdOptions, EtcdStore};
 #[cfg(feature = "postgres")]
-pub use crate::lease::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgOptions, PgStore};
+pub use crate::lease::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgFailover, PgOptions, PgStore};
 #[cfg(unix)]
 pub use crate::lease::{DEFAULT_STATE_DIR, FileStore};
 pub use crate::opaque::{Opaque, OpaqueId, OpaqueKey};

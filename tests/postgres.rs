@@ -363,3 +363,115 @@ fn a_renewal_s_validity_ends_before_the_database_s_expiry() {
     }
     store.release(claim, 0).unwrap();
 }
+
+/// `url` with `options=-c NAME=VALUE` for each setting (libpq's `options`): what a session
+/// starts with before the store's own settings.
+fn with_settings(url: &str, settings: &[(&str, &str)]) -> String {
+    let options: Vec<String> = settings
+        .iter()
+        .map(|(k, v)| format!("-c%20{k}%3D{}", v.replace(',', "%2C")))
+        .collect();
+    format!("{url}?options={}", options.join("%20"))
+}
+
+/// Issue 34, case 6: `local` and `remote_write` acknowledge a commit that a promoted
+/// synchronous standby does not have. Whether the server, the database, the role or the
+/// connection string sets them, the store's session runs with `on`.
+#[test]
+fn synchronous_commit_below_on_is_raised_wherever_it_was_set() {
+    let pg = common::Pg::start_with(&["synchronous_commit=local"], |_| {});
+    let options = table("synccommit");
+    let level = |url: &str| {
+        let store = PgStore::connect_with(url, &options).unwrap();
+        store.session_setting("synchronous_commit").unwrap()
+    };
+    assert_eq!(level(&pg.url), "on", "set on the server");
+    pg.psql("ALTER DATABASE postgres SET synchronous_commit = remote_write");
+    assert_eq!(level(&pg.url), "on", "set on the database");
+    pg.psql("ALTER ROLE monoflake SET synchronous_commit = local");
+    assert_eq!(level(&pg.url), "on", "set on the role");
+    for weak in ["off", "local", "remote_write"] {
+        let url = with_settings(&pg.url, &[("synchronous_commit", weak)]);
+        assert_eq!(level(&url), "on", "set in the connection string: {weak}");
+    }
+    // A stronger level is kept.
+    let url = with_settings(&pg.url, &[("synchronous_commit", "remote_apply")]);
+    assert_eq!(level(&url), "remote_apply");
+}
+
+/// Issue 34, case 8: the table is found once, through the search path, and every statement
+/// names its schema; a session whose search path leads elsewhere uses the same table, and a
+/// name that two schemas hold is refused unless the schema is named.
+#[test]
+fn stores_with_different_search_paths_share_one_table() {
+    let pg = common::Pg::shared();
+    let options = table("searchpath");
+    let name = options.table_name().to_owned();
+    let other = format!("{name}_s");
+    pg.psql(&format!("CREATE SCHEMA {other}"));
+    let layout = layout(2);
+    let first = PgStore::connect_with(&pg.url, &options).unwrap();
+    assert!(
+        first.describe().contains(&format!("table public.{name}")),
+        "{}",
+        first.describe()
+    );
+    assert_eq!(first.session_setting("search_path").unwrap(), "\"\"");
+    let held = first.claim(&layout, NodeRequest::Exact(0)).unwrap();
+
+    // A search path with an empty schema of its own first: the table in public is found.
+    let elsewhere = with_settings(&pg.url, &[("search_path", &format!("{other},public"))]);
+    let second = PgStore::connect_with(&elsewhere, &options).unwrap();
+    assert!(
+        second.describe().contains(&format!("table public.{name}")),
+        "{}",
+        second.describe()
+    );
+    assert!(matches!(
+        second.claim(&layout, NodeRequest::Exact(0)),
+        Err(Error::NodeHeld { node: 0, .. })
+    ));
+
+    // A table of the same name in that schema too: which one is meant is not guessed...
+    pg.psql(&PgStore::schema_sql(
+        &PgOptions::new().table(&format!("{other}.{name}")).unwrap(),
+    ));
+    let e = PgStore::connect_with(&elsewhere, &options).unwrap_err();
+    assert!(e.to_string().contains("--pg-table"), "{e}");
+    // ... and a schema named is the one used, whatever the search path says.
+    let named = PgOptions::new().table(&format!("public.{name}")).unwrap();
+    let third = PgStore::connect_with(&elsewhere, &named).unwrap();
+    assert!(matches!(
+        third.claim(&layout, NodeRequest::Exact(0)),
+        Err(Error::NodeHeld { node: 0, .. })
+    ));
+    // The holder's session, reconnected, still writes where it claimed.
+    first.extend(&held, 1).unwrap();
+    first.release(held, 0).unwrap();
+    pg.psql(&format!(
+        "DROP SCHEMA {other} CASCADE; DROP TABLE public.{name}"
+    ));
+}
+
+/// A table dropped under a holder and made again by a successor: the holder's loss says the
+/// table was dropped, not that its row was taken over.
+#[test]
+fn a_table_dropped_under_a_holder_is_named_in_its_loss() {
+    let pg = common::Pg::shared();
+    let options = table("droppedloss");
+    let layout = layout(2);
+    let holder = PgStore::connect_with(&pg.url, &options).unwrap();
+    let claim = holder.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    pg.psql(&format!("DROP TABLE {}", options.table_name()));
+    let successor = PgStore::connect_with(&pg.url, &options).unwrap();
+    let taken = successor.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    match holder.extend(&claim, 1) {
+        Err(Error::LeaseLost {
+            node: 1, reason, ..
+        }) => {
+            assert!(reason.contains("was dropped"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    successor.release(taken, 0).unwrap();
+}

@@ -218,6 +218,11 @@ pub struct StoreArgs {
     /// The PostgreSQL table of node rows (`NAME` or `SCHEMA.NAME`), created when missing.
     #[arg(long, value_name = "TABLE", default_value = "monoflake_nodes")]
     pub pg_table: String,
+    /// How the PostgreSQL server's standbys are promoted: `automatic` (a claim is refused
+    /// while the server streams to a standby that is not synchronous) or `manual` (standbys
+    /// are promoted only by hand, once the old primary is fenced).
+    #[arg(long, value_name = "MODE", default_value = "automatic")]
+    pub pg_failover: String,
     /// Lease TTL in whole seconds (with `--backend etcd` or `postgres`).
     #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub lease_ttl: u64,
@@ -332,7 +337,7 @@ pub struct DecodeArgs {
 /// for every subcommand) and `--pg-url` (`$MONOFLAKE_PG_URL` is read by the store, after
 /// `--pg-url-file` and `--pg-url`, for every subcommand).
 #[cfg(feature = "server")]
-const SERVE_SHARED_ENV: [(&str, &str); 14] = [
+const SERVE_SHARED_ENV: [(&str, &str); 15] = [
     ("layout", "MONOFLAKE_LAYOUT"),
     ("node", "MONOFLAKE_NODE"),
     ("trust_reservation", "MONOFLAKE_TRUST_RESERVATION"),
@@ -346,6 +351,7 @@ const SERVE_SHARED_ENV: [(&str, &str); 14] = [
     ("etcd_password_file", "MONOFLAKE_ETCD_PASSWORD_FILE"),
     ("pg_url_file", "MONOFLAKE_PG_URL_FILE"),
     ("pg_table", "MONOFLAKE_PG_TABLE"),
+    ("pg_failover", "MONOFLAKE_PG_FAILOVER"),
     ("lease_ttl", "MONOFLAKE_LEASE_TTL"),
 ];
 

@@ -58,6 +58,7 @@ fn open(args: &StoreArgs, backend: Backend) -> Result<Arc<dyn NodeStore>, Failur
         Backend::Postgres => {
             let options = monoflake::PgOptions::new()
                 .table(&args.pg_table)?
+                .failover(args.pg_failover.parse()?)
                 .lease_ttl(std::time::Duration::from_secs(args.lease_ttl));
             Ok(Arc::new(monoflake::PgStore::connect_with(
                 &pg_url(args)?,

@@ -104,7 +104,7 @@ fn settings_come_from_the_environment_and_the_flag_wins() {
 }
 
 /// Every variable `serve` reads, as `--help` must name it.
-const VARIABLES: [&str; 29] = [
+const VARIABLES: [&str; 30] = [
     "MONOFLAKE_LAYOUT",
     "MONOFLAKE_NODE",
     "MONOFLAKE_TRUST_RESERVATION",
@@ -118,6 +118,7 @@ const VARIABLES: [&str; 29] = [
     "MONOFLAKE_ETCD_PASSWORD_FILE",
     "MONOFLAKE_PG_URL_FILE",
     "MONOFLAKE_PG_TABLE",
+    "MONOFLAKE_PG_FAILOVER",
     "MONOFLAKE_LEASE_TTL",
     "MONOFLAKE_LISTEN",
     "MONOFLAKE_GRPC_LISTEN",

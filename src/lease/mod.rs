@@ -10,7 +10,7 @@
 //! * `status.rs`: what the keeper knows, for refusals and statistics; store time ↔ ticks.
 //! * `handover.rs`: the hand-over protocol's decisions, pure (public as
 //!   [`monoflake::handover`](crate::handover), for the model checker).
-//! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres.rs`
+//! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres/`
 //!   implement it (`etcd_options.rs`, `postgres_options.rs`: how they connect).
 
 mod build;
@@ -46,7 +46,7 @@ use self::holding::Holding;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PgStore;
 #[cfg(feature = "postgres")]
-pub use self::postgres_options::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgOptions};
+pub use self::postgres_options::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgFailover, PgOptions};
 pub use self::store::{Claim, DEFAULT_CHECK_INTERVAL, NodeRequest, NodeStore};
 use crate::clock::TimeSource;
 use crate::generator::id_generator_by_inherent_methods;

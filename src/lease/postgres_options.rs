@@ -40,6 +40,63 @@ pub struct PgOptions {
     pub(super) table: String,
     pub(super) ttl: Duration,
     pub(super) create_table: bool,
+    pub(super) failover: PgFailover,
+}
+
+/// How the PostgreSQL server's standbys are promoted, as the operator declares it
+/// ([`PgOptions::failover`]): what decides whether a primary with standbys that are not
+/// synchronous may hand out claims.
+///
+/// A standby that is not synchronous (`async` or `potential` in `pg_stat_replication`) may
+/// lack the last leases and reservations the primary acknowledged. Promoted while a holder
+/// still issues, it lets a successor claim the holder's node and issue the holder's IDs again.
+///
+/// ```
+/// use monoflake::PgFailover;
+/// assert_eq!("manual".parse::<PgFailover>()?, PgFailover::Manual);
+/// assert_eq!(PgFailover::default(), PgFailover::Automatic);
+/// assert_eq!(PgFailover::Manual.to_string(), "manual");
+/// assert!("sometimes".parse::<PgFailover>().is_err());
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PgFailover {
+    /// Standbys may be promoted at any time (by a failover manager such as Patroni, or by
+    /// hand in a hurry): a claim is refused while the server streams to any standby that is
+    /// not synchronous, or whose state the role cannot see (the default).
+    #[default]
+    Automatic,
+    /// Standbys are promoted only by hand, and only once the old primary is fenced (stopped,
+    /// or cut off from every client) and every holder has stopped: asynchronous standbys are
+    /// accepted.
+    Manual,
+}
+
+impl fmt::Display for PgFailover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PgFailover::Automatic => "automatic",
+            PgFailover::Manual => "manual",
+        })
+    }
+}
+
+impl FromStr for PgFailover {
+    type Err = crate::Error;
+
+    /// `automatic` (or `auto`) or `manual`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "automatic" | "auto" => Ok(PgFailover::Automatic),
+            "manual" => Ok(PgFailover::Manual),
+            _ => Err(crate::Error::InvalidConfig {
+                setting: "failover",
+                value: format!("{s:?}"),
+                allowed: "automatic or manual".into(),
+            }),
+        }
+    }
 }
 
 impl Default for PgOptions {
@@ -48,6 +105,7 @@ impl Default for PgOptions {
             table: DEFAULT_PG_TABLE.to_owned(),
             ttl: DEFAULT_PG_LEASE_TTL,
             create_table: true,
+            failover: PgFailover::Automatic,
         }
     }
 }
@@ -121,6 +179,30 @@ impl PgOptions {
     pub fn create_table(mut self, create: bool) -> Self {
         self.create_table = create;
         self
+    }
+
+    /// How the server's standbys are promoted (default [`PgFailover::Automatic`]): with
+    /// `Automatic`, a claim is refused while the server streams to a standby that is not
+    /// synchronous; say [`PgFailover::Manual`] only if standbys are promoted by hand, once the
+    /// old primary is fenced. A server in recovery (a standby) is refused either way.
+    ///
+    /// ```
+    /// use monoflake::{PgFailover, PgOptions};
+    /// let options = PgOptions::new().failover(PgFailover::Manual);
+    /// assert_eq!(options.failover_mode(), PgFailover::Manual);
+    /// ```
+    pub fn failover(mut self, failover: PgFailover) -> Self {
+        self.failover = failover;
+        self
+    }
+
+    /// How the server's standbys are promoted, as declared ([`PgOptions::failover`]).
+    ///
+    /// ```
+    /// assert_eq!(monoflake::PgOptions::new().failover_mode(), monoflake::PgFailover::Automatic);
+    /// ```
+    pub fn failover_mode(&self) -> PgFailover {
+        self.failover
     }
 
     /// The table's name, as given.

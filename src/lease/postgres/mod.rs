@@ -1,17 +1,30 @@
 //! The PostgreSQL node store: one row per node of each layout, claimed under row locks, its
 //! lease judged by the database's clock, its reservation guarded by the claim's identity.
+//!
+//! * `mod.rs`: [`PgStore`], its claims and the [`NodeStore`] implementation.
+//! * `session.rs`: the connection, its session settings, and every request bounded.
+//! * `sql.rs`: the table's definition and the statements.
+//! * `random.rs`: the claimant token.
+
+mod durable;
+mod random;
+mod session;
+mod sql;
 
 use std::fmt;
-use std::future::Future;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls, Row, Statement};
+use tokio_postgres::{Row, Statement};
 
-use super::postgres_options::{self, PgOptions, Tls};
+use self::durable::{Standby, refusal};
+use self::random::claimant_token;
+use self::session::{CONNECT_TIMEOUT, Failed, Link, Session};
+use self::sql::{REPLICATION, Sql, Table, schema};
+use super::postgres_options::{self, PgFailover, PgOptions, Tls};
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -20,14 +33,6 @@ const PG_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The longest any one request may take.
 const MAX_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The longest a new connection may take, with its TLS handshake, authentication (SCRAM is
-/// slow on purpose) and prepared statements: off the hot path, and a holder stops within its
-/// confirm bound meanwhile.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How many unusable nodes an [`Error::AllNodesHeld`] names.
-const UNUSABLE_NAMED: i64 = 3;
 
 /// A node store in a PostgreSQL table, for services that already run PostgreSQL (feature
 /// `postgres`).
@@ -62,10 +67,20 @@ const UNUSABLE_NAMED: i64 = 3;
 ///   is unusable: refused by number ([`Error::DamagedReservation`]), skipped by any node.
 /// * Every request is bounded (two seconds, or the TTL when shorter, also as the session's
 ///   `statement_timeout` and `lock_timeout`; a new connection, seven seconds); a connection
-///   that failed or timed out is dropped and made again at the next request. Sessions run with `synchronous_commit` at
-///   least `on`: a reservation is acknowledged only once it is durable.
+///   that failed or timed out is dropped and made again at the next request.
+/// * **Durable acknowledgements**: every session runs with `synchronous_commit` `on` or
+///   `remote_apply` (`off`, `local` and `remote_write`, wherever set, are raised to `on` and
+///   read back; a server that keeps a lower level is refused), so a reservation is
+///   acknowledged only once it is durable on the primary and every synchronous standby.
+/// * **Failover**: each claim is refused on a standby (`pg_is_in_recovery()`), and on a
+///   primary streaming to any standby that is not synchronous (`pg_stat_replication`),
+///   unless [`PgOptions::failover`] says failover is manual.
+/// * **One table**: its schema is resolved once at connect (the one
+///   [`PgOptions::table`] names, else the table the session's `search_path` finds, else the
+///   current schema; refused when another schema holds a table of the same name), and every
+///   statement names `"schema"."table"`; the store's session runs with an empty `search_path`.
 /// * The connection string is never shown: not in [`fmt::Debug`], not in errors, not in
-///   [`NodeStore::describe`] (which names host, port, database and table).
+///   [`NodeStore::describe`] (which names host, port, database, schema and table).
 ///
 /// # Example
 ///
@@ -80,18 +95,15 @@ const UNUSABLE_NAMED: i64 = 3;
 /// # Ok::<(), monoflake::Error>(())
 /// ```
 pub struct PgStore {
-    runtime: tokio::runtime::Runtime,
-    connection: postgres_options::Connection,
-    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
-    session: Mutex<Option<Arc<Session>>>,
-    sql: Sql,
+    link: Link,
     table: String,
     target: String,
     ttl: Duration,
-    timeout: Duration,
     /// Whether the table may be made when missing (`PgOptions::create_table`): also by a
     /// holder restoring what it used into a table dropped under it.
     create_table: bool,
+    /// How the server's standbys are promoted (`PgOptions::failover`).
+    failover: PgFailover,
 }
 
 impl fmt::Debug for PgStore {
@@ -104,19 +116,6 @@ impl fmt::Debug for PgStore {
     }
 }
 
-/// One connection and its prepared statements.
-struct Session {
-    client: Client,
-    claim_any: Statement,
-    claim_exact: Statement,
-    extend: Statement,
-    renew: Statement,
-    release: Statement,
-    why_lost: Statement,
-    reservation: Statement,
-    restore: Statement,
-}
-
 /// The PostgreSQL store's claim token: the row and the claim's identity in it.
 struct PgClaim {
     layout: String,
@@ -126,12 +125,9 @@ struct PgClaim {
     /// The last reservation the database acknowledged for this claim (-1: none yet).
     // Ordering: Relaxed; read and written only by the claim's own keeper.
     acknowledged: AtomicI64,
-}
-
-/// Why a request got no good answer.
-enum Failed {
-    Pg(tokio_postgres::Error),
-    Timeout(Duration),
+    /// The table's object ID when the claim was made: another one later means the table was
+    /// dropped under the claim.
+    table_oid: i64,
 }
 
 impl PgStore {
@@ -172,7 +168,10 @@ impl PgStore {
     ///
     /// [`Error::Store`] when the string cannot be read, a TLS file cannot be read, no
     /// server answers within a few seconds, TLS or authentication fails, or the table is
-    /// missing and may not (or cannot) be created. The message never repeats the string.
+    /// missing and may not (or cannot) be created, or its schema cannot be told (the search
+    /// path names no schema, or another schema holds a table of the same name: name the
+    /// schema), or the server keeps `synchronous_commit` below `on`. The message never
+    /// repeats the string.
     ///
     /// ```no_run
     /// let options = monoflake::PgOptions::new().table("ids.monoflake_nodes")?;
@@ -200,21 +199,36 @@ impl PgStore {
             .enable_all()
             .build()
             .map_err(|e| fail(format!("cannot start the I/O runtime: {e}")))?;
-        let store = PgStore {
+        let given = Table::given(&options.table);
+        let mut link = Link {
             runtime,
             connection,
             tls,
             session: Mutex::new(None),
-            sql: Sql::new(&options.table),
-            table: options.table.clone(),
+            sql: Sql::new(&given.quoted()),
+            table: given,
+            table_oid: AtomicI64::new(0),
+            describe,
+            timeout,
+        };
+        // The table's schema, resolved once: every statement names it from now on.
+        let table = link.prepare_table(options.create_table)?;
+        link.describe = format!("postgres {target} table {table}");
+        link.sql = Sql::new(&table.quoted());
+        link.table = table;
+        let store = PgStore {
+            table: link.table.to_string(),
+            link,
             target,
             ttl: options.ttl,
-            timeout,
             create_table: options.create_table,
+            failover: options.failover,
         };
-        store.prepare_table(options.create_table)?;
         // Proves the table has the columns the statements need.
-        store.session().map_err(|e| store.failed("connect", e))?;
+        store
+            .link
+            .session()
+            .map_err(|e| store.link.failed("connect", e))?;
         Ok(store)
     }
 
@@ -230,177 +244,66 @@ impl PgStore {
         schema(&options.table)
     }
 
+    /// A setting of the store's own session, as the server reports it
+    /// (`current_setting(name)`): to check what the store runs with, such as
+    /// `synchronous_commit` (always `on` or `remote_apply`) or `search_path` (empty: every
+    /// statement names its table's schema).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the server cannot be reached or knows no such setting.
+    ///
+    /// ```no_run
+    /// let store = monoflake::PgStore::connect("postgres://monoflake@127.0.0.1/ids")?;
+    /// assert_eq!(store.session_setting("synchronous_commit")?, "on");
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn session_setting(&self, name: &str) -> Result<String, Error> {
+        let name = name.to_owned();
+        let row = self
+            .link
+            .run(|s| {
+                let name = name.clone();
+                async move {
+                    s.client
+                        .query_one("SELECT pg_catalog.current_setting($1::text)", &[&name])
+                        .await
+                }
+            })
+            .map_err(|e| self.link.failed("read a session setting", e))?;
+        Ok(row.get(0))
+    }
+
+    /// Refuses a server a claim must not be made on: a standby, or a primary streaming to a
+    /// standby that is not synchronous unless failover is manual (see `durable::refusal`).
+    fn check_replication(&self) -> Result<(), Error> {
+        let rows = self
+            .link
+            .run(|s| async move { s.client.query(REPLICATION, &[]).await })
+            .map_err(|e| self.link.failed("look at the server's standbys", e))?;
+        let in_recovery = rows.first().is_some_and(|r| r.get::<_, bool>(0));
+        let standbys: Vec<Standby> = rows
+            .iter()
+            .filter(|r| r.get::<_, bool>(1))
+            .map(|r| Standby {
+                name: r.get(2),
+                sync_state: r.get(3),
+            })
+            .collect();
+        match refusal(in_recovery, &standbys, self.failover) {
+            None => Ok(()),
+            Some(reason) => Err(Error::store(
+                self.describe_store(),
+                format!("claim refused: {reason}"),
+            )),
+        }
+    }
+
     fn describe_store(&self) -> String {
         format!("postgres {} table {}", self.target, self.table)
     }
 
-    /// Creates the table when it is missing, under an advisory lock so that claimants
-    /// starting together do not race to create it. On a connection of its own: the
-    /// session's statements need the table.
-    fn prepare_table(&self, create: bool) -> Result<(), Error> {
-        let what = "connect and look for the table";
-        let answer = self.runtime.block_on(async {
-            let limit = CONNECT_TIMEOUT + self.timeout;
-            let work = async {
-                let client = self.open_client().await?;
-                let row = client
-                    .query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&self.table])
-                    .await
-                    .map_err(Failed::Pg)?;
-                let exists: bool = row.try_get(0).map_err(Failed::Pg)?;
-                if exists || !create {
-                    return Ok(exists);
-                }
-                let text = format!(
-                    "BEGIN; SELECT pg_advisory_xact_lock(hashtext('monoflake schema')); {} COMMIT;",
-                    schema(&self.table)
-                );
-                client.batch_execute(&text).await.map_err(Failed::Pg)?;
-                Ok(true)
-            };
-            match tokio::time::timeout(limit, work).await {
-                Ok(result) => result,
-                Err(_) => Err(Failed::Timeout(limit)),
-            }
-        });
-        match answer {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::store(
-                self.describe_store(),
-                "the table does not exist: create it with the SQL of PgStore::schema_sql (see \
-                 docs/operations.md), or let monoflake create it",
-            )),
-            Err(e) => Err(self.failed(what, e)),
-        }
-    }
-
-    /// The current session, connecting when there is none (or it was closed).
-    fn session(&self) -> Result<Arc<Session>, Failed> {
-        let mut slot = self.session.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(s) = slot.as_ref().filter(|s| !s.client.is_closed()) {
-            return Ok(Arc::clone(s));
-        }
-        *slot = None;
-        let limit = CONNECT_TIMEOUT + self.timeout;
-        let fresh = Arc::new(self.runtime.block_on(async {
-            match tokio::time::timeout(limit, self.open()).await {
-                Ok(result) => result,
-                Err(_) => Err(Failed::Timeout(limit)),
-            }
-        })?);
-        *slot = Some(Arc::clone(&fresh));
-        Ok(fresh)
-    }
-
-    /// A new connection, its session settings made.
-    async fn open_client(&self) -> Result<Client, Failed> {
-        let config = &self.connection.config;
-        let client = match &self.tls {
-            None => {
-                let (client, connection) = config.connect(NoTls).await.map_err(Failed::Pg)?;
-                self.runtime.spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            }
-            Some(tls) => {
-                let (client, connection) = config.connect(tls.clone()).await.map_err(Failed::Pg)?;
-                self.runtime.spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            }
-        };
-        let ms = self.timeout.as_millis();
-        // Bounded on the server too; and a reservation is acknowledged only once durable,
-        // whatever the database's default says.
-        client
-            .batch_execute(&format!(
-                "SET statement_timeout = {ms}; SET lock_timeout = {ms}; \
-                 SELECT set_config('synchronous_commit', 'on', false) \
-                 WHERE current_setting('synchronous_commit') = 'off';"
-            ))
-            .await
-            .map_err(Failed::Pg)?;
-        Ok(client)
-    }
-
-    /// A new session: a connection and its prepared statements.
-    async fn open(&self) -> Result<Session, Failed> {
-        let client = self.open_client().await?;
-        let sql = &self.sql;
-        Ok(Session {
-            claim_any: client.prepare(&sql.claim_any).await.map_err(Failed::Pg)?,
-            claim_exact: client.prepare(&sql.claim_exact).await.map_err(Failed::Pg)?,
-            extend: client.prepare(&sql.extend).await.map_err(Failed::Pg)?,
-            renew: client.prepare(&sql.renew).await.map_err(Failed::Pg)?,
-            release: client.prepare(&sql.release).await.map_err(Failed::Pg)?,
-            why_lost: client.prepare(&sql.why_lost).await.map_err(Failed::Pg)?,
-            reservation: client.prepare(&sql.reservation).await.map_err(Failed::Pg)?,
-            restore: client.prepare(&sql.restore).await.map_err(Failed::Pg)?,
-            client,
-        })
-    }
-
-    /// Runs one request on the session, bounded by the timeout. A connection that failed
-    /// or timed out is dropped; a request that found its (reused) connection closed is
-    /// tried once more on a new one.
-    fn run<'a, T, F>(&'a self, f: impl Fn(Arc<Session>) -> F) -> Result<T, Failed>
-    where
-        F: Future<Output = Result<T, tokio_postgres::Error>> + 'a,
-    {
-        let mut retried = false;
-        loop {
-            let session = self.session()?;
-            let request = f(Arc::clone(&session));
-            // The timer is made inside the runtime, which it needs.
-            let answer = self
-                .runtime
-                .block_on(async { tokio::time::timeout(self.timeout, request).await });
-            match answer {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) => {
-                    let broken = e.is_closed() || session.client.is_closed();
-                    if broken || e.as_db_error().is_none() {
-                        self.drop_session(&session);
-                    }
-                    if broken && !retried {
-                        retried = true;
-                        continue;
-                    }
-                    return Err(Failed::Pg(e));
-                }
-                Err(_) => {
-                    self.drop_session(&session);
-                    return Err(Failed::Timeout(self.timeout));
-                }
-            }
-        }
-    }
-
-    fn drop_session(&self, session: &Arc<Session>) {
-        let mut slot = self.session.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, session)) {
-            *slot = None;
-        }
-    }
-
-    /// The store error for `what` failing.
-    fn failed(&self, what: &str, failed: Failed) -> Error {
-        let store = self.describe_store();
-        match failed {
-            Failed::Pg(e) => {
-                let reason = format!("{what}: {}", pg_text(&e));
-                Error::store_caused_by(store, reason, e)
-            }
-            Failed::Timeout(limit) => Error::store(
-                store,
-                format!("{what}: no answer within {} ms", limit.as_millis()),
-            ),
-        }
-    }
-
-    /// As [`PgStore::failed`], except that a table gone is the claim gone.
+    /// As `Link::failed`, except that a table gone is the claim gone.
     fn failed_for(&self, claim: &Claim, what: &str, failed: Failed) -> Error {
         if let Failed::Pg(e) = &failed
             && e.code() == Some(&SqlState::UNDEFINED_TABLE)
@@ -410,7 +313,7 @@ impl PgStore {
                 reason: format!("the table {} was dropped", self.table),
             };
         }
-        self.failed(what, failed)
+        self.link.failed(what, failed)
     }
 
     fn token<'a>(&self, claim: &'a Claim) -> Result<&'a PgClaim, Error> {
@@ -423,7 +326,30 @@ impl PgStore {
     /// Why a guarded statement matched no row: the row deleted, taken over, released or
     /// expired.
     fn lost(&self, claim: &Claim, token: &PgClaim) -> Error {
-        let row = self.run(|s| async move {
+        let quoted = self.link.table.quoted();
+        let oid = self.link.run(|s| {
+            let quoted = quoted.clone();
+            async move {
+                s.client
+                    .query_one(
+                        "SELECT pg_catalog.to_regclass($1::text)::oid::int8",
+                        &[&quoted],
+                    )
+                    .await
+            }
+        });
+        if let Ok(row) = oid
+            && row.get::<_, Option<i64>>(0) != Some(token.table_oid)
+        {
+            return Error::LeaseLost {
+                node: claim.node(),
+                reason: format!(
+                    "the table {} was dropped (and made again since, if it is there)",
+                    self.table
+                ),
+            };
+        }
+        let row = self.link.run(|s| async move {
             s.client
                 .query_opt(&s.why_lost, &[&token.layout, &token.node])
                 .await
@@ -442,6 +368,14 @@ impl PgStore {
                     }
                 } else if claimant.is_none() {
                     format!("its row in {} was released", self.table)
+                } else if fence <= token.fence {
+                    // A take-over raises the counter past ours: a row at or below it was
+                    // made anew, after ours was deleted.
+                    format!(
+                        "its row in {} was deleted, and the node claimed again since (fencing \
+                         counter {fence}, ours {})",
+                        self.table, token.fence
+                    )
                 } else {
                     format!(
                         "its row in {} was taken over (fencing counter {fence}, ours {})",
@@ -467,10 +401,11 @@ impl PgStore {
         let ttl = self.ttl_ms();
         // Each pass that claims nothing while a node looked free lost a race for it to
         // another claimant, which got it: progress, so a bounded time suffices.
-        let give_up = Instant::now() + self.timeout.saturating_mul(10);
+        let give_up = Instant::now() + self.link.timeout.saturating_mul(10);
         loop {
             let claimant = claimant_token();
             let row = self
+                .link
                 .run(|s| {
                     let claimant = claimant.clone();
                     async move {
@@ -479,7 +414,7 @@ impl PgStore {
                             .await
                     }
                 })
-                .map_err(|e| self.failed("claim a node", e))?;
+                .map_err(|e| self.link.failed("claim a node", e))?;
             let (existing, missing): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
             let node: Option<i64> = row.get(2);
             let unusable: i64 = row.get(5);
@@ -518,6 +453,7 @@ impl PgStore {
         let ttl = self.ttl_ms();
         let claimant = claimant_token();
         let row = self
+            .link
             .run(|s| {
                 let claimant = claimant.clone();
                 async move {
@@ -526,7 +462,7 @@ impl PgStore {
                         .await
                 }
             })
-            .map_err(|e| self.failed("claim the node", e))?;
+            .map_err(|e| self.link.failed("claim the node", e))?;
         let Some(row) = row else {
             return Err(Error::NodeHeld { node, holder: None });
         };
@@ -563,6 +499,8 @@ impl PgStore {
                 claimant,
                 fence,
                 acknowledged: AtomicI64::new(-1),
+                // Ordering: Relaxed; written at connect or when the table is made again.
+                table_oid: self.link.table_oid.load(Ordering::Relaxed),
             },
         );
         // A row some claim held before has a fencing counter of at least 1, so this claim's
@@ -600,6 +538,7 @@ impl PgStore {
     ) -> Result<Row, Error> {
         let token = self.token(claim)?;
         let answer = self
+            .link
             .run(|s| async move {
                 let mut params: Vec<&(dyn ToSql + Sync)> =
                     vec![&token.layout, &token.node, &token.claimant, &token.fence];
@@ -625,6 +564,7 @@ impl NodeStore for PgStore {
     /// A table dropped since the store connected is made again first when the store may
     /// create it (a server that re-claims after its table was dropped under it).
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
+        self.check_replication()?;
         let state = layout.state_name();
         let attempt = || match request {
             NodeRequest::Any => self.claim_any(layout, &state),
@@ -632,7 +572,7 @@ impl NodeStore for PgStore {
         };
         match attempt() {
             Err(e) if self.create_table && table_gone(&e) => {
-                self.prepare_table(true)?;
+                self.link.prepare_table(true)?;
                 attempt()
             }
             other => other,
@@ -690,7 +630,7 @@ impl NodeStore for PgStore {
         let token = self.token(claim)?;
         let until = i64::try_from(until_ms).unwrap_or(i64::MAX);
         let write = || {
-            self.run(|s| async move {
+            self.link.run(|s| async move {
                 s.client
                     .query_one(&s.restore, &[&token.layout, &token.node, &until])
                     .await
@@ -699,12 +639,12 @@ impl NodeStore for PgStore {
         match write() {
             Ok(_) => Ok(()),
             Err(_) if self.create_table => {
-                self.prepare_table(true)?;
+                self.link.prepare_table(true)?;
                 write()
                     .map(drop)
-                    .map_err(|e| self.failed("restore the reservation", e))
+                    .map_err(|e| self.link.failed("restore the reservation", e))
             }
-            Err(e) => Err(self.failed("restore the reservation", e)),
+            Err(e) => Err(self.link.failed("restore the reservation", e)),
         }
     }
 
@@ -734,217 +674,4 @@ fn table_gone(e: &Error) -> bool {
                 .and_then(tokio_postgres::Error::code)
                 == Some(&SqlState::UNDEFINED_TABLE)
     )
-}
-
-/// The driver's error with the server's message and SQLSTATE, when there is one.
-fn pg_text(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
-    }
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
-/// A fresh claimant token: 128 bits from the operating system's random source (hex).
-fn claimant_token() -> String {
-    let mut bytes = [0u8; 16];
-    fill_random(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-#[cfg(unix)]
-fn fill_random(bytes: &mut [u8]) {
-    let mut filled = 0;
-    while filled < bytes.len() {
-        match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => filled += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => break,
-        }
-    }
-    if filled < bytes.len() {
-        fill_hashed(bytes);
-    }
-}
-
-#[cfg(not(unix))]
-fn fill_random(bytes: &mut [u8]) {
-    fill_hashed(bytes);
-}
-
-/// Randomness from `RandomState` (randomly keyed per process), the time and a counter.
-fn fill_hashed(bytes: &mut [u8]) {
-    use std::hash::{BuildHasher, RandomState};
-    use std::sync::atomic::AtomicU64;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        // Ordering: Relaxed; only distinctness matters.
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let h = RandomState::new().hash_one((i, n, now, std::process::id()));
-        chunk.copy_from_slice(&h.to_le_bytes()[..chunk.len()]);
-    }
-}
-
-/// The table's definition.
-fn schema(table: &str) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {table} (
-    layout            text        NOT NULL,
-    node              bigint      NOT NULL CHECK (node >= 0),
-    claimant          text,
-    holder            text,
-    fence             bigint      NOT NULL DEFAULT 0,
-    lease_expires_at  timestamptz,
-    reserved_until_ms bigint      CHECK (reserved_until_ms >= 0),
-    claimed_at        timestamptz,
-    updated_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
-    PRIMARY KEY (layout, node),
-    CHECK ((claimant IS NULL) = (lease_expires_at IS NULL))
-);"
-    )
-}
-
-/// The statements, for one table.
-struct Sql {
-    claim_any: String,
-    claim_exact: String,
-    extend: String,
-    renew: String,
-    release: String,
-    why_lost: String,
-    reservation: String,
-    restore: String,
-}
-
-impl Sql {
-    fn new(t: &str) -> Sql {
-        // A row is free when released or when its lease expired, on the database's clock.
-        let free = "(claimant IS NULL OR lease_expires_at <= clock_timestamp())";
-        let holder = "coalesce(host(inet_client_addr()), 'local') || ' pid ' || $5::int8";
-        let lease = "clock_timestamp() + $4::int8 * interval '1 millisecond'";
-        // $1 layout, $2 highest node, $3 claimant, $4 TTL (ms), $5 pid.
-        let claim_any = format!(
-            "WITH free AS (
-                SELECT node FROM {t}
-                WHERE layout = $1::text AND node <= $2::int8 AND {free}
-                  AND (reserved_until_ms IS NULL OR reserved_until_ms >= 0)
-                ORDER BY node LIMIT 1
-                FOR UPDATE SKIP LOCKED
-            ), gap AS (
-                SELECT CASE
-                    WHEN NOT EXISTS (SELECT 1 FROM {t} WHERE layout = $1 AND node = 0) THEN 0::int8
-                    ELSE (SELECT min(a.node) + 1 FROM {t} a
-                          WHERE a.layout = $1 AND a.node < $2
-                            AND NOT EXISTS (SELECT 1 FROM {t} b
-                                            WHERE b.layout = $1 AND b.node = a.node + 1))
-                END AS node
-            ), pick AS (
-                SELECT free.node AS existing, gap.node AS missing FROM gap LEFT JOIN free ON true
-            ), upd AS (
-                UPDATE {t} AS r SET claimant = $3::text, holder = {holder}, fence = r.fence + 1,
-                    lease_expires_at = {lease}, claimed_at = clock_timestamp(),
-                    updated_at = clock_timestamp()
-                FROM pick
-                WHERE r.layout = $1 AND r.node = pick.existing
-                  AND (pick.missing IS NULL OR pick.existing < pick.missing)
-                  AND (r.claimant IS NULL OR r.lease_expires_at <= clock_timestamp())
-                RETURNING r.node, r.fence, r.reserved_until_ms
-            ), ins AS (
-                INSERT INTO {t} (layout, node, claimant, holder, fence, lease_expires_at,
-                                 claimed_at, updated_at)
-                SELECT $1, pick.missing, $3, {holder}, 1, {lease}, clock_timestamp(),
-                       clock_timestamp()
-                FROM pick
-                WHERE pick.missing IS NOT NULL
-                  AND (pick.existing IS NULL OR pick.missing < pick.existing)
-                ON CONFLICT (layout, node) DO NOTHING
-                RETURNING node, fence, reserved_until_ms
-            ), bad AS (
-                SELECT node FROM {t}
-                WHERE layout = $1 AND node <= $2 AND {free} AND reserved_until_ms < 0
-            )
-            SELECT pick.existing, pick.missing, got.node, got.fence, got.reserved_until_ms,
-                   (SELECT count(*) FROM bad),
-                   coalesce((SELECT array_agg(node ORDER BY node)
-                             FROM (SELECT node FROM bad ORDER BY node LIMIT {UNUSABLE_NAMED}) n),
-                            '{{}}'::int8[])
-            FROM pick
-            LEFT JOIN (SELECT * FROM upd UNION ALL SELECT * FROM ins) got ON true"
-        );
-        let claim_exact = format!(
-            "INSERT INTO {t} AS r (layout, node, claimant, holder, fence, lease_expires_at,
-                                   claimed_at, updated_at)
-            VALUES ($1::text, $2::int8, $3::text, {holder}, 1, {lease}, clock_timestamp(),
-                    clock_timestamp())
-            ON CONFLICT (layout, node) DO UPDATE
-                SET claimant = EXCLUDED.claimant, holder = EXCLUDED.holder,
-                    fence = r.fence + 1, lease_expires_at = EXCLUDED.lease_expires_at,
-                    claimed_at = EXCLUDED.claimed_at, updated_at = EXCLUDED.updated_at
-                WHERE r.claimant IS NULL OR r.lease_expires_at <= clock_timestamp()
-            RETURNING r.fence, r.reserved_until_ms"
-        );
-        // The claim's identity: $1 layout, $2 node, $3 claimant, $4 fencing counter.
-        let guard = "layout = $1::text AND node = $2::int8 AND claimant = $3::text \
-                     AND fence = $4::int8";
-        let extend = format!(
-            "UPDATE {t} SET reserved_until_ms = greatest(reserved_until_ms, $5::int8),
-                updated_at = clock_timestamp()
-            WHERE {guard} AND lease_expires_at > clock_timestamp()
-            RETURNING 1"
-        );
-        let renew = format!(
-            "UPDATE {t} SET lease_expires_at = clock_timestamp() + $5::int8 * interval '1 millisecond',
-                reserved_until_ms = greatest(reserved_until_ms, $6::int8),
-                updated_at = clock_timestamp()
-            WHERE {guard} AND lease_expires_at > clock_timestamp()
-            RETURNING floor(extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::int8"
-        );
-        let release = format!(
-            "UPDATE {t} SET reserved_until_ms = coalesce($5::int8, reserved_until_ms),
-                fence = fence - $6::int8,
-                claimant = NULL, holder = NULL, lease_expires_at = NULL,
-                updated_at = clock_timestamp()
-            WHERE {guard}
-            RETURNING 1"
-        );
-        let why_lost = format!(
-            "SELECT claimant, fence, lease_expires_at <= clock_timestamp() FROM {t}
-            WHERE layout = $1::text AND node = $2::int8"
-        );
-        // The node's reservation as it is now, for the claim that holds it.
-        let reservation = format!(
-            "SELECT reserved_until_ms FROM {t}
-            WHERE {guard} AND lease_expires_at > clock_timestamp()"
-        );
-        // A holder that lost its claim records the time it used ($3), raising the node's
-        // reservation and nothing else: a row held by a successor keeps its claimant, lease
-        // and fencing counter; a deleted row comes back free, with only the reservation.
-        let restore = format!(
-            "INSERT INTO {t} AS r (layout, node, reserved_until_ms, updated_at)
-            VALUES ($1::text, $2::int8, $3::int8, clock_timestamp())
-            ON CONFLICT (layout, node) DO UPDATE
-                SET reserved_until_ms = greatest(r.reserved_until_ms, EXCLUDED.reserved_until_ms),
-                    updated_at = clock_timestamp()
-            RETURNING 1"
-        );
-        Sql {
-            claim_any,
-            claim_exact,
-            extend,
-            renew,
-            release,
-            why_lost,
-            reservation,
-            restore,
-        }
-    }
 }
