@@ -77,6 +77,32 @@ fn layouts_do_not_share_claims(store: &dyn NodeStore) {
     store.release(b, 0).unwrap();
 }
 
+/// Layouts of one bit shape with epochs 1 s apart (issue 34, case 3) are one node space:
+/// a node held under one is held under the other, and a reservation written under one reads,
+/// under the other, as the same ID value — 1 s later for the later epoch, 1 s earlier for the
+/// earlier one.
+fn layouts_of_one_shape_share_claims_and_compare_id_values(store: &dyn NodeStore) {
+    let early = tiny();
+    let late = Layout::builder()
+        .epoch_ms(early.epoch_ms() + 1_000)
+        .name("tiny-later")
+        .node_field("n", 2)
+        .build()
+        .unwrap();
+    let held = store.claim(&early, NodeRequest::Exact(2)).unwrap();
+    assert!(matches!(
+        store.claim(&late, NodeRequest::Exact(2)),
+        Err(Error::NodeHeld { node: 2, .. })
+    ));
+    store.release(held, 1_800_000_000_000).unwrap();
+    let again = store.claim(&late, NodeRequest::Exact(2)).unwrap();
+    assert_eq!(again.reserved_until_ms(), Some(1_800_000_001_000));
+    store.release(again, 1_800_000_004_000).unwrap();
+    let back = store.claim(&early, NodeRequest::Exact(2)).unwrap();
+    assert_eq!(back.reserved_until_ms(), Some(1_800_000_003_000));
+    store.release(back, 0).unwrap();
+}
+
 fn leased_generators_never_share_a_node_or_an_id(store: Arc<dyn NodeStore>) {
     let layout = tiny();
     let leased: Vec<_> = (0..4)
@@ -340,6 +366,7 @@ fn run_suite(mut make: impl FnMut() -> Arc<dyn NodeStore>) {
     claims_are_exclusive(&*make());
     reservation_survives_release_and_is_read_at_claim(&*make());
     layouts_do_not_share_claims(&*make());
+    layouts_of_one_shape_share_claims_and_compare_id_values(&*make());
     leased_generators_never_share_a_node_or_an_id(make());
 }
 
