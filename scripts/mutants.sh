@@ -48,6 +48,9 @@ MUTANTS=(
     "give_back                monoflake_broken_give_back                 slow  run handover-check --quick"
     "evidence_as_record       monoflake_mutant_evidence_as_record        cheap run handover-check --quick"
     "evidence_as_record_store monoflake_mutant_evidence_as_record        slow  test --test store_conformance file_store_conformance"
+    # Records of one bit shape keyed by state name and compared as Unix ms (issue 34, case 3).
+    "epoch_blind              monoflake_mutant_epoch_blind               cheap test --lib an_epoch_one_second_later_reads_the_record_one_second_later"
+    "epoch_blind_restart      monoflake_mutant_epoch_blind               slow  test --test epochs"
     # The soak against PerThread's known bugs (a full build of the CLI and the soak: slow).
     "exit_stale_soak          monoflake_mutant_exit_stale                slow  chaos 30 35"
     "giveback_soak            monoflake_mutant_giveback_unpublished      slow  chaos 30 35"

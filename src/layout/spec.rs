@@ -1,5 +1,6 @@
 //! A layout as one line of text (`time=41,datacenter=5,worker=5,sequence=12,epoch=…,tick=1ms`):
-//! `FromStr` and `Display` for [`Layout`], and the name node stores keep its state under.
+//! `FromStr` and `Display` for [`Layout`], and the keys node stores keep its state under (its
+//! bit shape, and the name of before).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -137,10 +138,12 @@ impl FromStr for Layout {
 }
 
 impl Layout {
-    /// The name node stores keep this layout's claims and time reservations under (a
-    /// directory of the file store, a key prefix in etcd), so that two different layouts
-    /// never share a node's claim or reservation, and one layout always finds its own
-    /// whatever it is called:
+    /// The name node stores kept this layout's claims and time reservations under before they
+    /// were kept by bit shape ([`Layout::shape_key`]), and still read, as a floor, after the
+    /// upgrade (values under it are Unix ms of exactly this layout). It names the whole
+    /// layout, epoch and tick included — which is why it was wrong as a key: layouts of one
+    /// shape with different epochs make equal IDs, and did not see each other's records.
+    /// One layout always finds its own name whatever it is called:
     ///
     /// * only what decides an ID's bits counts: the time, node and sequence widths, where the
     ///   node bits sit, the epoch and the tick — not field names, how the node bits are split

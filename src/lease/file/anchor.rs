@@ -260,6 +260,46 @@ mod tests {
         clean(&a, 3);
     }
 
+    /// Anchors hold ID values: a layout of the same shape with its epoch 1 s later reads
+    /// one 1 s later. An anchor of before (`v1`, Unix ms of an unnamed layout) reads as the
+    /// reader's own Unix ms; a forged anchor of either kind only ever raises the floor.
+    #[test]
+    fn anchors_are_id_values_and_those_of_before_read_as_the_reader_s_ms() {
+        let a = scoped("epoch");
+        let Some(dir) = &a.dir() else { return };
+        let later = Layout::builder()
+            .node_field("worker", 10)
+            .epoch_ms(layout().epoch_ms() + 1_000)
+            .build()
+            .unwrap();
+        a.write(&layout(), 5, 1_800_000_000_000, false).unwrap();
+        assert_eq!(a.largest(&later, 5), Some(1_800_000_001_000));
+        assert_eq!(a.largest(&layout(), 5), Some(1_800_000_000_000));
+        // Written under the later epoch, read under Twitter's: 1 s earlier, the same IDs.
+        a.write(&later, 5, 1_800_000_002_000, false).unwrap();
+        assert_eq!(a.largest(&layout(), 5), Some(1_800_000_001_000));
+        let plant = |name: String, body: &str| {
+            std::fs::write(std::path::Path::new(DIR).join(&name), body).unwrap();
+            name
+        };
+        // Another user's forged anchors: lower changes nothing, higher raises.
+        let low = plant(
+            format!("{}4242", a.prefix("v2", &layout(), 5)),
+            "until_ms=7\n",
+        );
+        assert_eq!(a.largest(&later, 5), Some(1_800_000_002_000));
+        let old = plant(
+            format!("{}4243", a.prefix("v1", &layout(), 5)),
+            "until_ms=1800000009000\n",
+        );
+        assert_eq!(a.largest(&later, 5), Some(1_800_000_009_000));
+        assert_eq!(a.largest(&layout(), 5), Some(1_800_000_009_000));
+        for name in [low, old] {
+            let _ = rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty());
+        }
+        clean(&a, 5);
+    }
+
     #[test]
     fn the_largest_of_every_user_s_anchor_counts_and_junk_is_passed_over() {
         let a = scoped("largest");

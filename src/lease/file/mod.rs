@@ -29,6 +29,12 @@ use crate::{Error, Layout};
 
 /// A node store in a directory on one host; no server.
 ///
+/// * **Per bit shape**: `<layout>` below is [`Layout::shape_key`] — a preset's name for a
+///   preset's widths and order, whatever the epoch or tick — so every layout whose IDs can
+///   equal another's shares its node claims and reservations, and a reservation holds an ID
+///   value (Unix ms of the preset's clock for a preset's shape, else the time-field value),
+///   read in each claimant's own epoch and tick. A layout's directory of before,
+///   `<dir>/<state name>/` ([`Layout::state_name`]), is read at a claim as a floor.
 /// * **Claim**: one lock file per node ID, `<dir>/<layout>/node-<N>.lock`, locked with
 ///   `flock`. The lock dies with the process — a crash or `kill -9` frees the node — and
 ///   cannot be shared: when every node ID is held the next claimant gets
