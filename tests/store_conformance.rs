@@ -103,6 +103,33 @@ fn layouts_of_one_shape_share_claims_and_compare_id_values(store: &dyn NodeStore
     store.release(back, 0).unwrap();
 }
 
+/// Records of before the upgrade, kept under the layout's state name in its own Unix ms, are
+/// honoured: a reservation there is a floor of the claim, and a live claim there (a holder of
+/// an earlier version) holds the node. `plant(name, node, until_ms, live)` writes such a
+/// record the way an earlier version did.
+fn records_of_before_are_floors_and_their_claims_hold(
+    store: &dyn NodeStore,
+    plant: impl Fn(&str, u64, u64, bool),
+) {
+    let layout = tiny();
+    let old = layout.state_name();
+    assert_ne!(old, layout.shape_key());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    plant(&old, 1, now + 2_000, false);
+    let claim = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    assert_eq!(claim.reserved_until_ms(), Some(now + 2_000));
+    assert!(!claim.recorded(), "{claim:?}");
+    store.abandon(claim).unwrap();
+    plant(&old, 2, now, true);
+    assert!(matches!(
+        store.claim(&layout, NodeRequest::Exact(2)),
+        Err(Error::NodeHeld { node: 2, .. })
+    ));
+}
+
 fn leased_generators_never_share_a_node_or_an_id(store: Arc<dyn NodeStore>) {
     let layout = tiny();
     let leased: Vec<_> = (0..4)
@@ -454,6 +481,31 @@ fn etcd_store_conformance() {
     a_holder_ahead_whose_records_are_cleared_is_not_overlapped(store, clear);
     let (store, clear) = cleared("evidence");
     evidence_alone_is_waited_out(store, clear);
+    let legacy = format!("{run}/legacy");
+    records_of_before_are_floors_and_their_claims_hold(
+        &monoflake::EtcdStore::connect(
+            &[&etcd.endpoint],
+            &legacy,
+            std::time::Duration::from_secs(3),
+        )
+        .unwrap(),
+        |name, node, until, live| {
+            let put = |key: String, value: String| {
+                let (ok, out) = etcd.ctl(None, &["put", &key, &value]);
+                assert!(ok, "{out}");
+            };
+            put(
+                format!("{legacy}/{name}/reservation/{node}"),
+                until.to_string(),
+            );
+            if live {
+                put(
+                    format!("{legacy}/{name}/node/{node}"),
+                    "pid 1 lease 0".into(),
+                );
+            }
+        },
+    );
 }
 
 #[cfg(feature = "postgres")]
@@ -514,4 +566,19 @@ fn postgres_store_conformance() {
     evidence_alone_is_waited_out(Arc::new(store(&evidence, 3)), || {
         pg.psql(&format!("DELETE FROM {evidence}"));
     });
+    let legacy = format!("{run}_legacy");
+    records_of_before_are_floors_and_their_claims_hold(
+        &store(&legacy, 3),
+        |name, node, until, live| {
+            let (claimant, expires) = if live {
+                ("'old'", "clock_timestamp() + interval '1 hour'")
+            } else {
+                ("NULL", "NULL")
+            };
+            pg.psql(&format!(
+            "INSERT INTO {legacy} (layout, node, claimant, fence, lease_expires_at, reserved_until_ms)
+             VALUES ('{name}', {node}, {claimant}, 1, {expires}, {until})"
+        ));
+        },
+    );
 }
