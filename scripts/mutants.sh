@@ -59,6 +59,9 @@ MUTANTS=(
     # statements that name the table without its schema (found through search_path).
     "sync_commit_local        monoflake_mutant_sync_commit_local         cheap test --features postgres --lib only_on_and_remote_apply_are_durable"
     "search_path_table        monoflake_mutant_search_path_table         cheap test --features postgres --test postgres stores_with_different_search_paths_share_one_table"
+    # Records of one bit shape keyed by state name and compared as Unix ms (issue 34, case 3).
+    "epoch_blind              monoflake_mutant_epoch_blind               cheap test --lib an_epoch_one_second_later_reads_the_record_one_second_later"
+    "epoch_blind_restart      monoflake_mutant_epoch_blind               slow  test --test epochs"
     # The soak against PerThread's known bugs (a full build of the CLI and the soak: slow).
     "exit_stale_soak          monoflake_mutant_exit_stale                slow  chaos 30 35"
     "giveback_soak            monoflake_mutant_giveback_unpublished      slow  chaos 30 35"

@@ -276,8 +276,12 @@ pub enum Error {
     },
     /// The node's time reservation is further ahead of this clock than the tolerance
     /// ([`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)):
-    /// a holder once ran with its clock ahead, or this clock is behind. Issuing under it would
-    /// stamp IDs with that future time, or stall until the clock gets there.
+    /// a holder once ran with its clock ahead, or this clock is behind — or this layout's epoch
+    /// was moved later (or its tick made longer) than a layout of the same bit shape that used
+    /// the node: reservations are ID values shared by every layout of a shape
+    /// ([`Layout::shape_key`](crate::Layout::shape_key)), and a moved epoch reads them ahead by
+    /// as much as it moved. Issuing under it would stamp IDs with that future time, or stall
+    /// until the clock gets there; issuing below it would repeat IDs.
     #[non_exhaustive]
     ReservationAhead {
         /// The node ID.
@@ -559,8 +563,11 @@ impl fmt::Display for Error {
                     f,
                     "node {node}'s time reservation runs to {} (unix ms {reserved_until_ms}), \
                      {} ahead of this clock, more than the {} accepted: a holder once ran with \
-                     its clock ahead, or this clock is behind. Check the clock or use another \
-                     node; if this clock is wrong now and was right then, trust the reservation \
+                     its clock ahead, this clock is behind, or this layout's epoch was moved \
+                     later or its tick made longer than those of a layout of the same bit \
+                     shape that used the node (reservations are ID values, shared by every \
+                     layout of a shape). Check the clock and the layout or use another node; \
+                     if this clock is wrong now and was right then, trust the reservation \
                      (GeneratorBuilder::trust_future_reservation)",
                     crate::id::rfc3339(*reserved_until_ms),
                     human_duration(*ahead),

@@ -77,6 +77,59 @@ fn layouts_do_not_share_claims(store: &dyn NodeStore) {
     store.release(b, 0).unwrap();
 }
 
+/// Layouts of one bit shape with epochs 1 s apart (issue 34, case 3) are one node space:
+/// a node held under one is held under the other, and a reservation written under one reads,
+/// under the other, as the same ID value — 1 s later for the later epoch, 1 s earlier for the
+/// earlier one.
+fn layouts_of_one_shape_share_claims_and_compare_id_values(store: &dyn NodeStore) {
+    let early = tiny();
+    let late = Layout::builder()
+        .epoch_ms(early.epoch_ms() + 1_000)
+        .name("tiny-later")
+        .node_field("n", 2)
+        .build()
+        .unwrap();
+    let held = store.claim(&early, NodeRequest::Exact(2)).unwrap();
+    assert!(matches!(
+        store.claim(&late, NodeRequest::Exact(2)),
+        Err(Error::NodeHeld { node: 2, .. })
+    ));
+    store.release(held, 1_800_000_000_000).unwrap();
+    let again = store.claim(&late, NodeRequest::Exact(2)).unwrap();
+    assert_eq!(again.reserved_until_ms(), Some(1_800_000_001_000));
+    store.release(again, 1_800_000_004_000).unwrap();
+    let back = store.claim(&early, NodeRequest::Exact(2)).unwrap();
+    assert_eq!(back.reserved_until_ms(), Some(1_800_000_003_000));
+    store.release(back, 0).unwrap();
+}
+
+/// Records of before the upgrade, kept under the layout's state name in its own Unix ms, are
+/// honoured: a reservation there is a floor of the claim, and a live claim there (a holder of
+/// an earlier version) holds the node. `plant(name, node, until_ms, live)` writes such a
+/// record the way an earlier version did.
+fn records_of_before_are_floors_and_their_claims_hold(
+    store: &dyn NodeStore,
+    plant: impl Fn(&str, u64, u64, bool),
+) {
+    let layout = tiny();
+    let old = layout.state_name();
+    assert_ne!(old, layout.shape_key());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    plant(&old, 1, now + 2_000, false);
+    let claim = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    assert_eq!(claim.reserved_until_ms(), Some(now + 2_000));
+    assert!(!claim.recorded(), "{claim:?}");
+    store.abandon(claim).unwrap();
+    plant(&old, 2, now, true);
+    assert!(matches!(
+        store.claim(&layout, NodeRequest::Exact(2)),
+        Err(Error::NodeHeld { node: 2, .. })
+    ));
+}
+
 fn leased_generators_never_share_a_node_or_an_id(store: Arc<dyn NodeStore>) {
     let layout = tiny();
     let leased: Vec<_> = (0..4)
@@ -340,6 +393,7 @@ fn run_suite(mut make: impl FnMut() -> Arc<dyn NodeStore>) {
     claims_are_exclusive(&*make());
     reservation_survives_release_and_is_read_at_claim(&*make());
     layouts_do_not_share_claims(&*make());
+    layouts_of_one_shape_share_claims_and_compare_id_values(&*make());
     leased_generators_never_share_a_node_or_an_id(make());
 }
 
@@ -427,6 +481,31 @@ fn etcd_store_conformance() {
     a_holder_ahead_whose_records_are_cleared_is_not_overlapped(store, clear);
     let (store, clear) = cleared("evidence");
     evidence_alone_is_waited_out(store, clear);
+    let legacy = format!("{run}/legacy");
+    records_of_before_are_floors_and_their_claims_hold(
+        &monoflake::EtcdStore::connect(
+            &[&etcd.endpoint],
+            &legacy,
+            std::time::Duration::from_secs(3),
+        )
+        .unwrap(),
+        |name, node, until, live| {
+            let put = |key: String, value: String| {
+                let (ok, out) = etcd.ctl(None, &["put", &key, &value]);
+                assert!(ok, "{out}");
+            };
+            put(
+                format!("{legacy}/{name}/reservation/{node}"),
+                until.to_string(),
+            );
+            if live {
+                put(
+                    format!("{legacy}/{name}/node/{node}"),
+                    "pid 1 lease 0".into(),
+                );
+            }
+        },
+    );
 }
 
 #[cfg(feature = "postgres")]
@@ -487,4 +566,19 @@ fn postgres_store_conformance() {
     evidence_alone_is_waited_out(Arc::new(store(&evidence, 3)), || {
         pg.psql(&format!("DELETE FROM {evidence}"));
     });
+    let legacy = format!("{run}_legacy");
+    records_of_before_are_floors_and_their_claims_hold(
+        &store(&legacy, 3),
+        |name, node, until, live| {
+            let (claimant, expires) = if live {
+                ("'old'", "clock_timestamp() + interval '1 hour'")
+            } else {
+                ("NULL", "NULL")
+            };
+            pg.psql(&format!(
+            "INSERT INTO {legacy} (layout, node, claimant, fence, lease_expires_at, reserved_until_ms)
+             VALUES ('{name}', {node}, {claimant}, 1, {expires}, {until})"
+        ));
+        },
+    );
 }

@@ -245,7 +245,7 @@ fn untrusted_records_are_refused_and_any_node_skips_them() {
         .epoch_ms(1_288_834_974_657)
         .build()
         .unwrap();
-    let dir = state.join(&*layout.state_name());
+    let dir = state.join(&*layout.shape_key());
     drop(store.claim(&layout, NodeRequest::Exact(7)).unwrap()); // makes the layout's directory
     let victim = base.path().join("victim");
     std::fs::write(&victim, "secret").unwrap();

@@ -137,10 +137,18 @@ impl PyLayout {
         self.layout.to_string()
     }
 
-    /// The name node stores keep this layout's claims under.
+    /// The name node stores kept this layout's claims under before they were kept by bit
+    /// shape (still read as a floor).
     #[getter]
     fn state_name(&self) -> String {
         self.layout.state_name().into_owned()
+    }
+
+    /// The key node stores keep this layout's claims and reservations under: its bit shape,
+    /// shared by every layout whose IDs can be equal (`Layout::shape_key`).
+    #[getter]
+    fn shape_key(&self) -> String {
+        self.layout.shape_key().into_owned()
     }
 
     #[getter]

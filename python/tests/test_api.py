@@ -74,6 +74,7 @@ def test_layout_presets_specs_and_custom():
     epoch = datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
     assert custom.expires_at == epoch + datetime.timedelta(milliseconds=1 << 40)
     assert custom.state_name.startswith("custom-")
+    assert custom.shape_key == "t40-n12-s11-node-high"
     spec = monoflake.Layout("time=41,worker=10,sequence=12,epoch=2024-01-01")
     assert spec.epoch_ms == 1_704_067_200_000 and spec.max_sequence == 4095
 

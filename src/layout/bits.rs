@@ -285,6 +285,26 @@ impl Layout {
         unix_ms.saturating_sub(self.epoch_ms) / self.tick_ms
     }
 
+    /// How many time-field values start before the Unix millisecond `until_ms`: the first
+    /// time-field value whose tick starts at or after it (0 up to the epoch). A reservation
+    /// "no tick starting at or after `until_ms` was issued" is, as an ID value, "every time
+    /// field issued is below `ticks_before(until_ms)`" — what node stores compare, so that
+    /// layouts of one bit shape with different epochs or ticks never issue one ID value
+    /// twice ([`Layout::shape_key`]). [`Layout::unix_ms_of_tick`] is the way back.
+    ///
+    /// ```
+    /// let layout = monoflake::Layout::sonyflake(); // 10 ms ticks
+    /// assert_eq!(layout.ticks_before(layout.epoch_ms() + 20), 2);
+    /// assert_eq!(layout.ticks_before(layout.epoch_ms() + 21), 3);
+    /// assert_eq!(layout.ticks_before(0), 0);
+    /// assert_eq!(layout.unix_ms_of_tick(layout.ticks_before(layout.epoch_ms() + 21)), layout.epoch_ms() + 30);
+    /// ```
+    pub const fn ticks_before(&self, until_ms: u64) -> u64 {
+        until_ms
+            .saturating_sub(self.epoch_ms)
+            .div_ceil(self.tick_ms)
+    }
+
     /// The Unix millisecond at which a time-field value starts.
     ///
     /// ```

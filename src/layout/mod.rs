@@ -5,8 +5,8 @@
 //!   that read it;
 //! * `builder.rs`: [`LayoutBuilder`] and the validation every layout passes;
 //! * `epoch.rs`: an epoch as text (Unix ms or RFC 3339), for the builder and the spec;
-//! * `spec.rs`: a layout as one line of text (`FromStr`, `Display`), and the name node stores
-//!   keep its state under (`Layout::state_name`).
+//! * `spec.rs`: a layout as one line of text (`FromStr`, `Display`), and the key node stores
+//!   keep its state under (`Layout::shape_key`; `Layout::state_name`, the key of before).
 //!
 //! This file only hands names on. The arrows run one way: `builder` uses `presets`, `bits`
 //! and `epoch`, `presets` uses `bits`, `bits` and `epoch` use none of them; `spec` uses

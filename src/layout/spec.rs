@@ -1,5 +1,6 @@
 //! A layout as one line of text (`time=41,datacenter=5,worker=5,sequence=12,epoch=…,tick=1ms`):
-//! `FromStr` and `Display` for [`Layout`], and the name node stores keep its state under.
+//! `FromStr` and `Display` for [`Layout`], and the keys node stores keep its state under (its
+//! bit shape, and the name of before).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -137,10 +138,12 @@ impl FromStr for Layout {
 }
 
 impl Layout {
-    /// The name node stores keep this layout's claims and time reservations under (a
-    /// directory of the file store, a key prefix in etcd), so that two different layouts
-    /// never share a node's claim or reservation, and one layout always finds its own
-    /// whatever it is called:
+    /// The name node stores kept this layout's claims and time reservations under before they
+    /// were kept by bit shape ([`Layout::shape_key`]), and still read, as a floor, after the
+    /// upgrade (values under it are Unix ms of exactly this layout). It names the whole
+    /// layout, epoch and tick included — which is why it was wrong as a key: layouts of one
+    /// shape with different epochs make equal IDs, and did not see each other's records.
+    /// One layout always finds its own name whatever it is called:
     ///
     /// * only what decides an ID's bits counts: the time, node and sequence widths, where the
     ///   node bits sit, the epoch and the tick — not field names, how the node bits are split
@@ -178,6 +181,61 @@ impl Layout {
         );
         Cow::Owned(format!("custom-{:016x}", hasher.finish()))
     }
+}
+
+impl Layout {
+    /// The key node stores keep this layout's node claims and time reservations under: its
+    /// **bit shape** — the time, node and sequence widths and where the node bits sit — and
+    /// nothing else. Layouts of one shape can make equal IDs whatever their epochs, ticks or
+    /// names (an ID of one is an ID of the other at another instant), so they are one node
+    /// space: they share claims, and their reservations compare as ID values
+    /// ([`Layout::ticks_before`]), not as times.
+    ///
+    /// * a layout shaped as a preset uses the preset's name (`twitter`, …), as its
+    ///   [`state_name`](Layout::state_name) did before, so a preset's records stay where they
+    ///   were;
+    /// * any other, `t<time>-n<node>-s<sequence>-node-high` (or `-node-low`, for node bits
+    ///   below the sequence), the shape itself.
+    ///
+    /// ```
+    /// use monoflake::Layout;
+    ///
+    /// assert_eq!(Layout::twitter().shape_key(), "twitter");
+    /// // Twitter's bit shape with another epoch: IDs that can equal Twitter's, one node space.
+    /// let moved: Layout = "time=41,worker=10,sequence=12,epoch=2024-01-01".parse()?;
+    /// assert_eq!(moved.shape_key(), "twitter");
+    /// assert_ne!(moved.state_name(), moved.shape_key());
+    /// let custom: Layout = "time=40,worker=11,sequence=12,epoch=2024-01-01".parse()?;
+    /// assert_eq!(custom.shape_key(), "t40-n11-s12-node-high");
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn shape_key(&self) -> Cow<'static, str> {
+        if let Some(preset) = ALL_PRESETS.iter().find(|p| same_bits(&p.layout(), self)) {
+            return Cow::Borrowed(preset.name);
+        }
+        let (time, node, sequence, node_low, _, _) = id_shape(self);
+        let order = if node_low { "node-low" } else { "node-high" };
+        Cow::Owned(format!("t{time}-n{node}-s{sequence}-{order}"))
+    }
+
+    /// The clock the values stored under [`Layout::shape_key`] are written in, as
+    /// `(epoch_ms, tick_ms)`: the preset's, for a preset's shape (so a preset's records read
+    /// as they always did), else epoch 0 and 1 ms (the value is the time-field value).
+    pub(crate) fn shape_clock(&self) -> (u64, u64) {
+        ALL_PRESETS
+            .iter()
+            .find(|p| same_bits(&p.layout(), self))
+            .map_or((0, 1), |p| {
+                let l = p.layout();
+                (l.epoch_ms(), l.tick_ms())
+            })
+    }
+}
+
+/// The same bit shape (widths and order; epoch and tick aside): see [`Layout::shape_key`].
+fn same_bits(a: &Layout, b: &Layout) -> bool {
+    let (x, y) = (id_shape(a), id_shape(b));
+    (x.0, x.1, x.2, x.3) == (y.0, y.1, y.2, y.3)
 }
 
 /// What decides an ID's bits: the widths, where the node bits sit, the epoch and the tick.
@@ -517,6 +575,52 @@ mod tests {
                 proptest::prop_assert!(same_shape(&back, &layout), "{}", text);
                 proptest::prop_assert_eq!(back.to_string(), text);
                 proptest::prop_assert_eq!(back.state_name(), layout.state_name());
+            }
+        }
+
+        /// Two layouts share a shape key exactly when their IDs can be equal: the same time,
+        /// node and sequence widths in the same order, whatever their epochs, ticks, names
+        /// and field splits.
+        #[test]
+        fn equal_shapes_share_a_key_and_different_shapes_never(
+            a in (1u32..43, 0u32..12, 1u32..14, proptest::bool::ANY),
+            b in (1u32..43, 0u32..12, 1u32..14, proptest::bool::ANY),
+            same: bool,
+            epochs in (0u64..1_700_000_000_000, 0u64..1_700_000_000_000),
+            ticks in (proptest::sample::select(vec![1u64, 10, 1000]), proptest::sample::select(vec![1u64, 10, 1000])),
+            split: u32,
+        ) {
+            let b = if same { a } else { b };
+            let build = |(time, node, sequence, low): (u32, u32, u32, bool), epoch, tick, split: u32| {
+                let mut builder = Layout::builder()
+                    .time_bits(time)
+                    .sequence_bits(sequence)
+                    .node_below_sequence(low)
+                    .epoch_ms(epoch)
+                    .tick_ms(tick)
+                    .allow_sign_bit(true);
+                // The node bits in one field or two: how they are split never counts.
+                let first = if node == 0 { 0 } else { split % (node + 1) };
+                for (name, bits) in [("hi", first), ("lo", node - first)] {
+                    if bits > 0 {
+                        builder = builder.node_field(name, bits);
+                    }
+                }
+                builder.build()
+            };
+            if let (Ok(x), Ok(y)) = (
+                build(a, epochs.0, ticks.0, split),
+                build(b, epochs.1, ticks.1, split / 7),
+            ) {
+                let equal = (x.time_bits(), x.node_bits(), x.sequence_bits(),
+                             x.node_below_sequence() && x.node_bits() > 0)
+                    == (y.time_bits(), y.node_bits(), y.sequence_bits(),
+                        y.node_below_sequence() && y.node_bits() > 0);
+                proptest::prop_assert_eq!(x.shape_key() == y.shape_key(), equal,
+                    "{} / {}", x, y);
+                if equal {
+                    proptest::prop_assert_eq!(x.shape_clock(), y.shape_clock());
+                }
             }
         }
 

@@ -12,8 +12,8 @@ use etcd_client::{
 };
 
 use super::etcd_options::EtcdOptions;
-use super::handover;
 use super::store::{Claim, NodeRequest, NodeStore};
+use super::{handover, shape};
 use crate::{Error, Layout};
 
 /// The default lease TTL of an [`EtcdStore`].
@@ -21,9 +21,13 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
 /// A node store in etcd, for clusters (feature `etcd`).
 ///
-/// Keys live under a prefix (default `/monoflake`), per layout:
-/// `<prefix>/<layout>/node/<N>` marks a claim and `<prefix>/<layout>/reservation/<N>` holds the
-/// node's reservation (Unix ms, decimal).
+/// Keys live under a prefix (default `/monoflake`), per bit shape ([`Layout::shape_key`]: every
+/// layout whose IDs can equal another's shares its node claims and reservations):
+/// `<prefix>/<shape>/node/<N>` marks a claim and `<prefix>/<shape>/reservation/<N>` holds the
+/// node's reservation, decimal, as an ID value (Unix ms of the preset's clock for a preset's
+/// shape, else the time-field value), so that layouts with different epochs or ticks compare
+/// what they used. A layout's keys of before (`<prefix>/<state name>/…`, Unix ms of that
+/// layout) are read at a claim as a floor, and a live claim key there makes the node held.
 ///
 /// * **Claim**: one transaction that creates the node key only if it is absent, attached to a
 ///   fresh lease of `ttl`, and reads the reservation key in the same step.
@@ -82,9 +86,13 @@ struct EtcdClaim {
     create_revision: i64,
     node_key: String,
     reservation_key: String,
-    /// `<prefix>/<layout>/restored/<N>/`: records written back by holders whose keys were
+    /// `<prefix>/<shape>/restored/<N>/`: records written back by holders whose keys were
     /// deleted under them ([`NodeStore::restore`]), one key per holder's lease.
     restored_prefix: String,
+    /// The layout claimed for: the values stored are ID values of its shape (`shape.rs`).
+    layout: Layout,
+    /// What the layout's keys of before said, as a floor in its Unix ms (read at the claim).
+    legacy: Option<u64>,
     keep_alive: Mutex<Option<(LeaseKeeper, LeaseKeepAliveStream)>>,
 }
 
@@ -196,7 +204,12 @@ impl EtcdStore {
 
     /// A node's keys: the claim, the reservation and the prefix of restored records.
     fn keys(&self, layout: &Layout, node: u64) -> (String, String, String) {
-        let base = format!("{}/{}", self.prefix, layout.state_name());
+        self.keys_under(&shape::key(layout), node)
+    }
+
+    /// A node's keys under `name`: a shape key, or a layout's state name of before.
+    fn keys_under(&self, name: &str, node: u64) -> (String, String, String) {
+        let base = format!("{}/{name}", self.prefix);
         (
             format!("{base}/node/{node}"),
             format!("{base}/reservation/{node}"),
@@ -217,7 +230,7 @@ impl EtcdStore {
                 .parse::<u64>()
                 .map_err(|_| Error::DamagedReservation {
                     path: kv.key_str().unwrap_or("?").into(),
-                    reason: format!("it holds {text:?}, not a reservation (Unix ms)"),
+                    reason: format!("it holds {text:?}, not a reservation (a decimal number)"),
                 })?;
             largest = handover::reservation_of([largest, Some(until)]);
         }
@@ -229,20 +242,31 @@ impl EtcdStore {
     fn try_node(&self, layout: &Layout, node: u64, lease: i64) -> Result<Found, Error> {
         let (node_key, reservation_key, restored_prefix) = self.keys(layout, node);
         let holder = format!("pid {} lease {lease:x}", std::process::id());
-        let txn = Txn::new()
-            .when([Compare::version(node_key.as_str(), CompareOp::Equal, 0)])
-            .and_then([
-                TxnOp::put(
-                    node_key.as_str(),
-                    holder,
-                    Some(PutOptions::new().with_lease(lease)),
-                ),
-                TxnOp::get(reservation_key.as_str(), None),
-                TxnOp::get(
-                    restored_prefix.as_str(),
-                    Some(GetOptions::new().with_prefix()),
-                ),
-            ]);
+        let mut free = vec![Compare::version(node_key.as_str(), CompareOp::Equal, 0)];
+        let mut ops = vec![
+            TxnOp::put(
+                node_key.as_str(),
+                holder,
+                Some(PutOptions::new().with_lease(lease)),
+            ),
+            TxnOp::get(reservation_key.as_str(), None),
+            TxnOp::get(
+                restored_prefix.as_str(),
+                Some(GetOptions::new().with_prefix()),
+            ),
+        ];
+        // The layout's keys of before: a claim there (a holder of an earlier version) makes
+        // the node held; their reservation is a floor.
+        if let Some(old) = shape::legacy_key(layout) {
+            let (old_node, old_reservation, old_restored) = self.keys_under(&old, node);
+            free.push(Compare::version(old_node.as_str(), CompareOp::Equal, 0));
+            ops.push(TxnOp::get(old_reservation.as_str(), None));
+            ops.push(TxnOp::get(
+                old_restored.as_str(),
+                Some(GetOptions::new().with_prefix()),
+            ));
+        }
+        let txn = Txn::new().when(free).and_then(ops);
         let mut client = self.client.clone();
         let response = self.run("claim", client.txn(txn))?;
         if !response.succeeded() {
@@ -260,11 +284,19 @@ impl EtcdStore {
                 _ => None,
             })
             .unwrap_or(false);
-        let reserved = match Self::largest(gets.iter().filter_map(|op| match op {
-            TxnOpResponse::Get(get) => Some(get),
-            _ => None,
-        })) {
-            Ok(reserved) => reserved,
+        let answers: Vec<_> = gets
+            .iter()
+            .filter_map(|op| match op {
+                TxnOpResponse::Get(get) => Some(get),
+                _ => None,
+            })
+            .collect();
+        // The shape's keys hold ID values; the keys of before, this layout's Unix ms.
+        let read = Self::largest(answers.iter().take(2).copied())
+            .map(|r| r.map(|v| shape::from_stored(layout, v)))
+            .and_then(|now| Ok((now, Self::largest(answers.iter().skip(2).copied())?)));
+        let (reserved, legacy) = match read {
+            Ok((now, before)) => (handover::reservation_of([now, before]), before),
             Err(damaged) => {
                 let undo = Txn::new()
                     .when([Compare::create_revision(
@@ -286,6 +318,8 @@ impl EtcdStore {
                 node_key,
                 reservation_key,
                 restored_prefix,
+                layout: layout.clone(),
+                legacy,
                 keep_alive: Mutex::new(None),
             },
         );
@@ -420,7 +454,7 @@ impl NodeStore for EtcdStore {
         let token = self.token(claim)?;
         let txn = token.guarded([TxnOp::put(
             token.reservation_key.as_str(),
-            until_ms.to_string(),
+            shape::to_stored(&token.layout, until_ms).to_string(),
             None,
         )]);
         let mut client = self.client.clone();
@@ -505,13 +539,17 @@ impl NodeStore for EtcdStore {
         ]);
         let mut client = self.client.clone();
         let response = self.run("read the reservation", client.txn(txn))?;
-        Self::largest(response.op_responses().iter().filter_map(|op| match op {
+        let now = Self::largest(response.op_responses().iter().filter_map(|op| match op {
             TxnOpResponse::Get(get) => Some(get),
             _ => None,
-        }))
+        }))?;
+        Ok(handover::reservation_of([
+            now.map(|v| shape::from_stored(&token.layout, v)),
+            token.legacy,
+        ]))
     }
 
-    /// Puts `<prefix>/<layout>/restored/<N>/<lease>`: a key of this holder's own, with no
+    /// Puts `<prefix>/<shape>/restored/<N>/<lease>`: a key of this holder's own, with no
     /// lease (it outlives the holder), never replacing another's.
     fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let token = self.token(claim)?;
@@ -519,7 +557,11 @@ impl NodeStore for EtcdStore {
         let mut client = self.client.clone();
         self.run(
             "restore the reservation",
-            client.put(key.as_str(), until_ms.to_string(), None),
+            client.put(
+                key.as_str(),
+                shape::to_stored(&token.layout, until_ms).to_string(),
+                None,
+            ),
         )
         .map(drop)
     }
@@ -538,7 +580,11 @@ impl NodeStore for EtcdStore {
     fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
         let token = self.token(&claim)?;
         let txn = token.guarded([
-            TxnOp::put(token.reservation_key.as_str(), until_ms.to_string(), None),
+            TxnOp::put(
+                token.reservation_key.as_str(),
+                shape::to_stored(&token.layout, until_ms).to_string(),
+                None,
+            ),
             TxnOp::delete(token.node_key.as_str(), None),
         ]);
         let mut client = self.client.clone();

@@ -28,6 +28,7 @@ mod keeper;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_options;
+mod shape;
 mod status;
 mod store;
 

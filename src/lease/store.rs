@@ -109,6 +109,16 @@ impl Claim {
         self
     }
 
+    /// The claim with `floor` (Unix ms) merged into its reservation, the larger kept; whether
+    /// the node's own record was there is unchanged. For a store that reads more than one
+    /// record of a node (the records of before they were kept by bit shape).
+    #[must_use]
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn with_floor(mut self, floor: Option<u64>) -> Self {
+        self.reserved_until_ms = super::handover::reservation_of([self.reserved_until_ms, floor]);
+        self
+    }
+
     /// Whether the node's own reservation record was there at the claim (see
     /// [`Claim::evidence_only`]); `true` whenever a reservation was read, unless the store
     /// said otherwise.

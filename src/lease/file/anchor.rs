@@ -10,9 +10,18 @@
 //! writes what its reservation says to an anchor the whole host can read, and a claim starts
 //! above the largest anchor of its node as above its own record:
 //!
-//! * `/var/tmp/monoflake-anchor-v1.<shape>.node-<N>.uid-<U>`, one per node, bit shape (as the
+//! * `/var/tmp/monoflake-anchor-v2.<shape>.node-<N>.uid-<U>`, one per node, bit shape (as the
 //!   host-wide claim names it) and user; written with the reservation (the same value, the
 //!   same `fsync`s), by a temporary file renamed over it;
+//! * the value is an ID value, as the records hold it (`shape.rs`: the shape's clock), so
+//!   that layouts of one shape with different epochs or ticks read what the others used;
+//!   an anchor of before (`monoflake-anchor-v1.…`, Unix ms of a writer whose epoch it does
+//!   not say) is still read, as Unix ms of the claimant's own layout. That reading is exact
+//!   for the layout that wrote it — the only one such an anchor ever protected — and a
+//!   floor a claimant with an earlier epoch reads higher (a refusal, never a duplicate); a
+//!   claimant whose epoch is later than the writer's reads it lower than the ID values it
+//!   stands for, which is what it protected before either. Such anchors are never written
+//!   again, and one written before the upgrade is in the past within a reservation window;
 //! * `/var/tmp` is the one directory every user of a host may write that survives a reboot
 //!   and that only its owner (root) may take entries from others in (the sticky bit); it is
 //!   used only when it is root's and sticky, else no anchor is read or written;
@@ -102,28 +111,39 @@ impl Anchors {
         self.dir().is_some()
     }
 
-    /// The name every user's anchor of `node` of `layout`'s shape starts with.
-    fn prefix(&self, layout: &Layout, node: u64) -> String {
+    /// The name every user's anchor of `node` of `layout`'s shape starts with: `v2`, those
+    /// written now (ID values); `v1`, those of before (Unix ms of an unknown layout).
+    fn prefix(&self, version: &str, layout: &Layout, node: u64) -> String {
         let scope = self
             .scope
             .as_deref()
             .map_or_else(String::new, |s| format!("test-{s}."));
         format!(
-            "monoflake-anchor-v1.{scope}{}.node-{node}.uid-",
+            "monoflake-anchor-{version}.{scope}{}.node-{node}.uid-",
             super::host::shape(layout)
         )
     }
 
-    /// The largest anchor of `node`, any user's (`None`: no anchor, or none usable).
+    /// The largest anchor of `node`, any user's, in `layout`'s Unix ms (`None`: no anchor,
+    /// or none usable).
     pub(super) fn largest(&self, layout: &Layout, node: u64) -> Option<u64> {
         let dir = self.dir()?;
-        let prefix = self.prefix(layout, node);
+        let current = self.prefix("v2", layout, node);
+        let before = self.prefix("v1", layout, node);
         let entries = rustix::fs::Dir::read_from(&dir).ok()?;
         entries
             .flatten()
-            .filter(|e| e.file_name().to_bytes().starts_with(prefix.as_bytes()))
             .filter(|e| !e.file_name().to_bytes().contains(&b'~'))
-            .filter_map(|e| read(&dir, e.file_name().to_bytes()))
+            .filter_map(|e| {
+                let name = e.file_name().to_bytes();
+                if name.starts_with(current.as_bytes()) {
+                    read(&dir, name).map(|v| crate::lease::shape::from_stored(layout, v))
+                } else if name.starts_with(before.as_bytes()) {
+                    read(&dir, name)
+                } else {
+                    None
+                }
+            })
             .max()
     }
 
@@ -141,11 +161,12 @@ impl Anchors {
             return Ok(());
         };
         let dir = &dir;
-        let name = format!("{}{}", self.prefix(layout, node), self.uid);
+        let name = format!("{}{}", self.prefix("v2", layout, node), self.uid);
+        let stored = crate::lease::shape::to_stored(layout, until_ms);
         let until = if at_least {
-            read(dir, name.as_bytes()).map_or(until_ms, |now| now.max(until_ms))
+            read(dir, name.as_bytes()).map_or(stored, |now| now.max(stored))
         } else {
-            until_ms
+            stored
         };
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(|_| Errno::IO)?;
@@ -215,7 +236,7 @@ mod tests {
 
     fn clean(a: &Anchors, node: u64) {
         if let Some(dir) = &a.dir() {
-            let name = format!("{}{}", a.prefix(&layout(), node), a.uid);
+            let name = format!("{}{}", a.prefix("v2", &layout(), node), a.uid);
             let _ = rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty());
         }
     }
@@ -239,11 +260,51 @@ mod tests {
         clean(&a, 3);
     }
 
+    /// Anchors hold ID values: a layout of the same shape with its epoch 1 s later reads
+    /// one 1 s later. An anchor of before (`v1`, Unix ms of an unnamed layout) reads as the
+    /// reader's own Unix ms; a forged anchor of either kind only ever raises the floor.
+    #[test]
+    fn anchors_are_id_values_and_those_of_before_read_as_the_reader_s_ms() {
+        let a = scoped("epoch");
+        let Some(dir) = &a.dir() else { return };
+        let later = Layout::builder()
+            .node_field("worker", 10)
+            .epoch_ms(layout().epoch_ms() + 1_000)
+            .build()
+            .unwrap();
+        a.write(&layout(), 5, 1_800_000_000_000, false).unwrap();
+        assert_eq!(a.largest(&later, 5), Some(1_800_000_001_000));
+        assert_eq!(a.largest(&layout(), 5), Some(1_800_000_000_000));
+        // Written under the later epoch, read under Twitter's: 1 s earlier, the same IDs.
+        a.write(&later, 5, 1_800_000_002_000, false).unwrap();
+        assert_eq!(a.largest(&layout(), 5), Some(1_800_000_001_000));
+        let plant = |name: String, body: &str| {
+            std::fs::write(std::path::Path::new(DIR).join(&name), body).unwrap();
+            name
+        };
+        // Another user's forged anchors: lower changes nothing, higher raises.
+        let low = plant(
+            format!("{}4242", a.prefix("v2", &layout(), 5)),
+            "until_ms=7\n",
+        );
+        assert_eq!(a.largest(&later, 5), Some(1_800_000_002_000));
+        let old = plant(
+            format!("{}4243", a.prefix("v1", &layout(), 5)),
+            "until_ms=1800000009000\n",
+        );
+        assert_eq!(a.largest(&later, 5), Some(1_800_000_009_000));
+        assert_eq!(a.largest(&layout(), 5), Some(1_800_000_009_000));
+        for name in [low, old] {
+            let _ = rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty());
+        }
+        clean(&a, 5);
+    }
+
     #[test]
     fn the_largest_of_every_user_s_anchor_counts_and_junk_is_passed_over() {
         let a = scoped("largest");
         let Some(dir) = &a.dir() else { return };
-        let prefix = a.prefix(&layout(), 9);
+        let prefix = a.prefix("v2", &layout(), 9);
         let plant = |uid: &str, body: &str| {
             let name = format!("{prefix}{uid}");
             let _ = rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty());

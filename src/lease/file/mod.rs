@@ -23,12 +23,18 @@ use self::record::Parsed;
 use self::trust::{
     Meta, TrustedDir, absolute, fstat, lstat_at, open_state_dir, open_subdir, stat_path,
 };
-use super::handover;
 use super::store::{Claim, NodeRequest, NodeStore};
+use super::{handover, shape};
 use crate::{Error, Layout};
 
 /// A node store in a directory on one host; no server.
 ///
+/// * **Per bit shape**: `<layout>` below is [`Layout::shape_key`] — a preset's name for a
+///   preset's widths and order, whatever the epoch or tick — so every layout whose IDs can
+///   equal another's shares its node claims and reservations, and a reservation holds an ID
+///   value (Unix ms of the preset's clock for a preset's shape, else the time-field value),
+///   read in each claimant's own epoch and tick. A layout's directory of before,
+///   `<dir>/<state name>/` ([`Layout::state_name`]), is read at a claim as a floor.
 /// * **Claim**: one lock file per node ID, `<dir>/<layout>/node-<N>.lock`, locked with
 ///   `flock`. The lock dies with the process — a crash or `kill -9` frees the node — and
 ///   cannot be shared: when every node ID is held the next claimant gets
@@ -111,8 +117,13 @@ struct FileClaim {
     layout_path: PathBuf,
     /// The state directory's path, for noticing it removed or replaced.
     state_path: PathBuf,
-    /// The layout claimed for, for the host's anchor (`None` only for [`FileStore::migrate_v1`]).
+    /// The layout claimed for, for the host's anchor and for converting the records' values
+    /// (stored by bit shape, `shape.rs`) to its Unix ms (`None` only for
+    /// [`FileStore::migrate_v1`], which converts nothing).
     layout: Option<Layout>,
+    /// What the layout's records of before (`shape::legacy_key`) said, as a floor in its Unix
+    /// ms: read at the claim, never written again.
+    legacy: Option<u64>,
     /// The host-wide claim of the node (`host.rs`), held as long as the lock — or until a
     /// holder that lost its claim has written back what it used (`NodeStore::restore`): then
     /// a successor on this host may claim the node, and will read that record. `None` from
@@ -505,6 +516,31 @@ impl FileStore {
             })
     }
 
+    /// What node `node`'s records of before said, as a floor in `layout`'s Unix ms: the
+    /// reservation and restored records in the directory named after the layout's state name
+    /// (`shape::legacy_key`), where this layout kept them before records were kept by bit
+    /// shape — Unix ms of exactly this layout, as that name includes the epoch and the tick.
+    /// `None` when there is no such directory; an untrusted or damaged record there is an
+    /// error, as it is here.
+    fn legacy_floor(
+        &self,
+        state: &TrustedDir,
+        layout: &Layout,
+        node: u64,
+    ) -> Result<Option<u64>, Error> {
+        let Some(old) = shape::legacy_key(layout) else {
+            return Ok(None);
+        };
+        let name = OsString::from(&*old);
+        if lstat_at(&state.fd, &name) == Err(Errno::NOENT) {
+            return Ok(None);
+        }
+        let (dir, _) = open_subdir(state, &self.absolute, &name)?;
+        let (reserved, restored) =
+            read_node(&dir, &self.absolute.join(&name), node, &state.trust, false)?;
+        Ok(handover::reservation_of([reserved, restored]))
+    }
+
     /// Locks node `node`'s lock file in the layout's directory, takes the node's host-wide
     /// claim of `layout`'s shape (none without a layout: [`FileStore::migrate_v1`], which
     /// issues nothing) and reads its reservation. `legacy` accepts a version-1 reservation
@@ -603,12 +639,19 @@ impl FileStore {
             }
         };
         // The node's record here, or what the host's anchor says it used from another
-        // directory, whichever is later.
+        // directory, or what the layout's records of before said, whichever is later. The
+        // records hold ID values of the bit shape (`shape.rs`): in this layout's Unix ms here.
         let (own, restored) = read_node(layout_dir, layout_path, node, trust, legacy)?;
+        let floor = |v: Option<u64>| v.map(|v| layout.map_or(v, |l| shape::from_stored(l, v)));
+        let before = match layout {
+            Some(l) => self.legacy_floor(state, l, node)?,
+            None => None,
+        };
         let reserved = handover::reservation_of([
-            own,
-            restored,
+            floor(own),
+            floor(restored),
             layout.and_then(|l| self.anchors.largest(l, node)),
+            before,
         ]);
         record::remove_leftovers(layout_dir, node);
         // Close-on-exec, as every descriptor the store opens: a child a thread of this
@@ -637,6 +680,7 @@ impl FileStore {
                 layout_path: layout_path.to_owned(),
                 state_path: self.absolute.clone(),
                 layout: layout.cloned(),
+                legacy: before,
                 host: std::sync::Mutex::new(host),
             },
         ))))
@@ -644,6 +688,18 @@ impl FileStore {
 }
 
 impl FileClaim {
+    /// The value stored for a reservation until `until_ms` of the claim's layout.
+    fn stored(&self, until_ms: u64) -> u64 {
+        self.layout
+            .as_ref()
+            .map_or(until_ms, |l| shape::to_stored(l, until_ms))
+    }
+
+    /// A stored value as the claim's layout's Unix ms.
+    fn floor(&self, stored: Option<u64>) -> Option<u64> {
+        stored.map(|v| self.layout.as_ref().map_or(v, |l| shape::from_stored(l, v)))
+    }
+
     /// Whether the claim still stands: the state directory at its path, the layout's directory
     /// in it and the lock file in that are the very ones opened and locked.
     fn check_held(&self, node: u64) -> Result<(), Error> {
@@ -751,7 +807,7 @@ impl NodeStore for FileStore {
 
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
         let state = self.current()?;
-        let layout_name = OsString::from(&*layout.state_name());
+        let layout_name = OsString::from(&*shape::key(layout));
         let (layout_dir, _) = open_subdir(&state, &self.absolute, &layout_name)?;
         let layout_path = self.absolute.join(&layout_name);
         match request {
@@ -809,22 +865,18 @@ impl NodeStore for FileStore {
     fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let token = file_claim(claim)?;
         token.check_held(claim.node())?;
+        let stored = token.stored(until_ms);
         record::write(
             &token.layout_dir,
             &token.layout_path,
             claim.node(),
-            until_ms,
+            stored,
             &token.state.trust,
             &|| token.check_held(claim.node()),
         )?;
         self.write_anchor(token, claim.node(), until_ms, false)?;
         // Restored records the reservation now covers are no longer needed.
-        record::remove_restored_below(
-            &token.layout_dir,
-            claim.node(),
-            until_ms,
-            &token.state.trust,
-        );
+        record::remove_restored_below(&token.layout_dir, claim.node(), stored, &token.state.trust);
         Ok(())
     }
 
@@ -842,10 +894,16 @@ impl NodeStore for FileStore {
             .layout
             .as_ref()
             .and_then(|l| self.anchors.largest(l, claim.node()));
+        let read = handover::reservation_of([
+            token.floor(here.0),
+            token.floor(here.1),
+            anchor,
+            token.legacy,
+        ]);
         // Mutant: the file store's re-read finds nothing.
         #[cfg(monoflake_mutant_file_reread_none)]
-        let (here, anchor) = ((None, None), None::<u64>);
-        Ok(handover::reservation_of([here.0, here.1, anchor]))
+        let read = read.and(None);
+        Ok(read)
     }
 
     /// Writes a restored record for the claim's node into the state directory now at the
@@ -862,7 +920,7 @@ impl NodeStore for FileStore {
             &layout_dir,
             &self.path.join(&token.layout_name),
             claim.node(),
-            until_ms,
+            token.stored(until_ms),
             &state.trust,
         )?;
         // Exactly what it used, though its last reservation was higher: the node's host-wide
@@ -980,6 +1038,66 @@ mod tests {
         assert_eq!(on_file(&dir), 1_000);
         drop(holder);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Twitter's bit shape with the epoch `ms` later.
+    fn twitter_later(ms: u64) -> Layout {
+        Layout::builder()
+            .node_field("worker", 10)
+            .epoch_ms(Layout::twitter().epoch_ms() + ms)
+            .build()
+            .unwrap()
+    }
+
+    /// One directory, two layouts of one shape with epochs 1 s apart: one record, read as
+    /// the same ID value (issue 34, case 3). The cheapest check of the mutant
+    /// `monoflake_mutant_epoch_blind`, which keys records by state name again.
+    #[test]
+    fn an_epoch_one_second_later_reads_the_record_one_second_later() {
+        let dir = temp_dir("epoch-same-dir");
+        let store = FileStore::open(&dir).unwrap();
+        let (early, late) = (Layout::twitter(), twitter_later(1_000));
+        let claim = store.claim(&early, NodeRequest::Exact(0)).unwrap();
+        store.release(claim, 1_800_000_000_000).unwrap();
+        let claim = store.claim(&late, NodeRequest::Exact(0)).unwrap();
+        assert_eq!(claim.reserved_until_ms(), Some(1_800_000_001_000));
+        assert!(claim.recorded());
+        store.release(claim, 1_800_000_002_000).unwrap();
+        // Stored as Twitter's Unix ms (its preset's clock): 1 s earlier than written.
+        assert_eq!(on_file(&dir), 1_800_000_001_000);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Two state directories on one host (sharing its anchors), two layouts of one shape with
+    /// epochs 1 s apart: the second directory has no record, and the host's anchor of the
+    /// first holder's reservation reads as the same ID value.
+    #[test]
+    fn another_directory_reads_the_anchor_as_an_id_value() {
+        let (a, b) = (temp_dir("epoch-anchor-a"), temp_dir("epoch-anchor-b"));
+        let first = FileStore::open(&a).unwrap();
+        let mut second = FileStore::open(&b).unwrap();
+        // One host: the second store uses the first one's anchors.
+        second.anchors = Arc::clone(&first.anchors);
+        if !first.anchors.available() {
+            return;
+        }
+        let claim = first
+            .claim(&Layout::twitter(), NodeRequest::Exact(3))
+            .unwrap();
+        first.extend(&claim, 1_800_000_000_000).unwrap();
+        let other = second
+            .claim(&twitter_later(1_000), NodeRequest::Exact(3))
+            .unwrap();
+        assert_eq!(other.reserved_until_ms(), Some(1_800_000_001_000));
+        assert!(!other.recorded());
+        drop((claim, other));
+        for dir in [&a, &b] {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if let Some(parent) = a.parent() {
+            let name = format!(".{}.host-anchors", a.file_name().unwrap().to_string_lossy());
+            let _ = std::fs::remove_dir_all(parent.join(name));
+        }
     }
 
     /// The lock file replaced just before the holder's rename: the write fails after the

@@ -25,6 +25,7 @@ use self::random::claimant_token;
 use self::session::{CONNECT_TIMEOUT, Failed, Link, Session};
 use self::sql::{REPLICATION, Sql, Table, schema};
 use super::postgres_options::{self, PgFailover, PgOptions, Tls};
+use super::shape;
 use super::store::{Claim, NodeRequest, NodeStore};
 use crate::{Error, Layout};
 
@@ -37,10 +38,15 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(2);
 /// A node store in a PostgreSQL table, for services that already run PostgreSQL (feature
 /// `postgres`).
 ///
-/// One row per node of each layout ([`Layout::state_name`]): the claimant (a random 128-bit
-/// token per claim), a fencing counter raised by every claim, the lease's expiry
-/// (`clock_timestamp()` plus the TTL, on the **database's** clock) and the reservation (Unix
-/// ms). The table is created when missing ([`PgStore::schema_sql`] prints it).
+/// One row per node of each bit shape ([`Layout::shape_key`], in the `layout` column: every
+/// layout whose IDs can equal another's shares its claims and reservations): the claimant (a
+/// random 128-bit token per claim), a fencing counter raised by every claim, the lease's
+/// expiry (`clock_timestamp()` plus the TTL, on the **database's** clock) and the reservation
+/// as an ID value (Unix ms of the preset's clock for a preset's shape, else the time-field
+/// value), so that `greatest()` compares what layouts with different epochs or ticks used. A
+/// layout's row of before (`layout` = its [`Layout::state_name`], Unix ms of that layout) is
+/// read at a claim as a floor, and a live claim on it makes the node held. The table is
+/// created when missing ([`PgStore::schema_sql`] prints it).
 ///
 /// * **Claim**: one statement. A claim of any node locks the lowest free row with
 ///   `FOR UPDATE SKIP LOCKED` (free: released, or its lease expired) or inserts the lowest
@@ -119,6 +125,8 @@ impl fmt::Debug for PgStore {
 /// The PostgreSQL store's claim token: the row and the claim's identity in it.
 struct PgClaim {
     layout: String,
+    /// The layout claimed for: the row holds ID values of its shape (`shape.rs`).
+    shape_of: Layout,
     node: i64,
     claimant: String,
     fence: i64,
@@ -422,7 +430,7 @@ impl PgStore {
                 let fence: i64 = row.get(3);
                 let reserved: Option<i64> = row.get(4);
                 return Ok(self
-                    .new_claim(state, node, claimant, fence, reserved)
+                    .new_claim(layout, state, node, claimant, fence, reserved)
                     .with_unusable(u64::try_from(unusable).unwrap_or(0)));
             }
             if existing.is_none() && missing.is_none() {
@@ -468,7 +476,7 @@ impl PgStore {
         };
         let fence: i64 = row.get(0);
         let reserved: Option<i64> = row.get(1);
-        let claim = self.new_claim(state, n, claimant, fence, reserved);
+        let claim = self.new_claim(layout, state, n, claimant, fence, reserved);
         if let Some(bad) = reserved.filter(|r| *r < 0) {
             let _ = self.release_with(claim, None);
             return Err(Error::DamagedReservation {
@@ -483,18 +491,22 @@ impl PgStore {
 
     fn new_claim(
         &self,
+        layout: &Layout,
         state: &str,
         node: i64,
         claimant: String,
         fence: i64,
         reserved: Option<i64>,
     ) -> Claim {
-        let read = reserved.and_then(|r| u64::try_from(r).ok());
+        let read = reserved
+            .and_then(|r| u64::try_from(r).ok())
+            .map(|r| shape::from_stored(layout, r));
         let claim = Claim::new(
             u64::try_from(node).unwrap_or(0),
             read,
             PgClaim {
                 layout: state.to_owned(),
+                shape_of: layout.clone(),
                 node,
                 claimant,
                 fence,
@@ -512,6 +524,44 @@ impl PgStore {
         } else {
             claim.evidence_only()
         }
+    }
+
+    /// What `layout`'s row of before for `node` says (`shape::legacy_key`: its state name,
+    /// where it was kept before rows were kept by bit shape), as a floor in its Unix ms;
+    /// [`Error::NodeHeld`] while a holder of an earlier version claims that row.
+    fn legacy_floor(&self, layout: &Layout, node: u64) -> Result<Option<u64>, Error> {
+        let Some(old) = shape::legacy_key(layout) else {
+            return Ok(None);
+        };
+        let n = i64::try_from(node).unwrap_or(i64::MAX);
+        let sql = format!(
+            "SELECT reserved_until_ms, claimant IS NOT NULL AND lease_expires_at > clock_timestamp()
+            FROM {} WHERE layout = $1::text AND node = $2::int8",
+            self.link.table.quoted()
+        );
+        let row = self
+            .link
+            .run(|s| {
+                let (sql, old) = (sql.clone(), old.to_string());
+                async move {
+                    let params: [&(dyn ToSql + Sync); 2] = [&old, &n];
+                    s.client.query_opt(&sql, &params).await
+                }
+            })
+            .map_err(|e| self.link.failed("read the layout's row of before", e))?;
+        let Some(row) = row else { return Ok(None) };
+        if row.get::<_, Option<bool>>(1) == Some(true) {
+            return Err(Error::NodeHeld {
+                node,
+                holder: Some(format!(
+                    "a holder of an earlier monoflake version ({} layout={old})",
+                    self.table
+                )),
+            });
+        }
+        Ok(row
+            .get::<_, Option<i64>>(0)
+            .and_then(|r| u64::try_from(r).ok()))
     }
 
     /// Ends the claim, writing `until` as the reservation (`None`: the reservation stays).
@@ -565,23 +615,31 @@ impl NodeStore for PgStore {
     /// create it (a server that re-claims after its table was dropped under it).
     fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
         self.check_replication()?;
-        let state = layout.state_name();
+        let state = shape::key(layout);
         let attempt = || match request {
             NodeRequest::Any => self.claim_any(layout, &state),
             NodeRequest::Exact(node) => self.claim_exact(layout, &state, node),
         };
-        match attempt() {
+        let claim = match attempt() {
             Err(e) if self.create_table && table_gone(&e) => {
                 self.link.prepare_table(true)?;
                 attempt()
             }
             other => other,
+        }?;
+        match self.legacy_floor(layout, claim.node()) {
+            Ok(floor) => Ok(claim.with_floor(floor)),
+            Err(e) => {
+                let _ = self.release_with(claim, None);
+                Err(e)
+            }
         }
     }
 
     fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let token = self.token(claim)?;
-        let until = i64::try_from(until_ms).unwrap_or(i64::MAX);
+        let stored = shape::to_stored(&token.shape_of, until_ms);
+        let until = i64::try_from(stored).unwrap_or(i64::MAX);
         self.guarded(claim, "write the reservation", |s| &s.extend, &[&until])?;
         token.acknowledged.fetch_max(until, Ordering::Relaxed);
         Ok(())
@@ -608,19 +666,23 @@ impl NodeStore for PgStore {
     /// The row's reservation, read again under the claim's guard: it includes whatever a
     /// holder that lost the node restored into it since the claim.
     fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
+        let token = self.token(claim)?;
         let row = self.guarded(claim, "read the reservation", |s| &s.reservation, &[])?;
         let reserved: Option<i64> = row.get(0);
-        match reserved {
-            None => Ok(None),
-            Some(r) => u64::try_from(r)
-                .map(Some)
-                .map_err(|_| Error::DamagedReservation {
-                    path: format!("{} node={}", self.table, claim.node()).into(),
-                    reason: format!(
-                        "its reservation {r} is negative (the table's checks were dropped)"
-                    ),
-                }),
-        }
+        let now = match reserved {
+            None => None,
+            Some(r) => Some(u64::try_from(r).map_err(|_| Error::DamagedReservation {
+                path: format!("{} node={}", self.table, claim.node()).into(),
+                reason: format!(
+                    "its reservation {r} is negative (the table's checks were dropped)"
+                ),
+            })?),
+        };
+        let before = self.legacy_floor(&token.shape_of, claim.node())?;
+        Ok(super::handover::reservation_of([
+            now.map(|v| shape::from_stored(&token.shape_of, v)),
+            before,
+        ]))
     }
 
     /// Raises the node's reservation to `until_ms` whoever holds the row now, and makes the
@@ -628,7 +690,8 @@ impl NodeStore for PgStore {
     /// holder is made again first when the store may create it.
     fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let token = self.token(claim)?;
-        let until = i64::try_from(until_ms).unwrap_or(i64::MAX);
+        let stored = shape::to_stored(&token.shape_of, until_ms);
+        let until = i64::try_from(stored).unwrap_or(i64::MAX);
         let write = || {
             self.link.run(|s| async move {
                 s.client
@@ -656,9 +719,10 @@ impl NodeStore for PgStore {
     fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
         // A node that never had a reservation and is given back untouched (until 0) keeps
         // having none: its next claimant must then wait as for a node with no record.
+        let stored = shape::to_stored(&self.token(&claim)?.shape_of, until_ms);
         let until = match (claim.reserved_until_ms(), until_ms) {
             (None, 0) => None,
-            _ => Some(i64::try_from(until_ms).unwrap_or(i64::MAX)),
+            _ => Some(i64::try_from(stored).unwrap_or(i64::MAX)),
         };
         self.release_with(claim, until)
     }
