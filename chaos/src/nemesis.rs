@@ -30,6 +30,11 @@ pub enum FaultKind {
     /// SIGSTOP; its records deleted (etcd prefix or state directory); a successor claims its
     /// node; SIGCONT 1–2 s after the stop (less than the TTL).
     PauseTakeover,
+    /// A running holder's wall clock stepped 1 s ahead (its locked clock follows); its records
+    /// deleted; a successor on an honest clock claims its node while it still issues. The
+    /// combination behind the hand-over's duplicates (issue 34, case 4; issue 39): a holder
+    /// ahead, its records gone, a successor that finds none. Weighted up for that.
+    AheadTakeover,
     /// `kill -9` of one etcd member, restarted later.
     EtcdMember,
     /// The same, of the member that leads.
@@ -51,10 +56,11 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::Kill9,
         FaultKind::Pause,
         FaultKind::PauseTakeover,
+        FaultKind::AheadTakeover,
         FaultKind::EtcdMember,
         FaultKind::EtcdLeader,
         FaultKind::EtcdQuorum,
@@ -71,6 +77,7 @@ impl FaultKind {
             FaultKind::Kill9 => "kill-9",
             FaultKind::Pause => "pause",
             FaultKind::PauseTakeover => "pause-takeover",
+            FaultKind::AheadTakeover => "ahead-takeover",
             FaultKind::EtcdMember => "etcd-member",
             FaultKind::EtcdLeader => "etcd-leader",
             FaultKind::EtcdQuorum => "etcd-quorum",
@@ -85,8 +92,8 @@ impl FaultKind {
 
     fn weight(self) -> u32 {
         match self {
-            FaultKind::Kill9 => 3,
-            FaultKind::Pause | FaultKind::ClockStep => 2,
+            FaultKind::Kill9 | FaultKind::AheadTakeover => 3,
+            FaultKind::Pause | FaultKind::ClockStep | FaultKind::PauseTakeover => 2,
             _ => 1,
         }
     }
@@ -174,7 +181,9 @@ pub fn plan(
                 vec![],
                 ms(&mut rng, ttl_s * 1000 + 500, ttl_s * 1000 + 2000),
             ),
-            FaultKind::PauseTakeover => (vec![], ms(&mut rng, 1000, 2000)),
+            FaultKind::PauseTakeover | FaultKind::AheadTakeover => {
+                (vec![], ms(&mut rng, 1000, 2000))
+            }
             FaultKind::EtcdMember => (members[..1].to_vec(), ms(&mut rng, 500, 4000)),
             FaultKind::EtcdLeader => (vec![], ms(&mut rng, 500, 4000)),
             FaultKind::EtcdQuorum => (members[..2].to_vec(), ms(&mut rng, 1000, 6000)),
@@ -320,10 +329,12 @@ impl Nemesis {
                 self.paused.lock().expect("paused").remove(&p.slot);
                 (vec![p.slot], detail)
             }
-            FaultKind::PauseTakeover => match self.pause_takeover(&p, slot, &begin).await {
-                Ok(r) => r,
-                Err(why) => return self.skip(&p, &why),
-            },
+            FaultKind::PauseTakeover | FaultKind::AheadTakeover => {
+                match self.pause_takeover(&p, slot, &begin).await {
+                    Ok(r) => r,
+                    Err(why) => return self.skip(&p, &why),
+                }
+            }
             FaultKind::EtcdMember | FaultKind::EtcdLeader | FaultKind::EtcdQuorum => {
                 let _busy = self.etcd_busy.lock().await;
                 let members = if p.kind == FaultKind::EtcdLeader {
@@ -441,7 +452,8 @@ impl Nemesis {
         });
     }
 
-    /// The paused holder whose node is taken (issue 21, case 8), on either store.
+    /// The paused holder whose node is taken (issue 21, case 8), on either store; or, for
+    /// `AheadTakeover`, a running holder stepped 1 s ahead first, not paused.
     async fn pause_takeover(
         &self,
         p: &Planned,
@@ -457,15 +469,30 @@ impl Nemesis {
             return Err("already paused".into());
         }
         let etcd = slot.store.is_etcd();
-        let detail = format!(
-            "{} pid {} (node {node}) paused {} ms; records deleted; a successor claims node {node}",
-            slot.name,
-            live.pid,
-            p.hold.as_millis()
-        );
+        let pause = p.kind == FaultKind::PauseTakeover;
+        let detail = if pause {
+            format!(
+                "{} pid {} (node {node}) paused {} ms; records deleted; a successor claims node {node}",
+                slot.name,
+                live.pid,
+                p.hold.as_millis()
+            )
+        } else {
+            // The step first, and time for the holder to issue ahead: its IDs then run 1 s
+            // ahead of the successor's clock when the records go.
+            let step = self.world.clocks.step(p.slot, 1);
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            format!(
+                "{} pid {} (node {node}) running, clock stepped +1 s (offset now {step:?}); \
+                 records deleted; a successor claims node {node}",
+                slot.name, live.pid
+            )
+        };
         begin(&detail);
         let stopped = tokio::time::Instant::now();
-        signal(live.pid, Signal::SIGSTOP);
+        if pause {
+            signal(live.pid, Signal::SIGSTOP);
+        }
         let deleted = if etcd {
             self.world
                 .etcd
@@ -497,7 +524,9 @@ impl Nemesis {
         };
         let successor = start_holder(&self.world, &spec, Pace::Rate(self.world.rate));
         tokio::time::sleep_until(stopped + p.hold).await;
-        signal(live.pid, Signal::SIGCONT);
+        if pause {
+            signal(live.pid, Signal::SIGCONT);
+        }
         self.paused.lock().expect("paused").remove(&p.slot);
         let outcome = match successor {
             Ok(s) => {
