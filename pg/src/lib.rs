@@ -29,10 +29,11 @@ use pgrx::prelude::*;
 /// Loads the extension: the settings, and (when preloaded) the shared state.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    settings::define();
-    // Shared memory is only there for a library loaded by the postmaster; loaded later (by
-    // CREATE EXTENSION without the preload), every call refuses with the reason instead.
+    // Shared memory (and a setting read only at start) is only there for a library loaded by
+    // the postmaster; loaded later (CREATE EXTENSION without the preload), defining them would
+    // be FATAL, so every call refuses with the reason instead.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        settings::define();
         shared::preload();
     }
 }
@@ -61,7 +62,7 @@ mod tests {
         assert_eq!(n, 1000);
     }
 
-    #[pg_test(error = "monoflake.next_ids: n = 0 is out of range 1..=1000000")]
+    #[pg_test(error = "monoflake.next_ids: n = 0 is out of range 1..=100000")]
     fn a_batch_of_none_is_refused() {
         Spi::run("SELECT monoflake.next_ids(0)").unwrap();
     }

@@ -76,6 +76,10 @@ pub(crate) fn preload() {
 
 /// The layout in force (decode and layout() need no node).
 pub(crate) fn layout() -> Result<Layout, Failure> {
+    if !PRELOADED.load(Ordering::Relaxed) {
+        // Without the preload the setting is not read: the default would be a guess.
+        return Err(Failure::not_preloaded());
+    }
     settings::layout().map_err(|m| Failure::new(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, m))
 }
 
