@@ -72,13 +72,21 @@ impl Line {
         if mono >= next
             && self
                 .next_check_ns
-                .compare_exchange(next, mono + CHECK_EVERY_NS, Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange(
+                    next,
+                    mono + CHECK_EVERY_NS,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
         {
             let wall = wall_ns();
             if wall > (mono + offset).saturating_add(STEP_TOLERANCE_NS) {
                 let raised = wall - mono;
-                offset = self.offset_ns.fetch_max(raised, Ordering::Relaxed).max(raised);
+                offset = self
+                    .offset_ns
+                    .fetch_max(raised, Ordering::Relaxed)
+                    .max(raised);
             }
         }
         mono + offset

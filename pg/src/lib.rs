@@ -45,8 +45,12 @@ mod tests {
 
     #[pg_test]
     fn ids_increase_and_decode() {
-        let a = Spi::get_one::<i64>("SELECT monoflake.next_id()").unwrap().unwrap();
-        let b = Spi::get_one::<i64>("SELECT monoflake.next_id()").unwrap().unwrap();
+        let a = Spi::get_one::<i64>("SELECT monoflake.next_id()")
+            .unwrap()
+            .unwrap();
+        let b = Spi::get_one::<i64>("SELECT monoflake.next_id()")
+            .unwrap()
+            .unwrap();
         assert!(b > a);
         let node = Spi::get_one::<i64>(&format!("SELECT node FROM monoflake.decode({b})"))
             .unwrap()
@@ -78,6 +82,9 @@ pub mod pg_test {
     /// The settings the test server needs.
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec!["shared_preload_libraries = 'monoflake'", "monoflake.node = 1"]
+        vec![
+            "shared_preload_libraries = 'monoflake'",
+            "monoflake.node = 1",
+        ]
     }
 }

@@ -7,7 +7,8 @@ use monoflake::Layout;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 /// `monoflake.layout`: a preset name or a layout spec (`monoflake layouts` lists both).
-pub(crate) static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"twitter"));
+pub(crate) static LAYOUT: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"twitter"));
 
 /// `monoflake.node`: the node every ID carries; -1 (the default) for none.
 pub(crate) static NODE: GucSetting<i32> = GucSetting::<i32>::new(-1);
@@ -54,8 +55,7 @@ pub(crate) fn layout() -> Result<Layout, String> {
         .get()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "twitter".into());
-    text
-        .parse::<Layout>()
+    text.parse::<Layout>()
         .map_err(|e| format!("monoflake.layout = '{text}': {e}"))
 }
 

@@ -183,7 +183,11 @@ fn shared() -> Result<&'static Shared, Failure> {
     }
     let shared = SHARED.get();
     if !shared.ready.load(Ordering::Relaxed) {
-        let end = shared.message.iter().position(|&b| b == 0).unwrap_or(MESSAGE_BYTES);
+        let end = shared
+            .message
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(MESSAGE_BYTES);
         let why = String::from_utf8_lossy(&shared.message[..end]);
         return Err(Failure::new(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -226,10 +230,12 @@ fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
                     extend(shared, engine, tick, now_ns, false)?;
                 }
                 // Ordering: Relaxed; the state publishes no other memory.
-                match shared
-                    .state
-                    .compare_exchange_weak(cur, last, Ordering::Relaxed, Ordering::Relaxed)
-                {
+                match shared.state.compare_exchange_weak(
+                    cur,
+                    last,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
                     Ok(_) => return Ok((step, first, last)),
                     Err(actual) => {
                         cur = actual;
@@ -293,8 +299,9 @@ fn extend(
             };
             shared.writer.store(0, Ordering::Release);
             return result.map_err(|m| {
-                Failure::new(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("monoflake: {m}"))
-                    .hint("IDs are issued only under a reservation on disk: check the data directory")
+                Failure::new(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("monoflake: {m}")).hint(
+                    "IDs are issued only under a reservation on disk: check the data directory",
+                )
             });
         }
         if !wait {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::step::StepParams;
 use super::state_step::StateStep;
+use super::step::StepParams;
 use super::{
     Core, Counters, DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Fence, Generator, Output, PerCore,
     PerThread, Refusal,
