@@ -219,7 +219,7 @@ pub use crate::encoding::{Encoded, Encoding};
 pub use crate::error::Error;
 pub use crate::generator::{
     DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, IdGenerator, Ids, LocalIds,
-    LocalSlot, MAX_LEAD_LIMIT, PerCore, PerThread,
+    LocalSlot, MAX_LEAD_LIMIT, PerCore, PerThread, StateStep,
 };
 #[cfg(unix)]
 pub use crate::global::{configure_default, default_generator, next_id};

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use super::state_step::StateStep;
 use super::step::StepParams;
 use super::{
     Core, Counters, DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Fence, Generator, Output, PerCore,
@@ -240,6 +241,25 @@ impl<C: TimeSource> GeneratorBuilder<C> {
     /// ```
     pub fn build(self) -> Result<Generator<C>, Error> {
         self.build_with(None, u64::MAX, u64::MAX)
+    }
+
+    /// Builds the pure step alone, for a host that keeps the state word itself (one word of
+    /// a PostgreSQL server's shared memory, advanced by every backend): the same step, layout
+    /// checks and resume floor as [`GeneratorBuilder::build`], without the clock, the fence
+    /// or the waiting. See [`StateStep`].
+    ///
+    /// # Errors
+    ///
+    /// As [`GeneratorBuilder::build`].
+    pub fn build_step(self) -> Result<StateStep, Error> {
+        let generator = self.build_with(None, u64::MAX, u64::MAX)?;
+        Ok(StateStep::new(
+            generator.params,
+            generator.out,
+            generator.start,
+            generator.layout,
+            generator.node,
+        ))
     }
 
     /// Builds a [`PerCore`] generator with `slots` states (rounded up to a power of two), each

@@ -19,6 +19,7 @@ mod hot;
 mod id_generator;
 mod per_core;
 mod per_thread;
+mod state_step;
 pub(crate) mod step;
 #[cfg(test)]
 mod test_clock;
@@ -38,6 +39,7 @@ pub(crate) use self::id_generator::id_generator_by_inherent_methods;
 pub use self::per_core::PerCore;
 pub use self::per_thread::{LocalIds, LocalSlot, PerThread};
 pub(crate) use self::per_thread::{Owner, Shared as PerThreadShared};
+pub use self::state_step::StateStep;
 use self::step::{Now, StepParams};
 use crate::clock::{LockedClock, TimeSource};
 use crate::stats::{Counters, Stats};

@@ -1,0 +1,94 @@
+//! The server's locked clock: the line every backend reads, kept in shared memory.
+//!
+//! The library's `LockedClock` keeps its line in one process's memory; a server's backends
+//! are separate processes, so the line lives in shared memory instead, as one number: the
+//! offset from `CLOCK_MONOTONIC` (one clock for the whole host, the same in every process) to
+//! Unix time. `now = monotonic + offset`. The offset is only ever raised:
+//!
+//! * at start, to the wall clock — or to the tick after the data directory's reservation, when
+//!   that is later (a server restarted with its clock set back goes on from where it was);
+//! * once a second (checked on a read, no thread), to the wall clock when the wall clock is
+//!   ahead by more than 1 ms (the monotonic clock misses suspend time; NTP stepped forward).
+//!
+//! A wall clock set back changes nothing: the line keeps the monotonic clock's pace. (Unlike
+//! `LockedClock`, it does not slew back toward a wall clock that is behind; Linux's
+//! `CLOCK_MONOTONIC` is disciplined by NTP's frequency correction, so the line runs at the
+//! real rate, and a line ahead stays ahead by what it was ahead at start.)
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// How often a read compares the line with the wall clock.
+const CHECK_EVERY_NS: u64 = 1_000_000_000;
+/// How far the wall clock may be ahead of the line before the line steps to it.
+const STEP_TOLERANCE_NS: u64 = 1_000_000;
+
+/// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process on the host.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+}
+
+/// The wall clock in Unix nanoseconds (0 before 1970).
+pub(crate) fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The line, in shared memory.
+#[repr(C)]
+pub(crate) struct Line {
+    /// Unix ns minus monotonic ns; only raised.
+    offset_ns: AtomicU64,
+    /// The monotonic time of the next comparison with the wall clock.
+    next_check_ns: AtomicU64,
+}
+
+impl Line {
+    /// A line at the wall clock, or at `at_least_ns` (Unix) if that is later.
+    pub(crate) fn new(at_least_ns: u64) -> Line {
+        let mono = monotonic_ns();
+        let start = wall_ns().max(at_least_ns);
+        Line {
+            offset_ns: AtomicU64::new(start.saturating_sub(mono)),
+            next_check_ns: AtomicU64::new(mono + CHECK_EVERY_NS),
+        }
+    }
+
+    /// The line's time now, in Unix nanoseconds.
+    #[inline]
+    pub(crate) fn now_ns(&self) -> u64 {
+        let mono = monotonic_ns();
+        // Ordering: Relaxed throughout; the line publishes no other memory, and a stale offset
+        // only reads an earlier (still honest) time, which the state's step never goes below.
+        let mut offset = self.offset_ns.load(Ordering::Relaxed);
+        let next = self.next_check_ns.load(Ordering::Relaxed);
+        if mono >= next
+            && self
+                .next_check_ns
+                .compare_exchange(
+                    next,
+                    mono + CHECK_EVERY_NS,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            let wall = wall_ns();
+            if wall > (mono + offset).saturating_add(STEP_TOLERANCE_NS) {
+                let raised = wall - mono;
+                offset = self
+                    .offset_ns
+                    .fetch_max(raised, Ordering::Relaxed)
+                    .max(raised);
+            }
+        }
+        mono + offset
+    }
+}

@@ -1,0 +1,70 @@
+//! Why a call cannot issue, as a SQL error with a SQLSTATE. Every refusal goes through
+//! [`Failure::raise`]: `ereport(ERROR)`, never a panic across the boundary.
+
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+/// A refusal: the SQLSTATE, the message, and what to do about it.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    pub(crate) code: PgSqlErrorCode,
+    pub(crate) message: String,
+    pub(crate) hint: Option<&'static str>,
+}
+
+impl Failure {
+    /// A refusal with no hint.
+    pub(crate) fn new(code: PgSqlErrorCode, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// The same, with a hint.
+    pub(crate) fn hint(mut self, hint: &'static str) -> Failure {
+        self.hint = Some(hint);
+        self
+    }
+
+    /// The extension is not preloaded: no shared state (SQLSTATE 55000).
+    pub(crate) fn not_preloaded() -> Failure {
+        Failure::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "monoflake is not loaded at server start: no shared generator",
+        )
+        .hint("add monoflake to shared_preload_libraries in postgresql.conf and restart the server")
+    }
+
+    /// No node is held (SQLSTATE 55000).
+    pub(crate) fn no_node() -> Failure {
+        Failure::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "monoflake holds no node: monoflake.node is not set",
+        )
+        .hint("set monoflake.node (a number no other server uses) in postgresql.conf and restart the server")
+    }
+
+    /// The invariant that would break, as a library error.
+    pub(crate) fn from_error(e: &monoflake::Error) -> Failure {
+        let code = match e {
+            monoflake::Error::Exhausted { .. } => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            monoflake::Error::WouldBlock { .. } | monoflake::Error::TimedOut { .. } => {
+                PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED
+            }
+            _ => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        };
+        Failure::new(code, format!("monoflake: {e}"))
+    }
+
+    /// Raises the error: does not return.
+    pub(crate) fn raise(self) -> ! {
+        let mut report = ErrorReport::new(self.code, self.message, "monoflake");
+        if let Some(hint) = self.hint {
+            report = report.set_hint(hint);
+        }
+        report.report(PgLogLevel::ERROR);
+        unreachable!("ereport(ERROR) returns no more")
+    }
+}

@@ -1,0 +1,90 @@
+//! monoflake inside PostgreSQL: Snowflake-style 64-bit IDs from SQL, one generator per server.
+//!
+//! `CREATE EXTENSION monoflake;` (with `shared_preload_libraries = 'monoflake'`) gives
+//!
+//! * `monoflake.next_id() → bigint`, usable as a column default;
+//! * `monoflake.next_ids(n int) → setof bigint`, `n` consecutive IDs with one reservation;
+//! * `monoflake.decode(bigint) → (time timestamptz, node bigint, sequence bigint, fields jsonb)`;
+//! * `monoflake.layout() → text`, the layout in force as the spec text `monoflake decode` reads.
+//!
+//! The generator's state is one `AtomicU64` in the server's shared memory, advanced by
+//! compare-exchange from every backend with the library's own step ([`monoflake::StateStep`]):
+//! IDs from all connections are unique and increase in one order. The clock's line (the
+//! monotonic clock's offset to the wall clock, only ever raised) lives there too, and a
+//! reservation file in the data directory, written ahead of use, puts a restarted server above
+//! every ID it issued before, whatever its clock says. `docs/postgres-extension.md` is the
+//! operator's guide.
+
+mod api;
+mod clock;
+mod failure;
+mod reservation;
+mod settings;
+mod shared;
+
+use pgrx::prelude::*;
+
+::pgrx::pg_module_magic!(name, version);
+
+/// Loads the extension: the settings, and (when preloaded) the shared state.
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // Shared memory (and a setting read only at start) is only there for a library loaded by
+    // the postmaster; loaded later (CREATE EXTENSION without the preload), defining them would
+    // be FATAL, so every call refuses with the reason instead.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        settings::define();
+        shared::preload();
+    }
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn ids_increase_and_decode() {
+        let a = Spi::get_one::<i64>("SELECT monoflake.next_id()")
+            .unwrap()
+            .unwrap();
+        let b = Spi::get_one::<i64>("SELECT monoflake.next_id()")
+            .unwrap()
+            .unwrap();
+        assert!(b > a);
+        let node = Spi::get_one::<i64>(&format!("SELECT node FROM monoflake.decode({b})"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(node, 1);
+    }
+
+    #[pg_test]
+    fn a_batch_is_consecutive_and_bounded() {
+        let n = Spi::get_one::<i64>("SELECT count(DISTINCT x) FROM monoflake.next_ids(1000) x")
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 1000);
+    }
+
+    #[pg_test(error = "monoflake.next_ids: n = 0 is out of range 1..=100000")]
+    fn a_batch_of_none_is_refused() {
+        Spi::run("SELECT monoflake.next_ids(0)").unwrap();
+    }
+}
+
+/// Required by `cargo pgrx test`: the server the tests run in preloads the extension and
+/// sets a node.
+#[cfg(test)]
+pub mod pg_test {
+    /// One-off set-up (none).
+    pub fn setup(_options: Vec<&str>) {}
+
+    /// The settings the test server needs.
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![
+            "shared_preload_libraries = 'monoflake'",
+            "monoflake.node = 1",
+        ]
+    }
+}

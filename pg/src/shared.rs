@@ -1,0 +1,341 @@
+//! One generator per server: the state word, the clock's line and the reservation, in shared
+//! memory, advanced by every backend.
+//!
+//! The postmaster sets it up when it loads the library (`shared_preload_libraries`): it reads
+//! the data directory's reservation `R`, starts the state as the last value of tick `R` and
+//! the line no earlier than tick `R + 1`, and writes the first reservation ahead of use before
+//! any backend exists. From then on each backend issues by load → [`StateStep::next`] (the
+//! library's pure step, the one every generator flavour uses) → compare-exchange, and before
+//! it commits a value of a tick beyond what is on disk, the reservation is extended first
+//! (one backend writes; the rest wait for it, bounded). Ahead of need — once issuing reaches
+//! the second half of the window — the backend that sees it extends it without anyone waiting.
+//!
+//! A backend killed mid-call leaves the state consistent: the state moves only by one
+//! compare-exchange of a value the reservation already covers, and the reservation writer
+//! holds nothing a signal can leave behind (a backend that dies uncleanly makes the postmaster
+//! reinitialise shared memory, and with it this state, from the file).
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use monoflake::{DEFAULT_RESERVATION_WINDOW, Generator, Layout, ManualClock, StateStep};
+use pgrx::prelude::*;
+use pgrx::{PGRXSharedMemory, PgAtomic, PgSqlErrorCode};
+
+use crate::clock::{Line, wall_ns};
+use crate::failure::Failure;
+use crate::{reservation, settings};
+
+/// How long a call waits for another backend's reservation write before it fails.
+const RESERVATION_WAIT: Duration = Duration::from_secs(5);
+/// The room for the startup failure's message.
+const MESSAGE_BYTES: usize = 512;
+
+/// The server's generator, in shared memory.
+#[repr(C)]
+pub(crate) struct Shared {
+    /// The state: `tick << sequence_bits | sequence`, the last value issued.
+    state: AtomicU64,
+    /// The locked clock's line.
+    line: Line,
+    /// The highest tick the reservation file on disk allows.
+    reserved_tick: AtomicU64,
+    /// 1 while a backend writes the reservation.
+    writer: AtomicU32,
+    /// Whether the set-up succeeded; if not, `message` says why.
+    ready: AtomicBool,
+    message: [u8; MESSAGE_BYTES],
+}
+
+// SAFETY: plain atomics and bytes, no pointers: the same in every process mapping it.
+unsafe impl PGRXSharedMemory for Shared {}
+
+static SHARED: PgAtomic<Shared> = unsafe { PgAtomic::new(c"monoflake_generator") };
+
+/// Whether the postmaster loaded the library (and so set up `SHARED`); inherited by every
+/// backend it forks.
+static PRELOADED: AtomicBool = AtomicBool::new(false);
+
+/// What a backend needs besides the shared state, from the settings (fixed for the server's
+/// life): worked out once per process.
+struct Engine {
+    step: StateStep,
+    state_name: String,
+    window_ticks: u64,
+}
+
+static ENGINE: OnceLock<Result<Engine, Failure>> = OnceLock::new();
+
+/// Asks for the shared memory and sets it up when the postmaster creates it (also after a
+/// crash restart: then from the reservation file again).
+pub(crate) fn preload() {
+    PRELOADED.store(true, Ordering::Relaxed);
+    pgrx::pg_shmem_init!(SHARED = startup());
+}
+
+/// The layout in force (decode and layout() need no node).
+pub(crate) fn layout() -> Result<Layout, Failure> {
+    if !PRELOADED.load(Ordering::Relaxed) {
+        // Without the preload the setting is not read: the default would be a guess.
+        return Err(Failure::not_preloaded());
+    }
+    settings::layout().map_err(|m| Failure::new(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, m))
+}
+
+fn engine() -> Result<&'static Engine, Failure> {
+    ENGINE
+        .get_or_init(|| {
+            let layout = layout()?;
+            let node = settings::node().ok_or_else(Failure::no_node)?;
+            let step = builder(layout.clone())
+                .node(node)
+                .build_step()
+                .map_err(|e| Failure::from_error(&e))?;
+            Ok(Engine {
+                step,
+                state_name: layout.state_name().into_owned(),
+                window_ticks: window_ticks(&layout),
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A builder that reads no clock of its own: the step is given the line's time.
+fn builder(layout: Layout) -> monoflake::GeneratorBuilder<ManualClock> {
+    Generator::builder(layout).clock(ManualClock::new(wall_ns() / 1_000_000))
+}
+
+/// The reservation window in ticks (at least one).
+fn window_ticks(layout: &Layout) -> u64 {
+    (DEFAULT_RESERVATION_WINDOW.as_millis() as u64 / layout.tick_ms()).max(1)
+}
+
+/// The set-up, in the postmaster: never fails the server's start; a failure is kept for
+/// every call to report.
+fn startup() -> Shared {
+    let mut shared = Shared {
+        state: AtomicU64::new(0),
+        line: Line::new(0),
+        reserved_tick: AtomicU64::new(0),
+        writer: AtomicU32::new(0),
+        ready: AtomicBool::new(false),
+        message: [0; MESSAGE_BYTES],
+    };
+    match set_up() {
+        Ok((state, line, reserved_tick)) => {
+            shared.state = AtomicU64::new(state);
+            shared.line = line;
+            shared.reserved_tick = AtomicU64::new(reserved_tick);
+            shared.ready = AtomicBool::new(true);
+        }
+        Err(message) => {
+            pgrx::warning!("monoflake: cannot start the generator: {message}");
+            let bytes = message.as_bytes();
+            let n = bytes.len().min(MESSAGE_BYTES);
+            shared.message[..n].copy_from_slice(&bytes[..n]);
+        }
+    }
+    shared
+}
+
+/// Reads the reservation, places the state and the line above it, writes the first one ahead.
+fn set_up() -> Result<(u64, Line, u64), String> {
+    let layout = settings::layout()?;
+    let name = layout.state_name();
+    let floor = reservation::read(&name)?;
+    let mut b = builder(layout.clone());
+    if let Some(r) = floor {
+        b = b.resume_after(r);
+    }
+    let step = b.build_step().map_err(|e| e.to_string())?;
+    // The line starts no earlier than the tick after the reservation: a server whose clock
+    // was set back across a restart goes on from where it was, at the clock's pace.
+    let after = floor.map_or(0, |r| {
+        layout
+            .unix_ms_of_tick(r.saturating_add(1).min(layout.max_tick()))
+            .saturating_mul(1_000_000)
+    });
+    let line = Line::new(after);
+    let behind_ms = after.saturating_sub(wall_ns()) / 1_000_000;
+    if behind_ms > 0 {
+        pgrx::warning!(
+            "monoflake: the wall clock is {behind_ms} ms behind this server's reservation; \
+             issuing from the reservation on (IDs stay above every ID issued before)"
+        );
+    }
+    let now_tick = tick_at(&layout, line.now_ns());
+    let reserved = now_tick
+        .max(floor.map_or(0, |r| r.saturating_add(1)))
+        .saturating_add(window_ticks(&layout));
+    reservation::write(&name, reserved)?;
+    Ok((step.start(), line, reserved))
+}
+
+fn tick_at(layout: &Layout, unix_ns: u64) -> u64 {
+    layout.tick_at(unix_ns / 1_000_000)
+}
+
+fn shared() -> Result<&'static Shared, Failure> {
+    if !PRELOADED.load(Ordering::Relaxed) {
+        return Err(Failure::not_preloaded());
+    }
+    let shared = SHARED.get();
+    if !shared.ready.load(Ordering::Relaxed) {
+        let end = shared
+            .message
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(MESSAGE_BYTES);
+        let why = String::from_utf8_lossy(&shared.message[..end]);
+        return Err(Failure::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("monoflake did not start: {why}"),
+        )
+        .hint("fix the cause (see the server log) and restart the server"));
+    }
+    Ok(shared)
+}
+
+/// The largest batch the layout can issue at once: it must end within the lead.
+pub(crate) fn max_batch() -> Result<u64, Failure> {
+    let step = &engine()?.step;
+    let layout = step.layout();
+    let lead_ticks = monoflake::DEFAULT_MAX_LEAD.as_millis() as u64 / layout.tick_ms();
+    Ok((lead_ticks + 1).saturating_mul(layout.max_sequence() + 1))
+}
+
+/// Reserves `n >= 1` consecutive state values: the step, the first and the last.
+fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
+    let shared = shared()?;
+    let engine = engine()?;
+    let step = &engine.step;
+    let max_wait = Duration::from_millis(settings::MAX_WAIT_MS.get().max(0) as u64);
+    let mut waited = Duration::ZERO;
+    let mut cur = shared.state.load(Ordering::Relaxed);
+    loop {
+        let now_ns = shared.line.now_ns();
+        match step.next(cur, now_ns, n) {
+            Ok((first, last)) => {
+                let tick = step.tick_of(last);
+                // Ordering: Acquire pairs with the writer's Release; the tick is on disk.
+                let reserved = shared.reserved_tick.load(Ordering::Acquire);
+                if tick > reserved {
+                    extend(shared, engine, tick, now_ns, true)?;
+                    continue;
+                }
+                if tick.saturating_add(engine.window_ticks / 2) > reserved {
+                    // Ahead of need: whoever finds the writer free extends; nobody waits.
+                    extend(shared, engine, tick, now_ns, false)?;
+                }
+                // Ordering: Relaxed; the state publishes no other memory.
+                match shared.state.compare_exchange_weak(
+                    cur,
+                    last,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Ok((step, first, last)),
+                    Err(actual) => {
+                        cur = actual;
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            Err(monoflake::Error::WouldBlock { retry_after, .. }) => {
+                if waited >= max_wait {
+                    return Err(Failure::new(
+                        PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                        format!(
+                            "monoflake: IDs asked for faster than the layout issues them: waited \
+                             {} ms (monoflake.max_wait_ms), the next slot opens in {} us",
+                            waited.as_millis(),
+                            retry_after.as_micros()
+                        ),
+                    )
+                    .hint("retry later, or ask for fewer IDs at once"));
+                }
+                let nap = retry_after.clamp(Duration::from_micros(1), Duration::from_millis(1));
+                std::thread::sleep(nap);
+                waited += nap;
+                pgrx::check_for_interrupts!();
+                cur = shared.state.load(Ordering::Relaxed);
+            }
+            Err(e) => return Err(Failure::from_error(&e)),
+        }
+    }
+}
+
+/// Extends the reservation to cover `tick` and a window beyond the line's tick. `wait`:
+/// whether to wait for another backend's write (the tick is not covered yet) or to leave it
+/// to that backend (it is, and this was ahead of need).
+fn extend(
+    shared: &Shared,
+    engine: &Engine,
+    tick: u64,
+    now_ns: u64,
+    wait: bool,
+) -> Result<(), Failure> {
+    let mut waited = Duration::ZERO;
+    loop {
+        // Ordering: Acquire/Release on the writer flag, so the next writer sees the last
+        // writer's reservation.
+        if shared
+            .writer
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            let reserved = shared.reserved_tick.load(Ordering::Acquire);
+            let want = tick
+                .max(tick_at(engine.step.layout(), now_ns))
+                .saturating_add(engine.window_ticks);
+            let result = if reserved.saturating_sub(engine.window_ticks / 2) >= tick {
+                Ok(())
+            } else {
+                reservation::write(&engine.state_name, want).map(|()| {
+                    shared.reserved_tick.fetch_max(want, Ordering::Release);
+                })
+            };
+            shared.writer.store(0, Ordering::Release);
+            return result.map_err(|m| {
+                Failure::new(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("monoflake: {m}")).hint(
+                    "IDs are issued only under a reservation on disk: check the data directory",
+                )
+            });
+        }
+        if !wait {
+            return Ok(());
+        }
+        if shared.reserved_tick.load(Ordering::Acquire) >= tick {
+            return Ok(());
+        }
+        if waited >= RESERVATION_WAIT {
+            return Err(Failure::new(
+                PgSqlErrorCode::ERRCODE_IO_ERROR,
+                format!(
+                    "monoflake: the reservation was not extended to tick {tick} within {} ms",
+                    RESERVATION_WAIT.as_millis()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_micros(50));
+        waited += Duration::from_micros(50);
+    }
+}
+
+fn to_i64(step: &StateStep, state: u64) -> Result<i64, Failure> {
+    step.id(state).to_i64().map_err(|e| Failure::from_error(&e))
+}
+
+/// One ID.
+pub(crate) fn next_id() -> Result<i64, Failure> {
+    let (step, first, _) = reserve(1)?;
+    to_i64(step, first)
+}
+
+/// `n >= 1` consecutive IDs, in order, with one compare-exchange.
+pub(crate) fn next_ids(n: u64) -> Result<Vec<i64>, Failure> {
+    let (step, first, last) = reserve(n)?;
+    (first..=last).map(|s| to_i64(step, s)).collect()
+}

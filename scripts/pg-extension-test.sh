@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The PostgreSQL extension's end-to-end test (issue 38):
+#   bash scripts/pg-extension-test.sh [--no-install] [--bench SECONDS]
+#
+# Installs the extension (`cargo pgrx install --release` against $PG_CONFIG, default
+# /usr/bin/pg_config: run as root, it writes into PostgreSQL's lib and share directories),
+# builds the CLI, then starts a throwaway cluster as the `postgres` user on 127.0.0.1:55437
+# (data directory under /tmp, stopped by its pid, removed at the end) and checks:
+#   1. CONNS connections (8) × PER_CONN (100,000) `next_id()` through a BIGINT PRIMARY KEY
+#      DEFAULT: no conflict, increasing per connection;
+#   2. `monoflake.decode` agrees with `monoflake decode --json` on a sample of them;
+#   3. a restart issues above every ID before, and so does a restart under `faketime` one
+#      hour back (the reservation file puts the server above its past);
+#   4. the SQL errors: next_ids out of range (22023), no node (55000), not preloaded (55000);
+#   5. pg_terminate_backend during calls leaves the state consistent (no duplicate after).
+# With --bench S, then pgbench for S seconds at 1 and 8 clients: next_id() against
+# nextval() of a plain sequence and gen_random_uuid(), and INSERT … DEFAULT rows/s; a
+# Markdown table on stdout. The last line says what happened:
+#   pg-extension: N passed, M failed
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+BIN=$("$PG_CONFIG" --bindir)
+PORT=${PORT:-55437}
+CONNS=${CONNS:-8}
+PER_CONN=${PER_CONN:-100000}
+NODE=7
+install=1
+bench=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-install) install=0; shift ;;
+        --bench) bench=$2; shift 2 ;;
+        *) echo "usage: bash scripts/pg-extension-test.sh [--no-install] [--bench SECONDS]" >&2; exit 2 ;;
+    esac
+done
+
+target=${CARGO_TARGET_DIR:-$PWD/target}
+if [ "$install" = 1 ]; then
+    (cd pg && cargo pgrx install --release --pg-config "$PG_CONFIG")
+    cargo build -p monoflake-cli
+fi
+MONOFLAKE=${MONOFLAKE:-$target/debug/monoflake}
+
+dir=$(mktemp -d /tmp/monoflake-pg.XXXXXX)
+chown postgres: "$dir"
+data=$dir/data
+pid=""
+pg_opts=""  # more server options for the next start
+as_pg() { runuser -u postgres -- "$@"; }
+stop() {
+    [ -n "$pid" ] || return 0
+    kill -INT "$pid" 2>/dev/null || true
+    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    pid=""
+}
+cleanup() { stop; rm -rf "$dir"; }
+trap cleanup EXIT
+# start [prefix command...]: starts the server (as postgres), waits until it answers.
+# (pg_ctl -W, then pg_isready: pg_ctl's own wait is fooled by a faked clock.)
+start() {
+    as_pg "$@" "$BIN/pg_ctl" -D "$data" -l "$dir/log" -o "$pg_opts" -W start >/dev/null
+    for _ in $(seq 1 600); do
+        as_pg "$BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" && break
+        sleep 0.1
+    done
+    pid=$(head -1 "$data/postmaster.pid")
+}
+sql() { as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -qAtX "$@"; }
+# sqlstate SQL: the SQLSTATE the statement fails with ("" when it does not fail).
+sqlstate() {
+    as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -qAtX \
+        -c '\set VERBOSITY verbose' -c "$1" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p' | head -1 || true
+}
+
+passed=0
+failed=0
+check() { # check NAME CONDITION-STATUS DETAIL
+    if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "ok: $1 ($3)"
+    else failed=$((failed + 1)); echo "FAILED: $1 ($3)"; fi
+}
+
+as_pg "$BIN/initdb" -D "$data" -A trust -U postgres >/dev/null
+cat >>"$data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $PORT
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'monoflake'
+monoflake.node = $NODE
+max_connections = 40
+EOF
+start
+sql -c 'CREATE EXTENSION monoflake'
+layout=$(sql -c 'SELECT monoflake.layout()')
+echo "layout: $layout"
+
+# 1. Connections × next_id() through a primary key.
+sql -c 'CREATE TABLE ids (id bigint PRIMARY KEY DEFAULT monoflake.next_id(), conn int, n int)'
+t0=$(date +%s.%N)
+pids=()
+for c in $(seq 1 "$CONNS"); do
+    sql -c "INSERT INTO ids (conn, n) SELECT $c, g FROM generate_series(1, $PER_CONN) g" &
+    pids+=($!)
+done
+errors=0
+for p in "${pids[@]}"; do wait "$p" || errors=$((errors + 1)); done
+t1=$(date +%s.%N)
+rows=$(sql -c 'SELECT count(*) FROM ids')
+distinct=$(sql -c 'SELECT count(DISTINCT id) FROM ids')
+back=$(sql -c 'SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY conn ORDER BY n) AS prev FROM ids) s WHERE id <= prev')
+rate=$(echo "$rows / ($t1 - $t0)" | bc)
+check "$CONNS x $PER_CONN next_id() into a primary key" \
+    "$([ "$errors" = 0 ] && [ "$rows" = $((CONNS * PER_CONN)) ] && [ "$distinct" = "$rows" ] && [ "$back" = 0 ]; echo $?)" \
+    "$rows rows, $distinct distinct, $errors failed inserts, $back not increasing per connection, $rate rows/s"
+
+# 2. decode against the CLI.
+sql -c "SELECT (jsonb_build_object('id', id::text, 'unix_ms', (extract(epoch FROM d.time) * 1000)::bigint,
+            'node', d.node, 'sequence', d.sequence) || d.fields)::text
+        FROM (SELECT id FROM ids ORDER BY random() LIMIT 200) s, monoflake.decode(s.id) d ORDER BY id" >"$dir/sql.json"
+python3 - "$dir/sql.json" "$MONOFLAKE" "$layout" <<'EOF' && ok=0 || ok=1
+import json, subprocess, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+out = subprocess.run([sys.argv[2], "decode", "--json", "--layout", sys.argv[3]] + [r["id"] for r in rows],
+                     check=True, capture_output=True, text=True).stdout
+cli = [json.loads(l) for l in out.splitlines() if l.strip()]
+for c in cli:
+    c.pop("time", None)
+bad = [(r, c) for r, c in zip(rows, cli) if r != c]
+print(f"{len(rows)} IDs compared, {len(bad)} differ" + (f": {bad[0]}" if bad else ""))
+sys.exit(1 if bad or len(rows) != len(cli) or not rows else 0)
+EOF
+check "decode agrees with monoflake decode" "$ok" "sample of 200"
+
+# 3. Restarts: plain, then with the clock one hour back.
+before=$(sql -c 'SELECT max(id) FROM ids')
+stop; start
+after=$(sql -c 'SELECT monoflake.next_id()')
+check "a restart issues above every ID before" "$([ "$after" -gt "$before" ]; echo $?)" "$after > $before"
+before=$after
+# (libfaketime preloaded directly: the `faketime` wrapper waits for the server to exit.)
+stop; start env LD_PRELOAD="${FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}" FAKETIME=-1h
+after=$(sql -c 'SELECT monoflake.next_id()')
+now=$(sql -c 'SELECT now()')
+check "a restart one hour back (faketime) issues above every ID before" \
+    "$([ "$after" -gt "$before" ]; echo $?)" "$after > $before; the server's clock reads $now"
+stop; start
+
+# 4. The errors.
+state=$(sqlstate 'SELECT monoflake.next_ids(0)')
+check "next_ids(0) is refused" "$([ "$state" = 22023 ]; echo $?)" "SQLSTATE $state"
+state=$(sqlstate 'SELECT count(*) FROM monoflake.next_ids(100000000)')
+check "next_ids past the bound is refused" "$([ "$state" = 22023 ]; echo $?)" "SQLSTATE $state"
+n=$(sql -c 'SELECT count(DISTINCT x) FROM monoflake.next_ids(100000) x')
+check "next_ids(100000) gives 100000 distinct IDs" "$([ "$n" = 100000 ]; echo $?)" "$n"
+stop; pg_opts="-c monoflake.node=-1"; start
+state=$(sqlstate 'SELECT monoflake.next_id()')
+check "no node: refused" "$([ "$state" = 55000 ]; echo $?)" "SQLSTATE $state"
+stop
+pg_opts="-c shared_preload_libraries=''"; start
+state=$(sqlstate 'SELECT monoflake.next_id()')
+check "not preloaded: refused" "$([ "$state" = 55000 ]; echo $?)" "SQLSTATE $state"
+stop; pg_opts=""; start
+
+# 5. pg_terminate_backend during calls.
+sql -c 'CREATE TABLE killed (id bigint PRIMARY KEY DEFAULT monoflake.next_id())'
+for c in 1 2 3 4; do
+    sql -c "INSERT INTO killed SELECT monoflake.next_id() FROM generate_series(1, 2000000)" >/dev/null 2>&1 &
+done
+sleep 1
+sql -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO killed%' AND pid <> pg_backend_pid()" >/dev/null
+wait || true
+sql -c 'INSERT INTO ids (conn, n) SELECT 0, g FROM generate_series(1, 100000) g' && ok=0 || ok=1
+check "after pg_terminate_backend mid-call: 100000 more IDs, no conflict" "$ok" \
+    "$(sql -c 'SELECT count(*) FROM ids') rows"
+
+if [ "$bench" != 0 ]; then
+    sql -c 'CREATE SEQUENCE s; CREATE TABLE bench_seq (id bigint PRIMARY KEY DEFAULT nextval($$s$$), v int);
+            CREATE TABLE bench_mf (id bigint PRIMARY KEY DEFAULT monoflake.next_id(), v int);
+            CREATE TABLE bench_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), v int)'
+    echo 'SELECT monoflake.next_id();' >"$dir/mf.sql"
+    echo "SELECT nextval('s');" >"$dir/seq.sql"
+    echo 'SELECT gen_random_uuid();' >"$dir/uuid.sql"
+    echo 'INSERT INTO bench_mf (v) VALUES (1);' >"$dir/ins_mf.sql"
+    echo 'INSERT INTO bench_seq (v) VALUES (1);' >"$dir/ins_seq.sql"
+    echo 'INSERT INTO bench_uuid (v) VALUES (1);' >"$dir/ins_uuid.sql"
+    chown postgres: "$dir"/*.sql
+    tps() { # tps FILE CLIENTS -> "tps latency_ms"
+        as_pg "$BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U postgres -n -T "$bench" -c "$2" -j "$(( $2 < 2 ? 1 : 2 ))" \
+            -f "$dir/$1" postgres 2>/dev/null |
+            awk '/^latency average/ {l=$4} /^tps/ {t=$3} END {printf "%.0f %.3f", t, l}'
+    }
+    echo
+    echo "| statement | clients | tps | latency (ms) | vs nextval |"
+    echo "|---|---:|---:|---:|---:|"
+    for clients in 1 8; do
+        for pair in "seq:SELECT nextval('s')" "mf:SELECT monoflake.next_id()" "uuid:SELECT gen_random_uuid()" \
+            "ins_seq:INSERT … DEFAULT nextval('s')" "ins_mf:INSERT … DEFAULT monoflake.next_id()" \
+            "ins_uuid:INSERT … DEFAULT gen_random_uuid()"; do
+            f=${pair%%:*}; label=${pair#*:}
+            read -r t l <<<"$(tps "$f.sql" "$clients")"
+            case $f in seq) base=$t ;; ins_seq) ibase=$t ;; esac
+            b=$base; case $f in ins_*) b=$ibase ;; esac
+            echo "| \`$label\` | $clients | $t | $l | $(echo "scale=2; $t / $b" | bc) |"
+        done
+    done
+fi
+
+echo "pg-extension: $passed passed, $failed failed"
+[ "$failed" = 0 ]
