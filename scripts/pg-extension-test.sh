@@ -9,8 +9,11 @@
 #   1. CONNS connections (8) × PER_CONN (100,000) `next_id()` through a BIGINT PRIMARY KEY
 #      DEFAULT: no conflict, increasing per connection;
 #   2. `monoflake.decode` agrees with `monoflake decode --json` on a sample of them;
-#   3. a restart issues above every ID before, and so does a restart under `faketime` one
-#      hour back (the reservation file puts the server above its past);
+#   3. a restart issues above every ID before; a restart under `faketime` one hour back
+#      refuses (55000, the reservation far ahead of the clock) until
+#      monoflake.trust_reservation is turned on (reload), then issues above every ID before;
+#      a restart 10 s back refuses until the clock is within monoflake.tolerance_ms, then
+#      issues above every ID before;
 #   4. the SQL errors: next_ids out of range (22023), no node (55000), not preloaded (55000);
 #   5. pg_terminate_backend during calls leaves the state consistent (no duplicate after).
 # With --bench S, then pgbench for S seconds at 1 and 8 clients: next_id() against
@@ -72,6 +75,16 @@ sql() { as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -v ON_
 sqlstate() {
     as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -qAtX \
         -c '\set VERBOSITY verbose' -c "$1" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p' | head -1 || true
+}
+# sqlerror SQL: the error line the statement fails with ("" when it does not fail).
+sqlerror() {
+    as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -qAtX -c "$1" 2>&1 | grep '^ERROR:' | head -1 || true
+}
+# conf LINE: appends a setting to postgresql.conf (the last one wins) and reloads.
+conf() {
+    echo "$1" >>"$data/postgresql.conf"
+    sql -c 'SELECT pg_reload_conf()' >/dev/null
+    sleep 1
 }
 
 passed=0
@@ -139,11 +152,40 @@ after=$(sql -c 'SELECT monoflake.next_id()')
 check "a restart issues above every ID before" "$([ "$after" -gt "$before" ]; echo $?)" "$after > $before"
 before=$after
 # (libfaketime preloaded directly: the `faketime` wrapper waits for the server to exit.)
-stop; start env LD_PRELOAD="${FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}" FAKETIME=-1h
-after=$(sql -c 'SELECT monoflake.next_id()')
+FAKETIME_SO=${FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}
+stop; start env LD_PRELOAD="$FAKETIME_SO" FAKETIME=-1h
 now=$(sql -c 'SELECT now()')
-check "a restart one hour back (faketime) issues above every ID before" \
-    "$([ "$after" -gt "$before" ]; echo $?)" "$after > $before; the server's clock reads $now"
+state=$(sqlstate 'SELECT monoflake.next_id()')
+error=$(sqlerror 'SELECT monoflake.next_id()')
+batch=$(sqlstate 'SELECT count(*) FROM monoflake.next_ids(10)')
+echo "$error"
+check "a restart one hour back (faketime) refuses: the reservation is ahead of the clock" \
+    "$([ "$state" = 55000 ] && [ "$batch" = 55000 ] &&
+        [[ "$error" == *"ahead of the server's clock"*"more than monoflake.tolerance_ms (5100 ms)"*"monoflake.trust_reservation"* ]]; echo $?)" \
+    "next_id SQLSTATE $state, next_ids SQLSTATE $batch; the server's clock reads $now"
+conf 'monoflake.trust_reservation = on'
+after=$(sql -c 'SELECT monoflake.next_id()')
+check "one hour back, with monoflake.trust_reservation on (reload): issues above every ID before" \
+    "$([ -n "$after" ] && [ "$after" -gt "$before" ]; echo $?)" "$after > $before"
+before=$(sql -c 'SELECT monoflake.next_id()')
+conf 'monoflake.trust_reservation = off'
+# 10 s back: refused while the reservation (about 15 s ahead) is beyond the tolerance, then
+# issued from it on, without a restart.
+stop; start env LD_PRELOAD="$FAKETIME_SO" FAKETIME=-10
+first=$(sqlstate 'SELECT monoflake.next_id()')
+t0=$(date +%s.%N)
+after=""
+refused=0
+for _ in $(seq 1 80); do
+    after=$(sql -c 'SELECT monoflake.next_id()' 2>/dev/null) && break
+    after=""; refused=$((refused + 1)); sleep 0.5
+done
+waited=$(echo "$(date +%s.%N) - $t0" | bc)
+again=$(sql -c 'SELECT max(x) FROM monoflake.next_ids(1000) x' 2>/dev/null || true)
+check "10 s back: refused, then issues above every ID before once the clock catches up" \
+    "$([ "$first" = 55000 ] && [ "$refused" -gt 0 ] && [ -n "$after" ] && [ "$after" -gt "$before" ] &&
+        [ -n "$again" ] && [ "$again" -gt "$after" ]; echo $?)" \
+    "first SQLSTATE $first, $refused refusals over ${waited}s, then $after > $before, then $again"
 stop; start
 
 # 4. The errors.

@@ -5,8 +5,10 @@
 //! offset from `CLOCK_MONOTONIC` (one clock for the whole host, the same in every process) to
 //! Unix time. `now = monotonic + offset`. The offset is only ever raised:
 //!
-//! * at start, to the wall clock — or to the tick after the data directory's reservation, when
-//!   that is later (a server restarted with its clock set back goes on from where it was);
+//! * at start, to the wall clock;
+//! * on the first call after a start whose reservation is ahead of the clock, to the tick after
+//!   the reservation — when that is within `monoflake.tolerance_ms` of the line, or
+//!   `monoflake.trust_reservation` is on (else the call is refused: see `shared.rs`);
 //! * once a second (checked on a read, no thread), to the wall clock when the wall clock is
 //!   ahead by more than 1 ms (the monotonic clock misses suspend time; NTP stepped forward).
 //!
@@ -90,5 +92,22 @@ impl Line {
             }
         }
         mono + offset
+    }
+
+    /// Raises the line to at least `at_ns` (Unix) now; never lowers it. Returns the line's
+    /// time after, and whether this call raised it.
+    pub(crate) fn raise_to(&self, at_ns: u64) -> (u64, bool) {
+        let mono = monotonic_ns();
+        let wanted = at_ns.saturating_sub(mono);
+        // Ordering: Relaxed; a read-modify-write reads the latest offset.
+        let before = self.offset_ns.fetch_max(wanted, Ordering::Relaxed);
+        (mono + before.max(wanted), wanted > before)
+    }
+
+    /// The line's time from the latest offset (a read-modify-write, not a possibly stale load),
+    /// for a decision that must not rest on an old value.
+    pub(crate) fn latest_ns(&self) -> u64 {
+        let mono = monotonic_ns();
+        mono + self.offset_ns.fetch_max(0, Ordering::Relaxed)
     }
 }

@@ -46,6 +46,20 @@ impl Failure {
         .hint("set monoflake.node (a number no other server uses) in postgresql.conf and restart the server")
     }
 
+    /// The reservation is further ahead of the server's clock than the tolerance, and not
+    /// trusted (SQLSTATE 55000): issuing would stamp IDs far ahead of the clock.
+    pub(crate) fn reservation_ahead(message: String) -> Failure {
+        Failure::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            message,
+        )
+        .hint(
+            "check the server's clock (NTP) and wait for it; if it is wrong now and was right \
+             when the IDs were issued, set monoflake.trust_reservation = on in postgresql.conf \
+             and reload (IDs then carry the reservation's time), or raise monoflake.tolerance_ms",
+        )
+    }
+
     /// The invariant that would break, as a library error.
     pub(crate) fn from_error(e: &monoflake::Error) -> Failure {
         let code = match e {

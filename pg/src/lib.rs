@@ -12,8 +12,8 @@
 //! IDs from all connections are unique and increase in one order. The clock's line (the
 //! monotonic clock's offset to the wall clock, only ever raised) lives there too, and a
 //! reservation file in the data directory, written ahead of use, puts a restarted server above
-//! every ID it issued before, whatever its clock says. `docs/postgres-extension.md` is the
-//! operator's guide.
+//! every ID it issued before; a clock far behind it is refused (SQLSTATE 55000) unless
+//! `monoflake.trust_reservation` is on. `docs/postgres-extension.md` is the operator's guide.
 
 mod api;
 mod clock;

@@ -1,9 +1,11 @@
-//! The extension's settings (GUCs). All are read once, when the server starts: one generator
-//! per server needs one layout and one node for the server's life.
+//! The extension's settings (GUCs). The layout and the node are read once, when the server
+//! starts: one generator per server needs one layout and one node for the server's life. The
+//! reservation's tolerance and trust are read from `postgresql.conf` (start or reload), by
+//! the call that finds the reservation ahead of the clock.
 
 use std::ffi::CString;
 
-use monoflake::Layout;
+use monoflake::{DEFAULT_MAX_LEAD, DEFAULT_RESERVATION_WINDOW, Layout};
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 /// `monoflake.layout`: a preset name or a layout spec (`monoflake layouts` lists both).
@@ -16,6 +18,19 @@ pub(crate) static NODE: GucSetting<i32> = GucSetting::<i32>::new(-1);
 /// `monoflake.max_wait_ms`: how long a call may wait for its slot at the lead limit (IDs
 /// asked for faster than the layout's cap) before it fails.
 pub(crate) static MAX_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
+
+/// The library's default tolerance for a reservation ahead of the clock: the reservation
+/// window plus the lead (5.1 s), what a server stopped moments ago leaves behind.
+pub(crate) const DEFAULT_TOLERANCE_MS: i32 =
+    (DEFAULT_RESERVATION_WINDOW.as_millis() + DEFAULT_MAX_LEAD.as_millis()) as i32;
+
+/// `monoflake.tolerance_ms`: how far the reservation may be ahead of the server's clock and
+/// still be issued from at once (the line moves up to it).
+pub(crate) static TOLERANCE_MS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_TOLERANCE_MS);
+
+/// `monoflake.trust_reservation`: issue above a reservation however far ahead of the clock
+/// (the IDs then carry the reservation's time, not the clock's), instead of refusing.
+pub(crate) static TRUST_RESERVATION: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 /// Registers the settings.
 pub(crate) fn define() {
@@ -47,6 +62,33 @@ pub(crate) fn define() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    // Both below are server-wide decisions (the line they move is every backend's, and is
+    // never moved back): postgresql.conf only, read at start and on reload, never a session's
+    // SET. Neither can cause a duplicate; they choose between refusing and issuing IDs
+    // stamped ahead of the clock.
+    GucRegistry::define_int_guc(
+        c"monoflake.tolerance_ms",
+        c"How far the reservation may be ahead of the server's clock before calls are refused.",
+        c"Within it a call waits for the clock; beyond it (a clock set back, or behind) calls fail with SQLSTATE 55000 until the clock catches up, unless monoflake.trust_reservation is on.",
+        &TOLERANCE_MS,
+        0,
+        60_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_bool_guc(
+        c"monoflake.trust_reservation",
+        c"Issue above a reservation however far ahead of the server's clock, instead of refusing.",
+        c"For a clock that is wrong now and was right when the reservation was written: IDs stay above every ID issued before but carry the reservation's time.",
+        &TRUST_RESERVATION,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+}
+
+/// The tolerance setting, in nanoseconds.
+pub(crate) fn tolerance_ns() -> u64 {
+    u64::try_from(TOLERANCE_MS.get()).unwrap_or(0) * 1_000_000
 }
 
 /// The layout setting, parsed (a preset name or a spec).

@@ -3,8 +3,13 @@
 //!
 //! The postmaster sets it up when it loads the library (`shared_preload_libraries`): it reads
 //! the data directory's reservation `R`, starts the state as the last value of tick `R` and
-//! the line no earlier than tick `R + 1`, and writes the first reservation ahead of use before
-//! any backend exists. From then on each backend issues by load → [`StateStep::next`] (the
+//! the line at the wall clock, keeps the time of tick `R + 1` as the floor, and writes the
+//! first reservation ahead of use before any backend exists. A call that finds the line below
+//! the floor waits for it when it is within `monoflake.tolerance_ms` (as the library's build
+//! waits out a reservation within its tolerance), raises the line to it when it is further
+//! ahead and `monoflake.trust_reservation` is on, and otherwise refuses (SQLSTATE 55000) until
+//! the clock catches up: never an ID below the reservation, never silently one stamped far
+//! ahead of the clock. From then on each backend issues by load → [`StateStep::next`] (the
 //! library's pure step, the one every generator flavour uses) → compare-exchange, and before
 //! it commits a value of a tick beyond what is on disk, the reservation is extended first
 //! (one backend writes; the rest wait for it, bounded). Ahead of need — once issuing reaches
@@ -29,6 +34,8 @@ use crate::{reservation, settings};
 
 /// How long a call waits for another backend's reservation write before it fails.
 const RESERVATION_WAIT: Duration = Duration::from_secs(5);
+/// The library's lead, in ns: how far ahead of the line a tick may be borrowed.
+const LEAD_NS: u64 = monoflake::DEFAULT_MAX_LEAD.as_nanos() as u64;
 /// The room for the startup failure's message.
 const MESSAGE_BYTES: usize = 512;
 
@@ -41,6 +48,9 @@ pub(crate) struct Shared {
     line: Line,
     /// The highest tick the reservation file on disk allows.
     reserved_tick: AtomicU64,
+    /// The Unix ns of the tick after the reservation found at start (0: none): no ID is
+    /// issued before the line reaches it.
+    floor_ns: AtomicU64,
     /// 1 while a backend writes the reservation.
     writer: AtomicU32,
     /// Whether the set-up succeeded; if not, `message` says why.
@@ -119,15 +129,22 @@ fn startup() -> Shared {
         state: AtomicU64::new(0),
         line: Line::new(0),
         reserved_tick: AtomicU64::new(0),
+        floor_ns: AtomicU64::new(0),
         writer: AtomicU32::new(0),
         ready: AtomicBool::new(false),
         message: [0; MESSAGE_BYTES],
     };
     match set_up() {
-        Ok((state, line, reserved_tick)) => {
+        Ok(SetUp {
+            state,
+            line,
+            reserved_tick,
+            floor_ns,
+        }) => {
             shared.state = AtomicU64::new(state);
             shared.line = line;
             shared.reserved_tick = AtomicU64::new(reserved_tick);
+            shared.floor_ns = AtomicU64::new(floor_ns);
             shared.ready = AtomicBool::new(true);
         }
         Err(message) => {
@@ -140,8 +157,16 @@ fn startup() -> Shared {
     shared
 }
 
-/// Reads the reservation, places the state and the line above it, writes the first one ahead.
-fn set_up() -> Result<(u64, Line, u64), String> {
+/// What the set-up found and wrote.
+struct SetUp {
+    state: u64,
+    line: Line,
+    reserved_tick: u64,
+    floor_ns: u64,
+}
+
+/// Reads the reservation, places the state above it, writes the first one ahead.
+fn set_up() -> Result<SetUp, String> {
     let layout = settings::layout()?;
     let name = layout.state_name();
     let floor = reservation::read(&name)?;
@@ -150,27 +175,93 @@ fn set_up() -> Result<(u64, Line, u64), String> {
         b = b.resume_after(r);
     }
     let step = b.build_step().map_err(|e| e.to_string())?;
-    // The line starts no earlier than the tick after the reservation: a server whose clock
-    // was set back across a restart goes on from where it was, at the clock's pace.
-    let after = floor.map_or(0, |r| {
+    // The line starts at the wall clock; the first call raises it to the tick after the
+    // reservation, or refuses while that is too far ahead (`catch_up`).
+    let floor_ns = floor.map_or(0, |r| {
         layout
             .unix_ms_of_tick(r.saturating_add(1).min(layout.max_tick()))
             .saturating_mul(1_000_000)
     });
-    let line = Line::new(after);
-    let behind_ms = after.saturating_sub(wall_ns()) / 1_000_000;
-    if behind_ms > 0 {
+    let line = Line::new(0);
+    let now_ns = line.now_ns();
+    let ahead_ns = floor_ns.saturating_sub(now_ns);
+    if ahead_ns > settings::tolerance_ns() && !settings::TRUST_RESERVATION.get() {
         pgrx::warning!(
-            "monoflake: the wall clock is {behind_ms} ms behind this server's reservation; \
-             issuing from the reservation on (IDs stay above every ID issued before)"
+            "monoflake: the reservation runs to {}, {} ahead of the server's clock ({}), \
+             more than monoflake.tolerance_ms: calls are refused until the clock catches up, \
+             unless monoflake.trust_reservation is on",
+            monoflake::rfc3339(floor_ns / 1_000_000),
+            seconds(ahead_ns),
+            monoflake::rfc3339(now_ns / 1_000_000)
         );
     }
-    let now_tick = tick_at(&layout, line.now_ns());
-    let reserved = now_tick
-        .max(floor.map_or(0, |r| r.saturating_add(1)))
-        .saturating_add(window_ticks(&layout));
+    // Never below what is on disk (a later start must still find every tick issued before),
+    // and no further ahead than the clock needs: a start that issues nothing (or refuses)
+    // does not push it on; the first call above it extends it.
+    let reserved = tick_at(&layout, now_ns)
+        .saturating_add(window_ticks(&layout))
+        .max(floor.unwrap_or(0));
     reservation::write(&name, reserved)?;
-    Ok((step.start(), line, reserved))
+    Ok(SetUp {
+        state: step.start(),
+        line,
+        reserved_tick: reserved,
+        floor_ns,
+    })
+}
+
+/// `3600.1 s`.
+fn seconds(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
+/// The line below the floor (`floor_ns`, the time after the reservation found at start).
+/// Within the tolerance: waits until the floor is at most the lead ahead (the step borrows
+/// the rest), so IDs carry honest time. Beyond it: refuses, or, trusted, raises the line to
+/// the floor. Returns the line's time.
+fn catch_up(shared: &Shared, floor_ns: u64) -> Result<u64, Failure> {
+    let lead_ns = LEAD_NS;
+    let now_ns = shared.line.latest_ns();
+    if floor_ns <= now_ns.saturating_add(lead_ns) {
+        return Ok(now_ns);
+    }
+    let ahead_ns = floor_ns - now_ns;
+    let tolerance_ns = settings::tolerance_ns();
+    if ahead_ns <= tolerance_ns {
+        loop {
+            let now_ns = shared.line.now_ns();
+            let Some(left) = floor_ns.checked_sub(now_ns.saturating_add(lead_ns)) else {
+                return Ok(now_ns);
+            };
+            std::thread::sleep(Duration::from_nanos(left).min(Duration::from_millis(10)));
+            pgrx::check_for_interrupts!();
+        }
+    }
+    if !settings::TRUST_RESERVATION.get() {
+        return Err(Failure::reservation_ahead(format!(
+            "monoflake: this server's reservation (monoflake.reservation in the data \
+                 directory) runs to {}, {} ahead of the server's clock ({}), more than \
+                 monoflake.tolerance_ms ({} ms): the clock was set back, or is behind, since \
+                 IDs were last issued. No ID is issued until the clock is within the tolerance \
+                 of the reservation (in {}), unless monoflake.trust_reservation is on",
+            monoflake::rfc3339(floor_ns / 1_000_000),
+            seconds(ahead_ns),
+            monoflake::rfc3339(now_ns / 1_000_000),
+            tolerance_ns / 1_000_000,
+            seconds(ahead_ns - tolerance_ns),
+        )));
+    }
+    let (now_ns, raised) = shared.line.raise_to(floor_ns);
+    if raised {
+        pgrx::warning!(
+            "monoflake: the reservation is {} ahead of the server's clock, more than \
+             monoflake.tolerance_ms; trusted (monoflake.trust_reservation): issuing from {} on, \
+             above every ID issued before, with times that far ahead of this clock",
+            seconds(ahead_ns),
+            monoflake::rfc3339(floor_ns / 1_000_000)
+        );
+    }
+    Ok(now_ns)
 }
 
 fn tick_at(layout: &Layout, unix_ns: u64) -> u64 {
@@ -215,7 +306,12 @@ fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
     let mut waited = Duration::ZERO;
     let mut cur = shared.state.load(Ordering::Relaxed);
     loop {
-        let now_ns = shared.line.now_ns();
+        let mut now_ns = shared.line.now_ns();
+        // Ordering: Relaxed; written once, before any backend exists.
+        let floor_ns = shared.floor_ns.load(Ordering::Relaxed);
+        if floor_ns > now_ns.saturating_add(LEAD_NS) {
+            now_ns = catch_up(shared, floor_ns)?;
+        }
         match step.next(cur, now_ns, n) {
             Ok((first, last)) => {
                 let tick = step.tick_of(last);
