@@ -32,6 +32,9 @@ pub extern "C-unwind" fn _PG_init() {
     // Shared memory (and a setting read only at start) is only there for a library loaded by
     // the postmaster; loaded later (CREATE EXTENSION without the preload), defining them would
     // be FATAL, so every call refuses with the reason instead.
+    // SAFETY: a plain `bool` global of the server, set by the postmaster before it loads the
+    // preloaded libraries; `_PG_init` runs in the loading process, on its one thread, so
+    // nothing writes it while it is read.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         settings::define();
         shared::preload();

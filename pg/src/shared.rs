@@ -61,6 +61,10 @@ pub(crate) struct Shared {
 // SAFETY: plain atomics and bytes, no pointers: the same in every process mapping it.
 unsafe impl PGRXSharedMemory for Shared {}
 
+// SAFETY: `PgAtomic::new` is unsafe because the name must be unique among the server's
+// shared-memory segments and the value initialised once, by the postmaster, before any
+// backend reads it: the name is this extension's own, and `pg_shmem_init!` (in `preload`,
+// called only while the postmaster loads preloaded libraries) is its one initialisation.
 static SHARED: PgAtomic<Shared> = unsafe { PgAtomic::new(c"monoflake_generator") };
 
 /// Whether the postmaster loaded the library (and so set up `SHARED`); inherited by every
