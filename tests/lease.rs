@@ -820,10 +820,10 @@ fn a_release_that_finds_its_claim_gone_writes_back_what_it_issued() {
     let leased = Generator::builder(layout.clone())
         .build_leased(store.clone(), NodeRequest::Exact(0))
         .unwrap();
-    let last = (0..10_000)
-        .map(|_| leased.next_id().unwrap())
-        .last()
-        .unwrap();
+    let mut last = leased.next_id().unwrap();
+    for _ in 1..10_000 {
+        last = leased.next_id().unwrap();
+    }
     let last_ms = last.parts(&layout).unwrap().unix_ms();
     store.lost_extend.store(true, Ordering::SeqCst);
     match leased.release() {
