@@ -128,6 +128,9 @@ struct State {
     phases: Vec<PhaseStats>,
     /// Per slot: when it last issued, while outages are tracked.
     last_ok: Vec<Option<i64>>,
+    /// Per slot: when it last issued (real ms) and how far its last ID's time was ahead of
+    /// that, in ms (negative: behind), tracked or not.
+    lead: Vec<Option<(i64, i64)>>,
     tracking: bool,
     outages: Vec<Outage>,
     /// Per source: its tenure under way.
@@ -183,6 +186,7 @@ impl Checker {
                 next_n: 0,
                 phases: vec![PhaseStats::default(); tables.len()],
                 last_ok: vec![None; slots],
+                lead: vec![None; slots],
                 tracking: false,
                 outages: Vec::new(),
                 open: HashMap::new(),
@@ -323,6 +327,9 @@ impl Checker {
             }
             let _ = writeln!(log, "{line}");
         }
+        if let (Some(slot), Some(&newest)) = (source.slot, ids.last()) {
+            st.lead[slot] = Some((recv_ms, unix_ms(newest) - recv_ms));
+        }
         if let Some(slot) = source.slot
             && st.tracking
         {
@@ -427,6 +434,18 @@ impl Checker {
             }
         }
         st.outages.clone()
+    }
+
+    /// When slot `slot` last issued (real ms), and how far ahead of that its newest ID's time
+    /// was (ms).
+    pub fn lead(&self, slot: usize) -> Option<(i64, i64)> {
+        self.state
+            .lock()
+            .expect("checker")
+            .lead
+            .get(slot)
+            .copied()
+            .flatten()
     }
 
     /// When each slot last issued.

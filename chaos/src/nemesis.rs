@@ -463,12 +463,21 @@ impl Nemesis {
         if matches!(slot.store, StoreArgs::Pg(_)) {
             return Err("no take-over on the PostgreSQL store here".into());
         }
+        let etcd = slot.store.is_etcd();
+        // No etcd member fault meanwhile: a holder the store cannot confirm stops issuing on
+        // its own (its fence's deadline), and a take-over of a holder that is not issuing
+        // tests nothing (a 60 s soak at seed 11 lost its only etcd `ahead-takeover` to an
+        // overlapping `etcd-leader` this way).
+        let _busy = if etcd {
+            Some(self.etcd_busy.lock().await)
+        } else {
+            None
+        };
         let live = slot.live().ok_or("not running")?;
         let node = live.node().ok_or("no node seen yet")?;
         if !self.paused.lock().expect("paused").insert(p.slot) {
             return Err("already paused".into());
         }
-        let etcd = slot.store.is_etcd();
         let pause = p.kind == FaultKind::PauseTakeover;
         let detail = if pause {
             format!(
@@ -481,7 +490,27 @@ impl Nemesis {
             // The step first, and time for the holder to issue ahead: its IDs then run 1 s
             // ahead of the successor's clock when the records go.
             let step = self.world.clocks.step(p.slot, 1);
-            tokio::time::sleep(Duration::from_millis(400)).await;
+            // The precondition: the holder issues, and its IDs run ahead, when its records
+            // go. Its clock follows the step only once libfaketime reads the offset again (at
+            // most a second) and its locked clock re-anchors (each second): up to 2 s, which
+            // a fixed 400 ms wait mostly missed — at seed 11 the holder's IDs were on time.
+            let give_up = tokio::time::Instant::now() + AHEAD_WITHIN;
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let lead = self.world.checker.lead(p.slot);
+                if lead.is_some_and(|(at, ahead)| now_ms() - at <= ISSUING_MS && ahead >= AHEAD_MS)
+                {
+                    break;
+                }
+                if tokio::time::Instant::now() >= give_up {
+                    self.paused.lock().expect("paused").remove(&p.slot);
+                    return Err(format!(
+                        "the holder was not issuing {AHEAD_MS} ms ahead within {} ms of the \
+                         step (last ID at real ms, ahead ms: {lead:?})",
+                        AHEAD_WITHIN.as_millis()
+                    ));
+                }
+            }
             format!(
                 "{} pid {} (node {node}) running, clock stepped +1 s (offset now {step:?}); \
                  records deleted; a successor claims node {node}",
@@ -542,6 +571,13 @@ impl Nemesis {
         ))
     }
 }
+
+/// How recently a holder must have issued for an `ahead-takeover` to go ahead, in ms.
+const ISSUING_MS: i64 = 250;
+/// How far ahead of the real time its newest ID must be: most of the 1 s step.
+const AHEAD_MS: i64 = 800;
+/// How long after the step the holder has to get there.
+const AHEAD_WITHIN: Duration = Duration::from_secs(4);
 
 #[cfg(test)]
 mod tests {
