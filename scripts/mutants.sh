@@ -43,6 +43,9 @@ MUTANTS=(
     "lend                     monoflake_broken_lend                      cheap loom registry"
     "seal_giveback            monoflake_broken_seal_giveback             cheap loom registry"
     "per_core_slot_bits       monoflake_broken_per_core                  cheap loom per_core"
+    # A leased PerCore whose keeper writes, or seals, only its first slot.
+    "per_core_one_fence       monoflake_mutant_per_core_one_fence        cheap test --test per_core_lease a_leased_per_core_generator_hands_its_node_on_after_every_id"
+    "per_core_one_seal        monoflake_mutant_per_core_one_seal         cheap test --test per_core_lease a_per_core_holder_whose_claim_is_lost_seals_every_slot_and_writes_back"
     # The hand-over (docs/design.md, "The hand-over"): the give-back of ace1576 (.ci/run checks
     # it by a step of its own), and a claim that takes evidence for a record of its own.
     "give_back                monoflake_broken_give_back                 slow  run handover-check --quick"

@@ -281,12 +281,27 @@ impl<C: TimeSource> GeneratorBuilder<C> {
     where
         C: Clone,
     {
+        self.build_per_core_with(slots, None, u64::MAX, u64::MAX)
+    }
+
+    /// [`GeneratorBuilder::build_per_core`] with first fence words (every slot's) and who
+    /// explains their refusals (the lease, when it is leased).
+    pub(crate) fn build_per_core_with(
+        self,
+        slots: usize,
+        refusal: Option<Arc<dyn Refusal>>,
+        limit: u64,
+        deadline: u64,
+    ) -> Result<PerCore<C>, Error>
+    where
+        C: Clone,
+    {
         let slot_bits = self.slot_bits(slots)?;
         let slots = 1usize << slot_bits;
         let generators = (0..slots as u64)
             .map(|slot| {
                 self.clone()
-                    .build_slot(None, u64::MAX, u64::MAX, slot_bits, slot)
+                    .build_slot(refusal.clone(), limit, deadline, slot_bits, slot)
             })
             .collect::<Result<Vec<_>, Error>>()?;
         debug_assert_eq!(generators.len(), slots);

@@ -37,6 +37,7 @@ pub(crate) use self::fence::{Fence, Refusal};
 pub use self::id_generator::IdGenerator;
 pub(crate) use self::id_generator::id_generator_by_inherent_methods;
 pub use self::per_core::PerCore;
+pub(crate) use self::per_core::Slots as PerCoreSlots;
 pub use self::per_thread::{LocalIds, LocalSlot, PerThread};
 pub(crate) use self::per_thread::{Owner, Shared as PerThreadShared};
 pub use self::state_step::StateStep;

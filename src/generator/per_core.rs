@@ -2,8 +2,9 @@
 //! sequence bits.
 
 use std::fmt;
+use std::sync::Arc;
 
-use super::{Generator, Ids};
+use super::{Generator, Ids, Owner};
 use crate::clock::{LockedClock, TimeSource};
 use crate::{Error, Id, Layout, Stats};
 
@@ -35,15 +36,32 @@ use crate::{Error, Id, Layout, Stats};
 /// assert_eq!(unique.len(), 2000);
 /// # Ok::<(), monoflake::Error>(())
 /// ```
+///
+/// A per-core generator can hold its node through a [`NodeStore`](crate::NodeStore)
+/// ([`GeneratorBuilder::build_leased_per_core`](crate::GeneratorBuilder::build_leased_per_core)):
+/// one keeper for all slots, one fence, and a release that seals every slot.
 pub struct PerCore<C: TimeSource = LockedClock> {
-    generators: Box<[Generator<C>]>,
+    generators: Arc<Slots<C>>,
     mask: usize,
+    /// Who holds the node, when it is leased: stopped and released on drop.
+    owner: Option<Box<dyn Owner>>,
+}
+
+/// A per-core generator's slots, shared with the keeper of its node when it is leased.
+pub(crate) struct Slots<C: TimeSource>(pub(crate) Box<[Generator<C>]>);
+
+impl<C: TimeSource> std::ops::Deref for Slots<C> {
+    type Target = [Generator<C>];
+    fn deref(&self) -> &[Generator<C>] {
+        &self.0
+    }
 }
 
 impl<C: TimeSource + fmt::Debug> fmt::Debug for PerCore<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PerCore")
             .field("slots", &self.generators.len())
+            .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
 }
@@ -94,7 +112,45 @@ impl<C: TimeSource> PerCore<C> {
         debug_assert!(generators.len().is_power_of_two());
         PerCore {
             mask: generators.len() - 1,
-            generators: generators.into_boxed_slice(),
+            generators: Arc::new(Slots(generators.into_boxed_slice())),
+            owner: None,
+        }
+    }
+
+    /// The slots, for the keeper of a leased per-core generator.
+    pub(crate) fn shared(&self) -> &Arc<Slots<C>> {
+        &self.generators
+    }
+
+    /// Held by `owner` (a lease), released when dropped.
+    pub(crate) fn owned_by(mut self, owner: Box<dyn Owner>) -> Self {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// Stops issuing for good and lets the node go. For a leased generator every slot is
+    /// sealed, the final reservation (the end of the highest tick any slot issued in) is
+    /// written, and the node is released; without a lease, nothing to do. Dropping does the
+    /// same, without the error.
+    ///
+    /// # Errors
+    ///
+    /// The store's error if the final write fails ([`Error::LeaseLost`] when the claim was
+    /// lost, with what could not be written back).
+    ///
+    /// ```
+    /// let g = monoflake::Generator::builder(monoflake::Layout::twitter()).build_per_core(2)?;
+    /// g.release()?;
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn release(mut self) -> Result<(), Error> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<(), Error> {
+        match self.owner.take() {
+            Some(mut owner) => owner.release(),
+            None => Ok(()),
         }
     }
 
@@ -225,25 +281,36 @@ impl<C: TimeSource> PerCore<C> {
     /// # Ok::<(), monoflake::Error>(())
     /// ```
     pub fn stats(&self) -> Stats {
-        self.generators
-            .iter()
-            .map(Generator::stats)
-            .fold(Stats::default(), |a, b| Stats {
-                issued: a.issued + b.issued,
-                borrowed_ticks: a.borrowed_ticks + b.borrowed_ticks,
-                max_lead_ticks: a.max_lead_ticks.max(b.max_lead_ticks),
-                would_block_returned: a.would_block_returned + b.would_block_returned,
-                waiting_calls: a.waiting_calls + b.waiting_calls,
-                wait_retries: a.wait_retries + b.wait_retries,
-                wait_spins: a.wait_spins + b.wait_spins,
-                wait_yields: a.wait_yields + b.wait_yields,
-                wait_sleeps: a.wait_sleeps + b.wait_sleeps,
-                timed_out: a.timed_out + b.timed_out,
-                reanchors: b.reanchors,
-                max_skew_ns: b.max_skew_ns,
-                skew_ns: b.skew_ns,
-                slew_left_ns: b.slew_left_ns,
-                ..Stats::default()
-            })
+        let mut stats =
+            self.generators
+                .iter()
+                .map(Generator::stats)
+                .fold(Stats::default(), |a, b| Stats {
+                    issued: a.issued + b.issued,
+                    borrowed_ticks: a.borrowed_ticks + b.borrowed_ticks,
+                    max_lead_ticks: a.max_lead_ticks.max(b.max_lead_ticks),
+                    would_block_returned: a.would_block_returned + b.would_block_returned,
+                    waiting_calls: a.waiting_calls + b.waiting_calls,
+                    wait_retries: a.wait_retries + b.wait_retries,
+                    wait_spins: a.wait_spins + b.wait_spins,
+                    wait_yields: a.wait_yields + b.wait_yields,
+                    wait_sleeps: a.wait_sleeps + b.wait_sleeps,
+                    timed_out: a.timed_out + b.timed_out,
+                    reanchors: b.reanchors,
+                    max_skew_ns: b.max_skew_ns,
+                    skew_ns: b.skew_ns,
+                    slew_left_ns: b.slew_left_ns,
+                    ..Stats::default()
+                });
+        if let Some(owner) = &self.owner {
+            owner.fill(&mut stats);
+        }
+        stats
+    }
+}
+
+impl<C: TimeSource> Drop for PerCore<C> {
+    fn drop(&mut self) {
+        let _ = self.stop();
     }
 }

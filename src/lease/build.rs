@@ -21,7 +21,7 @@ pub const MAX_RESERVATION_WINDOW: Duration = Duration::from_secs(86_400);
 use crate::clock::TimeSource;
 use crate::generator::Refusal;
 use crate::sync::Ordering;
-use crate::{Error, GeneratorBuilder, PerThread};
+use crate::{Error, GeneratorBuilder, PerCore, PerThread};
 
 impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// How far ahead of need the reservation is extended (default
@@ -229,6 +229,51 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                 Ok((per_thread, shared))
             })?;
         Ok(per_thread.owned_by(Box::new(holding)))
+    }
+
+    /// Claims a node ID from `store` and builds a per-core generator that holds it (see
+    /// [`PerCore`]), with `slots` slots (rounded up to a power of two). The node is held as by
+    /// [`GeneratorBuilder::build_leased`]: one keeper extends the reservation ahead of the
+    /// highest tick any slot issued in and writes every slot's fence, and dropping (or
+    /// [`PerCore::release`]) seals every slot and writes the end of the highest tick any slot
+    /// issued in as the final reservation.
+    ///
+    /// # Errors
+    ///
+    /// As [`GeneratorBuilder::build_leased`]; [`Error::OutOfRange`] (field `"slots"`),
+    /// before anything is claimed, when the slots would take every sequence bit.
+    ///
+    /// ```
+    /// use monoflake::{FileStore, Generator, Layout, NodeRequest};
+    /// # let dir = std::env::temp_dir().join(format!("monoflake-doc-leased-per-core-{}", std::process::id()));
+    /// let store = std::sync::Arc::new(FileStore::open(&dir)?);
+    /// let ids = Generator::builder(Layout::twitter())
+    ///     .build_leased_per_core(store.clone(), NodeRequest::Exact(6), 4)?;
+    /// assert_eq!((ids.node(), ids.slots()), (6, 4));
+    /// let a = ids.next_id()?;
+    /// ids.release()?;
+    /// // The node's next holder starts after everything any slot issued.
+    /// let next = Generator::builder(Layout::twitter()).build_leased(store, NodeRequest::Exact(6))?;
+    /// assert!(next.next_id()? > a);
+    /// # drop(next); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    pub fn build_leased_per_core(
+        self,
+        store: Arc<dyn NodeStore>,
+        request: NodeRequest,
+        slots: usize,
+    ) -> Result<PerCore<C>, Error>
+    where
+        C: Clone,
+    {
+        self.slot_bits(slots)?;
+        let (per_core, holding) = self.lease_with(store, request, |builder, refusal, until| {
+            let per_core = builder.build_per_core_with(slots, Some(refusal), until.0, until.1)?;
+            let shared = Arc::clone(per_core.shared());
+            Ok((per_core, shared))
+        })?;
+        Ok(per_core.owned_by(Box::new(holding)))
     }
 
     /// Claims a node, writes its first reservation, confirms the claim, builds the generator

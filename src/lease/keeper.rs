@@ -8,12 +8,12 @@ use super::handover;
 use super::status::{LeaseStatus, Wakeup, deadline_tick, duration_ms, last_tick_before};
 use super::store::{Claim, NodeStore};
 use crate::clock::TimeSource;
-use crate::generator::{Fence, PerThreadShared};
+use crate::generator::{PerCoreSlots, PerThreadShared};
 use crate::sync::Ordering;
 use crate::{Error, Generator, Layout};
 
-/// What the keeper needs of the generator whose node it holds: a [`Generator`], or the slots
-/// of a [`PerThread`](crate::PerThread).
+/// What the keeper needs of the generator whose node it holds: a [`Generator`], the slots of a
+/// [`PerThread`](crate::PerThread), or those of a [`PerCore`](crate::PerCore).
 pub(crate) trait Held: Send + Sync + 'static {
     type Clock: TimeSource;
     fn layout(&self) -> &Layout;
@@ -22,8 +22,8 @@ pub(crate) trait Held: Send + Sync + 'static {
     fn node(&self) -> u64;
     /// The highest tick issued (or, per thread, moved into), for the next extension.
     fn last_tick(&self) -> u64;
-    /// The words the keeper writes.
-    fn fence(&self) -> &Fence;
+    /// Writes the fence words: issue no tick past `limit`, none at or past `deadline`.
+    fn set_fence(&self, limit: u64, deadline: u64);
     /// Stops issuing for good and returns the highest tick anything was or will be issued in:
     /// what the final reservation must cover.
     fn seal(&self) -> u64;
@@ -44,8 +44,8 @@ impl<C: TimeSource + 'static> Held for Generator<C> {
     fn last_tick(&self) -> u64 {
         Generator::last_tick(self)
     }
-    fn fence(&self) -> &Fence {
-        Generator::fence(self)
+    fn set_fence(&self, limit: u64, deadline: u64) {
+        Generator::fence(self).set(limit, deadline);
     }
     fn seal(&self) -> u64 {
         // The swap returns the last value issued: nothing is issued after it.
@@ -68,13 +68,53 @@ impl<C: TimeSource + 'static> Held for PerThreadShared<C> {
     fn last_tick(&self) -> u64 {
         PerThreadShared::last_tick(self)
     }
-    fn fence(&self) -> &Fence {
-        self.generator().fence()
+    fn set_fence(&self, limit: u64, deadline: u64) {
+        self.generator().fence().set(limit, deadline);
     }
     fn seal(&self) -> u64 {
         // The highest tick any slot published before its swap: a holder issues only in ticks
         // it published first (see `PerThreadShared::seal`).
         self.generator().tick_of_state(PerThreadShared::seal(self))
+    }
+}
+
+impl<C: TimeSource + 'static> Held for PerCoreSlots<C> {
+    type Clock = C;
+    fn layout(&self) -> &Layout {
+        self[0].layout()
+    }
+    fn clock(&self) -> &C {
+        self[0].clock()
+    }
+    #[cfg(feature = "tracing")]
+    fn node(&self) -> u64 {
+        self[0].node()
+    }
+    fn last_tick(&self) -> u64 {
+        self.iter().map(Generator::last_tick).max().unwrap_or(0)
+    }
+    fn set_fence(&self, limit: u64, deadline: u64) {
+        // Slot by slot: until its turn, a slot issues under the words of the last round —
+        // bounds the keeper published then, used a few microseconds longer, as when the
+        // keeper runs that much late (which the protocol's bounds allow for).
+        // Mutant: only the first slot's fence is written.
+        #[cfg(monoflake_mutant_per_core_one_fence)]
+        let slots = &self[..1];
+        #[cfg(not(monoflake_mutant_per_core_one_fence))]
+        let slots = &self[..];
+        for g in slots {
+            g.fence().set(limit, deadline);
+        }
+    }
+    fn seal(&self) -> u64 {
+        // Each swap returns its slot's last value: nothing is issued in any slot after its
+        // own swap, so the highest of them bounds every ID.
+        // Mutant: only the first slot is sealed.
+        #[cfg(monoflake_mutant_per_core_one_seal)]
+        let slots = &self[..1];
+        #[cfg(not(monoflake_mutant_per_core_one_seal))]
+        let slots = &self[..];
+        slots.iter().map(Held::seal).max().unwrap_or(0)
     }
 }
 
@@ -199,7 +239,7 @@ impl<G: Held> Keeper<G> {
         // The keeper is the fence's only writer until the release; once the lease is lost the
         // seal has closed it for good.
         if self.sealed.is_none() {
-            g.fence().set(
+            g.set_fence(
                 last_tick_before(layout, self.reserved_until_ms),
                 deadline_tick(layout, deadline),
             );
