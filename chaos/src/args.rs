@@ -84,6 +84,8 @@ pub enum Flavour {
     Handle,
     /// `PerThread`, by a handle's iterator (`LocalSlot::ids`) for each command.
     Iter,
+    /// A leased `PerCore`.
+    PerCore,
 }
 
 /// The holder takes the store flags of `monoflake gen`, so one set of flags starts either.

@@ -28,7 +28,7 @@ use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use monoflake::{
-    Error, FileStore, Generator, Id, Layout, Leased, NodeRequest, NodeStore, PerThread,
+    Error, FileStore, Generator, Id, Layout, Leased, NodeRequest, NodeStore, PerCore, PerThread,
 };
 
 use crate::args::{Flavour, HolderArgs, Store};
@@ -76,6 +76,9 @@ const SLOTS: usize = 4;
 enum Gen {
     Plain(Leased),
     PerThread(PerThread, Flavour),
+    /// Issued from the holder's one command thread, so on one slot: its IDs increase, as the
+    /// checker asks of a stream; the keeper still fences and seals every slot.
+    PerCore(PerCore),
 }
 
 impl Gen {
@@ -88,6 +91,9 @@ impl Gen {
         let builder = Generator::builder(layout.clone());
         Ok(match flavour {
             Flavour::Plain => Gen::Plain(builder.build_leased(store, request)?),
+            Flavour::PerCore => {
+                Gen::PerCore(builder.build_leased_per_core(store, request, SLOTS)?)
+            }
             other => Gen::PerThread(
                 builder.build_leased_per_thread(store, request, SLOTS)?,
                 other,
@@ -99,6 +105,7 @@ impl Gen {
         match self {
             Gen::Plain(l) => l.node(),
             Gen::PerThread(p, _) => p.node(),
+            Gen::PerCore(p) => p.node(),
         }
     }
 
@@ -109,6 +116,7 @@ impl Gen {
     fn with_one<R>(&self, f: impl FnOnce(&dyn Fn() -> Result<Id, Error>) -> R) -> Result<R, Error> {
         Ok(match self {
             Gen::Plain(l) => f(&|| l.try_next_id()),
+            Gen::PerCore(p) => f(&|| p.try_next_id()),
             Gen::PerThread(p, _) => {
                 let local = p.local()?;
                 f(&|| local.try_next_id())
@@ -130,6 +138,7 @@ impl Gen {
         };
         match self {
             Gen::Plain(l) => each(&mut || Some(l.next_id())),
+            Gen::PerCore(p) => each(&mut || Some(p.next_id())),
             Gen::PerThread(p, Flavour::Handle) => match p.local() {
                 Ok(local) => each(&mut || Some(local.next_id())),
                 Err(e) => Some(e),
@@ -157,6 +166,7 @@ impl Gen {
         match self {
             Gen::Plain(l) => l.release(),
             Gen::PerThread(p, _) => p.release(),
+            Gen::PerCore(p) => p.release(),
         }
     }
 }

@@ -781,12 +781,13 @@ impl Client {
     }
 }
 
-/// The kinds of generator a soak slot runs.
 /// The flavours a soak holder runs, one per instance in turn (`monoflake-chaos holder
 /// --flavour`).
-/// The soak's holders (slots 6, 7, 9) start on PerThread's three ways in; `plain` (which
-/// `gen` and `serve` run too) comes with restarts.
-pub const HOLDER_FLAVOURS: [&str; 4] = ["plain", "per-thread", "handle", "iter"];
+/// The soak's holders (slots 6, 7, 9) start on `per-thread`, `handle` and `per-core`; `iter`
+/// and `plain` (which `gen` and `serve` run too) come with restarts.
+pub const HOLDER_FLAVOURS: [&str; 5] = ["plain", "per-thread", "handle", "iter", "per-core"];
+
+/// The kinds of generator a soak slot runs.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -840,8 +841,8 @@ pub async fn supervise(
             break;
         }
         let layout = slot.layouts[rng.random_range(0..slot.layouts.len())].clone();
-        // A holder runs each flavour in turn: the shared generator and PerThread's three ways
-        // in (the implicit path, a handle, a handle's iterator).
+        // A holder runs each flavour in turn: the shared generator, PerThread's three ways in
+        // (the implicit path, a handle, a handle's iterator) and a leased PerCore.
         let flavour = (slot.kind == Kind::Holder)
             .then(|| HOLDER_FLAVOURS[(instance + slot.idx) % HOLDER_FLAVOURS.len()]);
         let spec = Spec {
