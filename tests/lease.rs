@@ -716,16 +716,29 @@ fn leave_record(store: &dyn NodeStore, layout: &Layout, node: u64, until_ms: u64
     store.release(claim, until_ms).unwrap();
 }
 
+/// A Twitter-layout generator holding node 0 of a fresh `Flaky` store (in the directory
+/// returned, removed when it drops).
+fn flaky_holder(
+    name: &str,
+) -> (
+    common::TempDir,
+    Arc<common::Flaky>,
+    monoflake::Leased<monoflake::LockedClock>,
+) {
+    let dir = common::TempDir::new(name);
+    let store = common::Flaky::new(dir.path(), None);
+    let leased = Generator::builder(Layout::twitter())
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    (dir, store, leased)
+}
+
 /// A claim the store says is gone (taken over, deleted) stops issuing with `LeaseLost` giving
 /// the store's reason as it is — not wrapped in "not renewed within its validity", which is
 /// the deadline's reason, nor in another `LeaseLost`, nor as `ReservationUnavailable`.
 #[test]
 fn a_claim_the_store_says_is_lost_is_refused_with_the_stores_reason() {
-    let dir = common::TempDir::new("lost-reason");
-    let store = common::Flaky::new(dir.path(), None);
-    let leased = Generator::builder(Layout::twitter())
-        .build_leased(store.clone(), NodeRequest::Exact(0))
-        .unwrap();
+    let (_dir, store, leased) = flaky_holder("lost-reason");
     leased.next_id().unwrap();
     store.fail_renew.store(2, Ordering::SeqCst);
     // Issue until refused for good (a liveness bound only): every refusal is the same.
@@ -767,11 +780,7 @@ fn refused_for_good<C: TimeSource + 'static>(leased: &monoflake::Leased<C>) -> E
 /// a successor here is refused, not started unaware of what the holder issued.
 #[test]
 fn a_write_back_that_fails_is_reported_and_the_node_stays_held() {
-    let dir = common::TempDir::new("write-back-fails");
-    let store = common::Flaky::new(dir.path(), None);
-    let leased = Generator::builder(Layout::twitter())
-        .build_leased(store.clone(), NodeRequest::Exact(0))
-        .unwrap();
+    let (dir, store, leased) = flaky_holder("write-back-fails");
     leased.next_id().unwrap();
     store.fail_restore.store(true, Ordering::SeqCst);
     store.fail_renew.store(2, Ordering::SeqCst);
@@ -814,12 +823,8 @@ fn a_write_back_that_fails_is_reported_and_the_node_stays_held() {
 /// the last tick it issued: a successor that found no record reads it after its wait.
 #[test]
 fn a_release_that_finds_its_claim_gone_writes_back_what_it_issued() {
-    let dir = common::TempDir::new("release-finds-gone");
-    let store = common::Flaky::new(dir.path(), None);
+    let (dir, store, leased) = flaky_holder("release-finds-gone");
     let layout = Layout::twitter();
-    let leased = Generator::builder(layout.clone())
-        .build_leased(store.clone(), NodeRequest::Exact(0))
-        .unwrap();
     let mut last = leased.next_id().unwrap();
     for _ in 1..10_000 {
         last = leased.next_id().unwrap();
@@ -852,12 +857,8 @@ fn a_release_that_finds_its_claim_gone_writes_back_what_it_issued() {
 /// keeper learns of it covers every ID issued before or after — none is issued above it.
 #[test]
 fn a_lost_lease_seals_and_its_write_back_covers_every_id() {
-    let dir = common::TempDir::new("lost-seals");
-    let store = common::Flaky::new(dir.path(), None);
+    let (_dir, store, leased) = flaky_holder("lost-seals");
     let layout = Layout::twitter();
-    let leased = Generator::builder(layout.clone())
-        .build_leased(store.clone(), NodeRequest::Exact(0))
-        .unwrap();
     let mut last = leased.next_id().unwrap();
     store.fail_renew.store(2, Ordering::SeqCst);
     let start = std::time::Instant::now();
