@@ -91,9 +91,7 @@ impl Gen {
         let builder = Generator::builder(layout.clone());
         Ok(match flavour {
             Flavour::Plain => Gen::Plain(builder.build_leased(store, request)?),
-            Flavour::PerCore => {
-                Gen::PerCore(builder.build_leased_per_core(store, request, SLOTS)?)
-            }
+            Flavour::PerCore => Gen::PerCore(builder.build_leased_per_core(store, request, SLOTS)?),
             other => Gen::PerThread(
                 builder.build_leased_per_thread(store, request, SLOTS)?,
                 other,

@@ -122,6 +122,21 @@ pub struct Planned {
 #[derive(Debug, Clone, Copy)]
 pub struct SlotKind {
     pub kind: Kind,
+    /// Which store its generators use: what a take-over can be done on, and where.
+    pub store: Takeover,
+}
+
+/// Where a slot's node can be taken over, for the take-over faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takeover {
+    /// The file store: one host, where the host-wide claim refuses a successor while the
+    /// holder's process lives.
+    Host,
+    /// etcd: across hosts, where only the holder's own seal, fence and write-back keep a
+    /// successor's IDs apart from its own.
+    Remote,
+    /// PostgreSQL: not done here.
+    No,
 }
 
 /// The schedule for `seconds` of soak with a fault every `every` on average; kinds in
@@ -145,6 +160,12 @@ pub fn plan(
     let total: u32 = kinds.iter().map(|k| k.weight()).sum();
     let holders: Vec<usize> = (0..slots.len())
         .filter(|&i| slots[i].kind == Kind::Holder)
+        .collect();
+    let remote: Vec<usize> = (0..slots.len())
+        .filter(|&i| slots[i].store == Takeover::Remote)
+        .collect();
+    let takeable: Vec<usize> = (0..slots.len())
+        .filter(|&i| slots[i].store != Takeover::No)
         .collect();
     let end = Duration::from_secs(seconds).saturating_sub(Duration::from_secs(3));
     let mut at = Duration::from_secs(2);
@@ -172,6 +193,16 @@ pub fn plan(
         };
         let slot = match kind {
             FaultKind::Fork => holders[rng.random_range(0..holders.len())],
+            // A running holder ahead, taken over: on etcd when there is one, where nothing
+            // but the holder's seal stands between its last IDs and a successor's (on one
+            // host the host-wide claim refuses the successor first; the paused take-over and
+            // the scripted `ahead-paused-file` cover that).
+            FaultKind::AheadTakeover if !remote.is_empty() => {
+                remote[rng.random_range(0..remote.len())]
+            }
+            FaultKind::PauseTakeover if !takeable.is_empty() => {
+                takeable[rng.random_range(0..takeable.len())]
+            }
             _ => rng.random_range(0..slots.len()),
         };
         let mut members: Vec<usize> = (0..MEMBERS).collect();
@@ -586,7 +617,10 @@ mod tests {
     fn slots() -> Vec<SlotKind> {
         [Kind::Gen, Kind::Serve, Kind::Holder]
             .into_iter()
-            .flat_map(|kind| [SlotKind { kind }, SlotKind { kind }])
+            .flat_map(|kind| {
+                [Takeover::Host, Takeover::Remote, Takeover::No]
+                    .map(|store| SlotKind { kind, store })
+            })
             .collect()
     }
 
@@ -618,6 +652,12 @@ mod tests {
             }
             if f.kind == FaultKind::EtcdQuorum {
                 assert!(f.members.len() == 2 && f.members[0] != f.members[1]);
+            }
+            if f.kind == FaultKind::AheadTakeover {
+                assert_eq!(slots()[f.slot].store, Takeover::Remote);
+            }
+            if f.kind == FaultKind::PauseTakeover {
+                assert_ne!(slots()[f.slot].store, Takeover::No);
             }
             if f.kind == FaultKind::Pause {
                 assert!(f.hold > Duration::from_secs(3), "a pause outlasts the TTL");

@@ -30,7 +30,7 @@ use crate::checker::{Checker, PhaseStats, node_of, unix_ms};
 use crate::etcd::Cluster;
 use crate::faketime::Clocks;
 use crate::fsys::Disk;
-use crate::nemesis::{self, FaultKind, Nemesis, Record, SlotKind};
+use crate::nemesis::{self, FaultKind, Nemesis, Record, SlotKind, Takeover};
 use crate::pg::{self, Results};
 use crate::procs::{Log, Pids, now_ms, signal};
 use crate::report::{self, Judged, KindRow};
@@ -392,7 +392,17 @@ async fn soak(world: &Arc<World>, args: &RunArgs, skip: &[FaultKind]) -> Result<
     world.checker.track_outages();
     let soak_start = now_ms();
     let t0 = tokio::time::Instant::now();
-    let kinds: Vec<SlotKind> = slots.iter().map(|s| SlotKind { kind: s.kind }).collect();
+    let kinds: Vec<SlotKind> = slots
+        .iter()
+        .map(|s| SlotKind {
+            kind: s.kind,
+            store: match s.store {
+                StoreArgs::Etcd(_) => Takeover::Remote,
+                StoreArgs::Pg(_) => Takeover::No,
+                StoreArgs::File(_) | StoreArgs::DefaultFile => Takeover::Host,
+            },
+        })
+        .collect();
     let plan = nemesis::plan(
         world.seed,
         args.seconds,
