@@ -458,6 +458,41 @@ fn a_deleted_lock_file_is_a_lost_lease() {
     ));
 }
 
+/// A state directory whose absolute path the system cannot resolve (longer than PATH_MAX) is
+/// refused when opened. Before, it was created and claimed component by component, and the
+/// holder's first check — by path — failed with ENAMETOOLONG, read as the directory removed:
+/// "lease lost" at once (issue 34).
+#[test]
+fn a_state_directory_path_longer_than_path_max_is_refused_at_open() {
+    let dir = common::TempDir::new("long-path");
+    let mut long = dir.path().to_path_buf();
+    while long.as_os_str().len() <= 4095 {
+        long.push("d".repeat(200));
+    }
+    let len = long.as_os_str().len();
+    match FileStore::open(&long) {
+        Err(Error::StateDir {
+            action: "resolve",
+            path,
+            source,
+            ..
+        }) => {
+            assert_eq!(path, long);
+            assert_eq!(source.kind(), std::io::ErrorKind::InvalidInput);
+            assert_eq!(
+                source.to_string(),
+                format!(
+                    "the absolute path is {len} bytes; a state directory's may be at most \
+                     4095 (the system's PATH_MAX, 4096, with its terminating NUL)"
+                )
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nothing was created.
+    assert!(!dir.path().join("d".repeat(200)).exists());
+}
+
 #[test]
 fn state_directory_errors_are_typed() {
     let dir = common::TempDir::new("baddir");

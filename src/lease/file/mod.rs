@@ -146,7 +146,8 @@ impl FileStore {
     ///
     /// [`Error::UntrustedState`] when the directory, or a directory or link on its path, can
     /// be changed by users it does not trust (see the type's docs); [`Error::StateDir`] when
-    /// it cannot be created or opened.
+    /// it cannot be created or opened, or its absolute path is longer than the system resolves
+    /// (4095 bytes: a holder checks its directory by that path).
     ///
     /// ```
     /// let dir = std::env::temp_dir().join(format!("monoflake-doc-open-{}", std::process::id()));

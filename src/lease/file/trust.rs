@@ -387,12 +387,34 @@ pub(super) fn open_state_dir(
 
 /// `path`, relative to the working directory now when it is relative.
 pub(super) fn absolute(path: &Path) -> Result<PathBuf, Error> {
-    std::path::absolute(path).map_err(|e| Error::StateDir {
+    let absolute = std::path::absolute(path).map_err(|e| Error::StateDir {
         path: path.to_owned(),
         action: "resolve",
         source: e,
-    })
+    })?;
+    // A holder checks by this path that its directory is still the one it locked: a path the
+    // system will not resolve (ENAMETOOLONG) would read as a directory removed, and every
+    // claim would be lost at its first check. Refused before anything is claimed.
+    let len = absolute.as_os_str().len();
+    if len > MAX_PATH_BYTES {
+        return Err(Error::StateDir {
+            path: path.to_owned(),
+            action: "resolve",
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "the absolute path is {len} bytes; a state directory's may be at most \
+                     {MAX_PATH_BYTES} (the system's PATH_MAX, 4096, with its terminating NUL)"
+                ),
+            ),
+        });
+    }
+    Ok(absolute)
 }
+
+/// The longest absolute path of a state directory, in bytes: Linux's `PATH_MAX` (4096) less
+/// the terminating NUL.
+const MAX_PATH_BYTES: usize = 4095;
 
 /// The path's components below the root, as names (`.` dropped, `..` kept).
 fn components(path: &Path) -> Vec<OsString> {
