@@ -143,3 +143,57 @@ const fn open_below(limit: u64, deadline: u64) -> u64 {
         deadline
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Every word answers as its definition says, on a grid around the limit and the deadline
+    /// (with both ends of the range): `refuses` is "late or unreserved", `refuses_in(t)` is
+    /// `refuses(t, t)` from its one word, `late` is the deadline alone, `words` are the words
+    /// set, and a closed fence refuses everything.
+    #[test]
+    fn each_check_answers_its_definition() {
+        let points = [0, 1, 2, 9, 10, 11, 19, 20, 21, u64::MAX - 1, u64::MAX];
+        for limit in points {
+            for deadline in points {
+                let fence = Fence::new(limit, deadline).unwrap();
+                assert_eq!(fence.words(), (limit, deadline));
+                assert_eq!(fence.is_closed(), limit == 0);
+                assert_eq!(
+                    open_below(limit, deadline),
+                    limit.saturating_add(1).min(deadline)
+                );
+                for now in points {
+                    assert_eq!(fence.late(now), now >= deadline, "{limit} {deadline} {now}");
+                    assert_eq!(fence.refuses_in(now), fence.refuses(now, now));
+                    for last in points {
+                        assert_eq!(
+                            fence.refuses(now, last),
+                            now >= deadline || last > limit,
+                            "limit {limit} deadline {deadline} now {now} last {last}"
+                        );
+                    }
+                }
+                fence.set(deadline, limit);
+                assert_eq!(fence.words(), (deadline, limit));
+                assert_eq!(
+                    fence.refuses_in(5),
+                    5 >= limit || 5 > deadline,
+                    "set({deadline}, {limit})"
+                );
+                fence.close();
+                assert!(fence.is_closed());
+                assert!(points.iter().all(|&t| fence.refuses_in(t) && fence.late(t)));
+            }
+        }
+    }
+
+    /// In the process that built it, a fence reports no fork.
+    #[test]
+    fn the_building_process_is_not_a_fork() {
+        let fence = Fence::new(u64::MAX, u64::MAX).unwrap();
+        assert!(!fence.forked());
+        assert!(!fence.another_process());
+    }
+}

@@ -285,6 +285,45 @@ mod tests {
     };
     const MS: u64 = 1_000_000;
 
+    /// The numbers the common case is enabled by, exactly: `behind_ns` is `(max_lead - 1)`
+    /// ticks while that plus a tick fits in a u64, else 0; `common_mask` is the sequence mask
+    /// while the end of the time field fits in Unix nanoseconds, else 0.
+    #[test]
+    fn the_common_case_numbers_are_exact() {
+        assert_eq!(StepParams::behind_ns(5, 1_000_000), 4_000_000);
+        assert_eq!(StepParams::behind_ns(1, 1_000_000), 0);
+        assert_eq!(StepParams::behind_ns(0, 1_000_000), 0);
+        // (max_lead - 1) * tick fits, one more tick does not: 0.
+        let tick = u64::MAX / 4 + 1;
+        assert_eq!(StepParams::behind_ns(4, tick), 0);
+        assert_eq!(StepParams::behind_ns(3, tick), 2 * tick);
+        assert_eq!(StepParams::behind_ns(u64::MAX, 2), 0);
+        assert_eq!(
+            StepParams::common_mask(0xfff, (1 << 41) - 1, 1_000_000, 0),
+            0xfff
+        );
+        assert_eq!(StepParams::common_mask(0xfff, u64::MAX, 1, 0), 0);
+        assert_eq!(StepParams::common_mask(0xfff, u64::MAX / 2, 2, 0), 0);
+        assert_eq!(StepParams::common_mask(0xfff, 9, 10, u64::MAX - 100), 0xfff);
+        assert_eq!(StepParams::common_mask(0xfff, 9, 10, u64::MAX - 99), 0);
+    }
+
+    /// A step wants a precise clock exactly when it borrows a tick past the clock's, or
+    /// refuses: issuing in the clock's own tick (or an earlier one) does not.
+    #[test]
+    fn only_borrowing_or_refusing_wants_a_precise_clock() {
+        let bits = 12;
+        let issue_in = |tick: u64| Step::Issue {
+            first: tick << bits,
+            last: tick << bits | 7,
+        };
+        assert!(!issue_in(99).wants_precise_time(100, bits));
+        assert!(!issue_in(100).wants_precise_time(100, bits));
+        assert!(issue_in(101).wants_precise_time(100, bits));
+        assert!(Step::Lead { wait_ns: 1 }.wants_precise_time(100, bits));
+        assert!(Step::Exhausted { for_good: false }.wants_precise_time(100, bits));
+    }
+
     #[test]
     fn jumps_to_a_later_tick() {
         assert_eq!(
