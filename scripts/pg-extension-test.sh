@@ -27,8 +27,9 @@
 #      conflict after; a server stopped: its row released with a reservation at or above
 #      its last ID's time.
 # With --bench S, then pgbench for S seconds at 1 and 8 clients: next_id() against
-# nextval() of a plain sequence and gen_random_uuid(), and INSERT … DEFAULT rows/s; a
-# Markdown table on stdout. The last line says what happened:
+# nextval() of a plain sequence, gen_random_uuid() and a PL/pgSQL snowflake (Instagram's
+# next_id(): a sequence and clock_timestamp()), and INSERT … DEFAULT rows/s; a Markdown
+# table on stdout. The last line says what happened:
 #   pg-extension: N passed, M failed
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -381,12 +382,34 @@ if [ "$bench" != 0 ]; then
     sql -c 'CREATE SEQUENCE s; CREATE TABLE bench_seq (id bigint PRIMARY KEY DEFAULT nextval($$s$$), v int);
             CREATE TABLE bench_mf (id bigint PRIMARY KEY DEFAULT monoflake.next_id(), v int);
             CREATE TABLE bench_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), v int)'
+    # Instagram's PL/pgSQL snowflake (2012): 41 bits of ms since its epoch, 13 of shard, 10
+    # of a sequence modulo 1024, the time from clock_timestamp().
+    sql <<'SQL'
+CREATE SEQUENCE insta_seq;
+CREATE FUNCTION insta_next_id(OUT result bigint) AS $$
+DECLARE
+    our_epoch bigint := 1314220021721;
+    seq_id bigint;
+    now_millis bigint;
+    shard_id int := 5;
+BEGIN
+    SELECT nextval('insta_seq') % 1024 INTO seq_id;
+    SELECT FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) INTO now_millis;
+    result := (now_millis - our_epoch) << 23;
+    result := result | (shard_id << 10);
+    result := result | (seq_id);
+END;
+$$ LANGUAGE PLPGSQL;
+CREATE TABLE bench_insta (id bigint PRIMARY KEY DEFAULT insta_next_id(), v int);
+SQL
     echo 'SELECT monoflake.next_id();' >"$dir/mf.sql"
     echo "SELECT nextval('s');" >"$dir/seq.sql"
     echo 'SELECT gen_random_uuid();' >"$dir/uuid.sql"
+    echo 'SELECT insta_next_id();' >"$dir/insta.sql"
     echo 'INSERT INTO bench_mf (v) VALUES (1);' >"$dir/ins_mf.sql"
     echo 'INSERT INTO bench_seq (v) VALUES (1);' >"$dir/ins_seq.sql"
     echo 'INSERT INTO bench_uuid (v) VALUES (1);' >"$dir/ins_uuid.sql"
+    echo 'INSERT INTO bench_insta (v) VALUES (1);' >"$dir/ins_insta.sql"
     chown postgres: "$dir"/*.sql
     tps() { # tps FILE CLIENTS -> "tps latency_ms"
         as_pg "$BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U postgres -n -T "$bench" -c "$2" -j "$(( $2 < 2 ? 1 : 2 ))" \
@@ -398,8 +421,9 @@ if [ "$bench" != 0 ]; then
     echo "|---|---:|---:|---:|---:|"
     for clients in 1 8; do
         for pair in "seq:SELECT nextval('s')" "mf:SELECT monoflake.next_id()" "uuid:SELECT gen_random_uuid()" \
+            "insta:SELECT insta_next_id()" \
             "ins_seq:INSERT … DEFAULT nextval('s')" "ins_mf:INSERT … DEFAULT monoflake.next_id()" \
-            "ins_uuid:INSERT … DEFAULT gen_random_uuid()"; do
+            "ins_uuid:INSERT … DEFAULT gen_random_uuid()" "ins_insta:INSERT … DEFAULT insta_next_id()"; do
             f=${pair%%:*}; label=${pair#*:}
             read -r t l <<<"$(tps "$f.sql" "$clients")"
             case $f in seq) base=$t ;; ins_seq) ibase=$t ;; esac
