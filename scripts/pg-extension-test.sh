@@ -331,7 +331,10 @@ check "$CONNS x $CLAIM_PER_CONN next_id() from both servers into one primary key
 # until the worker has claimed another node.
 last_a=$(sql_at "${sport[a]}" -c 'SELECT monoflake.next_id()')
 last_a_ms=$(sql -c "SELECT (extract(epoch FROM time) * 1000)::bigint FROM monoflake.decode($last_a)")
-claims -c "UPDATE monoflake_nodes SET claimant = 'pg-extension-test', fence = fence + 1 WHERE node = $node_a" >/dev/null
+# (Held by the test's claimant for an hour, so that the worker cannot take it back when the
+# lease it had would have expired: it must claim another node.)
+claims -c "UPDATE monoflake_nodes SET claimant = 'pg-extension-test', fence = fence + 1,
+               lease_expires_at = clock_timestamp() + interval '1 hour' WHERE node = $node_a" >/dev/null
 # (Polled until the refusal carries the store's reason: for the few ms the keeper takes to
 # write back, it says only "lease lost".)
 lost=""
