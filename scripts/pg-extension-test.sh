@@ -14,11 +14,22 @@
 #      monoflake.trust_reservation is turned on (reload), then issues above every ID before;
 #      a restart 10 s back refuses until the clock is within monoflake.tolerance_ms, then
 #      issues above every ID before;
-#   4. the SQL errors: next_ids out of range (22023), no node (55000), not preloaded (55000);
-#   5. pg_terminate_backend during calls leaves the state consistent (no duplicate after).
+#   4. the SQL errors: next_ids out of range (22023), not preloaded (55000); no
+#      monoflake.node: the node claimed from this server itself (the default claim database);
+#      no claim database reachable: refused (55000, "monoflake: no node claimed yet");
+#   5. pg_terminate_backend during calls leaves the state consistent (no duplicate after);
+#   6. the node claimed, not configured: two more servers (two data directories, two ports)
+#      without monoflake.node claim from one claim database (a database of this server):
+#      distinct nodes, their claim rows in it, CONNS × CLAIM_PER_CONN (50,000) IDs from
+#      both into one BIGINT PRIMARY KEY with no conflict; a claim taken over in the claim
+#      database: the server refuses ("lease lost"), writes back, claims another node; the
+#      claim worker killed (-9) during calls: the server restarts, claims again, no
+#      conflict after; a server stopped: its row released with a reservation at or above
+#      its last ID's time.
 # With --bench S, then pgbench for S seconds at 1 and 8 clients: next_id() against
-# nextval() of a plain sequence and gen_random_uuid(), and INSERT … DEFAULT rows/s; a
-# Markdown table on stdout. The last line says what happened:
+# nextval() of a plain sequence, gen_random_uuid() and a PL/pgSQL snowflake (Instagram's
+# next_id(): a sequence and clock_timestamp()), and INSERT … DEFAULT rows/s; a Markdown
+# table on stdout. The last line says what happened:
 #   pg-extension: N passed, M failed
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +39,7 @@ BIN=$("$PG_CONFIG" --bindir)
 PORT=${PORT:-55437}
 CONNS=${CONNS:-8}
 PER_CONN=${PER_CONN:-100000}
+CLAIM_PER_CONN=${CLAIM_PER_CONN:-50000}
 NODE=7
 install=1
 bench=0
@@ -58,7 +70,12 @@ stop() {
     for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     pid=""
 }
-cleanup() { stop; rm -rf "$dir"; }
+declare -A spid=() # the servers of check 6, by name
+cleanup() {
+    stop
+    for name in "${!spid[@]}"; do srv_stop "$name"; done
+    rm -rf "$dir"
+}
 trap cleanup EXIT
 # start [prefix command...]: starts the server (as postgres), waits until it answers.
 # (pg_ctl -W, then pg_isready: pg_ctl's own wait is fooled by a faked clock.)
@@ -195,9 +212,32 @@ state=$(sqlstate 'SELECT count(*) FROM monoflake.next_ids(100000000)')
 check "next_ids past the bound is refused" "$([ "$state" = 22023 ]; echo $?)" "SQLSTATE $state"
 n=$(sql -c 'SELECT count(DISTINCT x) FROM monoflake.next_ids(100000) x')
 check "next_ids(100000) gives 100000 distinct IDs" "$([ "$n" = 100000 ]; echo $?)" "$n"
+# No monoflake.node: the claim worker claims one from the default claim database, this
+# server itself (its Unix socket, as the user it runs as, database postgres).
 stop; pg_opts="-c monoflake.node=-1"; start
+self_node=""
+for _ in $(seq 1 300); do
+    self_node=$(sql -c 'SELECT node FROM monoflake.decode(monoflake.next_id())' 2>/dev/null) && break
+    self_node=""; sleep 0.1
+done
+self_row=$(sql -c "SELECT count(*) FROM monoflake_nodes WHERE node = ${self_node:-0} AND claimant IS NOT NULL" 2>/dev/null || true)
+check "no monoflake.node: a node claimed from this server itself (the default claim database)" \
+    "$([ -n "$self_node" ] && [ "$self_row" = 1 ]; echo $?)" "node ${self_node:-none}, its claimed row: ${self_row:-none}"
+# No claim database reachable: refused, never an ID.
+stop; pg_opts="-c monoflake.node=-1 -c monoflake.claim_url='host=127.0.0.1 port=1 user=postgres dbname=postgres'"; start
 state=$(sqlstate 'SELECT monoflake.next_id()')
-check "no node: refused" "$([ "$state" = 55000 ]; echo $?)" "SQLSTATE $state"
+error=$(sqlerror 'SELECT monoflake.next_id()')
+detail=""
+for _ in $(seq 1 100); do
+    detail=$(as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -qAtX \
+        -c 'SELECT monoflake.next_id()' 2>&1 | sed -n 's/^DETAIL:  //p' | head -1 || true)
+    [ -z "$detail" ] || break
+    sleep 0.1
+done
+echo "$error / DETAIL: $detail"
+check "no claim database reachable: refused" \
+    "$([ "$state" = 55000 ] && [ "$error" = "ERROR:  monoflake: no node claimed yet" ] &&
+        [[ "$detail" == "the claim from the claim database failed: "* ]]; echo $?)" "SQLSTATE $state"
 stop
 pg_opts="-c shared_preload_libraries=''"; start
 state=$(sqlstate 'SELECT monoflake.next_id()')
@@ -216,16 +256,163 @@ sql -c 'INSERT INTO ids (conn, n) SELECT 0, g FROM generate_series(1, 100000) g'
 check "after pg_terminate_backend mid-call: 100000 more IDs, no conflict" "$ok" \
     "$(sql -c 'SELECT count(*) FROM ids') rows"
 
+# 6. The node claimed, not configured: two servers without monoflake.node, one claim
+# database (the database `claims` of this server).
+sql -c 'CREATE DATABASE claims'
+claim_url="host=127.0.0.1 port=$PORT user=postgres dbname=claims"
+claims() { as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d claims -v ON_ERROR_STOP=1 -qAtX "$@"; }
+sql_at() { local port=$1; shift; as_pg "$BIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qAtX "$@"; }
+declare -A sport=([a]=$((PORT + 1)) [b]=$((PORT + 2)))
+srv_start() { # srv_start NAME: starts the server NAME (as postgres), waits until it answers
+    as_pg "$BIN/pg_ctl" -D "$dir/$1" -l "$dir/$1.log" -W start >/dev/null
+    for _ in $(seq 1 300); do
+        as_pg "$BIN/pg_isready" -q -h 127.0.0.1 -p "${sport[$1]}" && break
+        sleep 0.1
+    done
+    spid[$1]=$(head -1 "$dir/$1/postmaster.pid")
+}
+srv_stop() { # srv_stop NAME: a fast shutdown (SIGINT to its postmaster), waited for
+    local p=${spid[$1]:-}
+    [ -n "$p" ] || return 0
+    kill -INT "$p" 2>/dev/null || true
+    for _ in $(seq 1 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    spid[$1]=""
+}
+# node_of NAME: the node of the server's next ID, once it holds one (up to 30 s).
+node_of() {
+    local n=""
+    for _ in $(seq 1 300); do
+        n=$(sql_at "${sport[$1]}" -c 'SELECT node FROM monoflake.decode(monoflake.next_id())' 2>/dev/null) && break
+        n=""; sleep 0.1
+    done
+    echo "$n"
+}
+as_pg "$BIN/initdb" -D "$dir/template" -A trust -U postgres >/dev/null
+for name in a b; do
+    cp -a "$dir/template" "$dir/$name"
+    cat >>"$dir/$name/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = ${sport[$name]}
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'monoflake'
+monoflake.claim_url = '$claim_url'
+max_connections = 20
+CONF
+    srv_start "$name"
+    sql_at "${sport[$name]}" -c 'CREATE EXTENSION monoflake'
+done
+node_a=$(node_of a)
+node_b=$(node_of b)
+check "two servers without monoflake.node claim distinct nodes from one claim database" \
+    "$([ -n "$node_a" ] && [ -n "$node_b" ] && [ "$node_a" != "$node_b" ]; echo $?)" \
+    "server a: node ${node_a:-none}, server b: node ${node_b:-none}"
+rows=$(claims -c "SELECT string_agg(node::text, ',' ORDER BY node) FROM monoflake_nodes WHERE claimant IS NOT NULL")
+want=$(printf '%s\n' "$node_a" "$node_b" | sort -n | paste -sd,)
+check "their claims are the claim database's rows" "$([ "$rows" = "$want" ]; echo $?)" \
+    "claimed rows: nodes $rows"
+claims -c 'CREATE TABLE both_ids (id bigint PRIMARY KEY, server text, conn int)'
+pids=()
+for c in $(seq 1 "$CONNS"); do
+    name=a; [ $((c % 2)) = 0 ] && name=b
+    (sql_at "${sport[$name]}" -c "COPY (SELECT monoflake.next_id(), '$name', $c FROM generate_series(1, $CLAIM_PER_CONN)) TO STDOUT" |
+        claims -c 'COPY both_ids FROM STDIN') &
+    pids+=($!)
+done
+errors=0
+for p in "${pids[@]}"; do wait "$p" || errors=$((errors + 1)); done
+rows=$(claims -c 'SELECT count(*) FROM both_ids')
+distinct=$(claims -c 'SELECT count(DISTINCT id) FROM both_ids')
+check "$CONNS x $CLAIM_PER_CONN next_id() from both servers into one primary key" \
+    "$([ "$errors" = 0 ] && [ "$rows" = $((CONNS * CLAIM_PER_CONN)) ] && [ "$distinct" = "$rows" ]; echo $?)" \
+    "$rows rows, $distinct distinct, $errors failed copies"
+
+# A claim taken over in the claim database (another claimant, a raised fence): server a's
+# keeper finds it lost, seals the state, writes back what it issued, and the server refuses
+# until the worker has claimed another node.
+last_a=$(sql_at "${sport[a]}" -c 'SELECT monoflake.next_id()')
+last_a_ms=$(sql -c "SELECT (extract(epoch FROM time) * 1000)::bigint FROM monoflake.decode($last_a)")
+# (Held by the test's claimant for an hour, so that the worker cannot take it back when the
+# lease it had would have expired: it must claim another node.)
+claims -c "UPDATE monoflake_nodes SET claimant = 'pg-extension-test', fence = fence + 1,
+               lease_expires_at = clock_timestamp() + interval '1 hour' WHERE node = $node_a" >/dev/null
+# (Polled until the refusal carries the store's reason: for the few ms the keeper takes to
+# write back, it says only "lease lost".)
+lost=""
+for _ in $(seq 1 500); do
+    lost=$(sql_at "${sport[a]}" -c 'SELECT monoflake.next_id()' 2>&1 >/dev/null | grep '^ERROR:' || true)
+    [[ "$lost" != "ERROR:  monoflake: lease lost: "* ]] || break
+    sleep 0.02
+done
+new_a=$(node_of a)
+back=$(claims -c "SELECT reserved_until_ms FROM monoflake_nodes WHERE node = $node_a")
+echo "$lost"
+check "a claim taken over: refused (lease lost), written back, another node claimed" \
+    "$([[ "$lost" == "ERROR:  monoflake: lease lost: "* ]] && [ -n "$new_a" ] && [ "$new_a" != "$node_a" ] &&
+        [ "$back" -ge "$last_a_ms" ]; echo $?)" \
+    "node $node_a: reservation $back >= last ID's time $last_a_ms; then node ${new_a:-none}"
+
+# The claim worker killed (-9) during calls: the server's crash restart ends every backend
+# and sets its shared memory up again; the worker claims again; no ID repeats.
+for c in 1 2; do
+    (sql_at "${sport[a]}" -c "COPY (SELECT monoflake.next_id(), 'a', 100 + $c FROM generate_series(1, 2000000)) TO STDOUT" 2>/dev/null |
+        claims -c 'COPY both_ids FROM STDIN' >/dev/null 2>&1) &
+done
+sleep 1
+worker=$(ps -o pid=,args= --ppid "${spid[a]}" | awk '/monoflake claim/ {print $1}')
+[ -z "$worker" ] || kill -9 "$worker"
+wait || true
+after_kill=$(node_of a)
+before=$(claims -c 'SELECT count(*) FROM both_ids')
+(sql_at "${sport[a]}" -c "COPY (SELECT monoflake.next_id(), 'a', 0 FROM generate_series(1, 100000)) TO STDOUT" |
+    claims -c 'COPY both_ids FROM STDIN') && ok=0 || ok=1
+now=$(claims -c 'SELECT count(*) FROM both_ids')
+check "the claim worker killed (-9) during calls: claims again, 100000 more IDs, no conflict" \
+    "$([ -n "$worker" ] && [ -n "$after_kill" ] && [ "$ok" = 0 ] && [ "$now" = $((before + 100000)) ]; echo $?)" \
+    "worker pid ${worker:-none} killed; node ${after_kill:-none} after; $before rows, then $now"
+
+# A clean stop releases the node with the final reservation: the end of the last tick
+# issued, at or above the last ID's time.
+last_b=$(sql_at "${sport[b]}" -c 'SELECT monoflake.next_id()')
+read -r node_b last_b_ms <<<"$(sql -c "SELECT node, (extract(epoch FROM time) * 1000)::bigint FROM monoflake.decode($last_b)" | tr '|' ' ')"
+srv_stop b
+read -r released reserved <<<"$(claims -c "SELECT claimant IS NULL, reserved_until_ms FROM monoflake_nodes WHERE node = $node_b" | tr '|' ' ')"
+check "a server stopped: its node released, reserved to at least its last ID's time" \
+    "$([ "$released" = t ] && [ "$reserved" -ge "$last_b_ms" ]; echo $?)" \
+    "node $node_b released: $released, reservation $reserved >= $last_b_ms"
+srv_stop a
+
 if [ "$bench" != 0 ]; then
     sql -c 'CREATE SEQUENCE s; CREATE TABLE bench_seq (id bigint PRIMARY KEY DEFAULT nextval($$s$$), v int);
             CREATE TABLE bench_mf (id bigint PRIMARY KEY DEFAULT monoflake.next_id(), v int);
             CREATE TABLE bench_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), v int)'
+    # Instagram's PL/pgSQL snowflake (2012): 41 bits of ms since its epoch, 13 of shard, 10
+    # of a sequence modulo 1024, the time from clock_timestamp().
+    sql <<'SQL'
+CREATE SEQUENCE insta_seq;
+CREATE FUNCTION insta_next_id(OUT result bigint) AS $$
+DECLARE
+    our_epoch bigint := 1314220021721;
+    seq_id bigint;
+    now_millis bigint;
+    shard_id int := 5;
+BEGIN
+    SELECT nextval('insta_seq') % 1024 INTO seq_id;
+    SELECT FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) INTO now_millis;
+    result := (now_millis - our_epoch) << 23;
+    result := result | (shard_id << 10);
+    result := result | (seq_id);
+END;
+$$ LANGUAGE PLPGSQL;
+CREATE TABLE bench_insta (id bigint PRIMARY KEY DEFAULT insta_next_id(), v int);
+SQL
     echo 'SELECT monoflake.next_id();' >"$dir/mf.sql"
     echo "SELECT nextval('s');" >"$dir/seq.sql"
     echo 'SELECT gen_random_uuid();' >"$dir/uuid.sql"
+    echo 'SELECT insta_next_id();' >"$dir/insta.sql"
     echo 'INSERT INTO bench_mf (v) VALUES (1);' >"$dir/ins_mf.sql"
     echo 'INSERT INTO bench_seq (v) VALUES (1);' >"$dir/ins_seq.sql"
     echo 'INSERT INTO bench_uuid (v) VALUES (1);' >"$dir/ins_uuid.sql"
+    echo 'INSERT INTO bench_insta (v) VALUES (1);' >"$dir/ins_insta.sql"
     chown postgres: "$dir"/*.sql
     tps() { # tps FILE CLIENTS -> "tps latency_ms"
         as_pg "$BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U postgres -n -T "$bench" -c "$2" -j "$(( $2 < 2 ? 1 : 2 ))" \
@@ -237,8 +424,9 @@ if [ "$bench" != 0 ]; then
     echo "|---|---:|---:|---:|---:|"
     for clients in 1 8; do
         for pair in "seq:SELECT nextval('s')" "mf:SELECT monoflake.next_id()" "uuid:SELECT gen_random_uuid()" \
+            "insta:SELECT insta_next_id()" \
             "ins_seq:INSERT … DEFAULT nextval('s')" "ins_mf:INSERT … DEFAULT monoflake.next_id()" \
-            "ins_uuid:INSERT … DEFAULT gen_random_uuid()"; do
+            "ins_uuid:INSERT … DEFAULT gen_random_uuid()" "ins_insta:INSERT … DEFAULT insta_next_id()"; do
             f=${pair%%:*}; label=${pair#*:}
             read -r t l <<<"$(tps "$f.sql" "$clients")"
             case $f in seq) base=$t ;; ins_seq) ibase=$t ;; esac

@@ -228,7 +228,7 @@ pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
 pub use crate::lease::handover;
 pub use crate::lease::{
     Claim, DEFAULT_CHECK_INTERVAL, DEFAULT_RESERVATION_WINDOW, Leased, MAX_RESERVATION_WINDOW,
-    MIN_RESERVATION_WINDOW, NodeRequest, NodeStore,
+    MIN_RESERVATION_WINDOW, NodeRequest, NodeStore, OutsideState, StateLease,
 };
 #[cfg(feature = "etcd")]
 pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdOptions, EtcdStore};

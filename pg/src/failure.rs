@@ -10,6 +10,7 @@ pub(crate) struct Failure {
     pub(crate) code: PgSqlErrorCode,
     pub(crate) message: String,
     pub(crate) hint: Option<&'static str>,
+    pub(crate) detail: Option<String>,
 }
 
 impl Failure {
@@ -19,12 +20,19 @@ impl Failure {
             code,
             message: message.into(),
             hint: None,
+            detail: None,
         }
     }
 
     /// The same, with a hint.
     pub(crate) fn hint(mut self, hint: &'static str) -> Failure {
         self.hint = Some(hint);
+        self
+    }
+
+    /// The same, with a detail.
+    pub(crate) fn detail(mut self, detail: String) -> Failure {
+        self.detail = Some(detail);
         self
     }
 
@@ -35,15 +43,6 @@ impl Failure {
             "monoflake is not loaded at server start: no shared generator",
         )
         .hint("add monoflake to shared_preload_libraries in postgresql.conf and restart the server")
-    }
-
-    /// No node is held (SQLSTATE 55000).
-    pub(crate) fn no_node() -> Failure {
-        Failure::new(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "monoflake holds no node: monoflake.node is not set",
-        )
-        .hint("set monoflake.node (a number no other server uses) in postgresql.conf and restart the server")
     }
 
     /// The reservation is further ahead of the server's clock than the tolerance, and not
@@ -77,6 +76,9 @@ impl Failure {
         let mut report = ErrorReport::new(self.code, self.message, "monoflake");
         if let Some(hint) = self.hint {
             report = report.set_hint(hint);
+        }
+        if let Some(detail) = self.detail {
+            report = report.set_detail(detail);
         }
         report.report(PgLogLevel::ERROR);
         unreachable!("ereport(ERROR) returns no more")

@@ -13,14 +13,23 @@
 //! monotonic clock's offset to the wall clock, only ever raised) lives there too, and a
 //! reservation file in the data directory, written ahead of use, puts a restarted server above
 //! every ID it issued before; a clock far behind it is refused (SQLSTATE 55000) unless
-//! `monoflake.trust_reservation` is on. `docs/postgres-extension.md` is the operator's guide.
+//! `monoflake.trust_reservation` is on.
+//!
+//! With `monoflake.node` unset, the node is claimed, not configured: a background worker
+//! (`worker.rs`) claims one from the claim database (`monoflake.claim_url`, this server by
+//! default) through the library's `PgStore` and `StateLease`, holds it, and publishes the
+//! node and the store's fence in shared memory (`claimed.rs`); backends issue only inside
+//! that fence, and refuse (SQLSTATE 55000) while no node is held. `docs/postgres-extension.md`
+//! is the operator's guide.
 
 mod api;
+mod claimed;
 mod clock;
 mod failure;
 mod reservation;
 mod settings;
 mod shared;
+mod worker;
 
 use pgrx::prelude::*;
 
@@ -38,6 +47,9 @@ pub extern "C-unwind" fn _PG_init() {
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         settings::define();
         shared::preload();
+        if settings::node().is_none() {
+            worker::register();
+        }
     }
 }
 

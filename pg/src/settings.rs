@@ -12,8 +12,13 @@ use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 pub(crate) static LAYOUT: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"twitter"));
 
-/// `monoflake.node`: the node every ID carries; -1 (the default) for none.
+/// `monoflake.node`: the node every ID carries; -1 (the default): claimed by the worker.
 pub(crate) static NODE: GucSetting<i32> = GucSetting::<i32>::new(-1);
+
+/// `monoflake.claim_url`: the claim database's connection string (libpq's `key=value` form
+/// or a URL), where the worker claims the node when `monoflake.node` is not set; unset:
+/// this server itself, through its Unix socket (`claim_url()`).
+pub(crate) static CLAIM_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 /// `monoflake.max_wait_ms`: how long a call may wait for its slot at the lead limit (IDs
 /// asked for faster than the layout's cap) before it fails.
@@ -44,13 +49,22 @@ pub(crate) fn define() {
     );
     GucRegistry::define_int_guc(
         c"monoflake.node",
-        c"The node number every ID carries; -1 for none (calls then fail).",
-        c"Two servers must never share a node number: each server's IDs are unique only among themselves otherwise.",
+        c"The node number every ID carries; -1 (the default): claimed from the claim database by the monoflake claim worker.",
+        c"Two servers must never share a node number: each server's IDs are unique only among themselves otherwise. Unset, the node is claimed (monoflake.claim_url), which guarantees it.",
         &NODE,
         -1,
         i32::MAX,
         GucContext::Postmaster,
         GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"monoflake.claim_url",
+        c"The claim database (a libpq connection string or URL) the node is claimed from when monoflake.node is not set.",
+        c"Unset: this server itself, through its Unix socket, as the operating system user the server runs as, database postgres. Every server claiming from one claim database gets a node of its own.",
+        &CLAIM_URL,
+        GucContext::Postmaster,
+        // It may hold a password: only superusers read it.
+        GucFlags::SUPERUSER_ONLY,
     );
     GucRegistry::define_int_guc(
         c"monoflake.max_wait_ms",
@@ -99,6 +113,50 @@ pub(crate) fn layout() -> Result<Layout, String> {
         .unwrap_or_else(|| "twitter".into());
     text.parse::<Layout>()
         .map_err(|e| format!("monoflake.layout = '{text}': {e}"))
+}
+
+/// The claim database's connection string: `monoflake.claim_url`, or this server itself.
+pub(crate) fn claim_url() -> String {
+    if let Some(url) = CLAIM_URL.get() {
+        return url.to_string_lossy().into_owned();
+    }
+    // SAFETY: globals of the server, set from its settings by the postmaster before it
+    // starts any worker, never written after; read by the worker's one thread that calls
+    // into PostgreSQL. The socket directories are a NUL-terminated string (or NULL).
+    let (port, sockets) = unsafe {
+        let dirs = pgrx::pg_sys::Unix_socket_directories;
+        let dirs = if dirs.is_null() {
+            String::new()
+        } else {
+            std::ffi::CStr::from_ptr(dirs)
+                .to_string_lossy()
+                .into_owned()
+        };
+        (pgrx::pg_sys::PostPortNumber, dirs)
+    };
+    let host = sockets
+        .split(',')
+        .map(str::trim)
+        // (A directory whose name would need quoting in the key=value string: the loopback
+        // address instead.)
+        .find(|d| !d.is_empty() && !d.contains(|c: char| c.is_whitespace() || "'\\".contains(c)))
+        .map_or_else(|| "127.0.0.1".to_owned(), str::to_owned);
+    format!("host={host} port={port} user={} dbname=postgres", os_user())
+}
+
+/// The operating system user this process runs as (the server's superuser, by default).
+fn os_user() -> String {
+    // SAFETY: getpwuid returns NULL or a pointer to a static record valid until the next
+    // getpw* call of this thread; its name is copied at once.
+    unsafe {
+        let pw = libc::getpwuid(libc::geteuid());
+        if pw.is_null() || (*pw).pw_name.is_null() {
+            return "postgres".into();
+        }
+        std::ffi::CStr::from_ptr((*pw).pw_name)
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 /// The node setting, `None` when unset.

@@ -20,6 +20,7 @@
 //! holds nothing a signal can leave behind (a backend that dies uncleanly makes the postmaster
 //! reinitialise shared memory, and with it this state, from the file).
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -28,6 +29,7 @@ use monoflake::{DEFAULT_RESERVATION_WINDOW, Generator, Layout, ManualClock, Stat
 use pgrx::prelude::*;
 use pgrx::{PGRXSharedMemory, PgAtomic, PgSqlErrorCode};
 
+use crate::claimed::{Claimed, SEALED};
 use crate::clock::{Line, wall_ns};
 use crate::failure::Failure;
 use crate::{reservation, settings};
@@ -42,10 +44,16 @@ const MESSAGE_BYTES: usize = 512;
 /// The server's generator, in shared memory.
 #[repr(C)]
 pub(crate) struct Shared {
-    /// The state: `tick << sequence_bits | sequence`, the last value issued.
-    state: AtomicU64,
+    /// The state: `tick << sequence_bits | sequence`, the last value issued; [`SEALED`]
+    /// while a claimed node is not held.
+    pub(crate) state: AtomicU64,
     /// The locked clock's line.
-    line: Line,
+    pub(crate) line: Line,
+    /// Whether the node is claimed by the worker (`monoflake.node` unset) rather than
+    /// configured; written once, by the postmaster, before any backend exists.
+    pub(crate) claimed_mode: bool,
+    /// The claimed node, its fence and its news (`claimed.rs`); unused when configured.
+    pub(crate) claimed: Claimed,
     /// The highest tick the reservation file on disk allows.
     reserved_tick: AtomicU64,
     /// The Unix ns of the tick after the reservation found at start (0: none): no ID is
@@ -58,14 +66,14 @@ pub(crate) struct Shared {
     message: [u8; MESSAGE_BYTES],
 }
 
-// SAFETY: plain atomics and bytes, no pointers: the same in every process mapping it.
+// SAFETY: plain atomics, a bool and bytes, no pointers: the same in every process mapping it.
 unsafe impl PGRXSharedMemory for Shared {}
 
 // SAFETY: `PgAtomic::new` is unsafe because the name must be unique among the server's
 // shared-memory segments and the value initialised once, by the postmaster, before any
 // backend reads it: the name is this extension's own, and `pg_shmem_init!` (in `preload`,
 // called only while the postmaster loads preloaded libraries) is its one initialisation.
-static SHARED: PgAtomic<Shared> = unsafe { PgAtomic::new(c"monoflake_generator") };
+pub(crate) static SHARED: PgAtomic<Shared> = unsafe { PgAtomic::new(c"monoflake_generator") };
 
 /// Whether the postmaster loaded the library (and so set up `SHARED`); inherited by every
 /// backend it forks.
@@ -74,7 +82,10 @@ static PRELOADED: AtomicBool = AtomicBool::new(false);
 /// What a backend needs besides the shared state, from the settings (fixed for the server's
 /// life): worked out once per process.
 struct Engine {
-    step: StateStep,
+    /// The step of the configured node (`monoflake.node`); `None` when the node is claimed
+    /// (each node's step is then built when first met: `claimed_step`).
+    step: Option<StateStep>,
+    layout: Layout,
     state_name: String,
     window_ticks: u64,
 }
@@ -101,19 +112,47 @@ fn engine() -> Result<&'static Engine, Failure> {
     ENGINE
         .get_or_init(|| {
             let layout = layout()?;
-            let node = settings::node().ok_or_else(Failure::no_node)?;
-            let step = builder(layout.clone())
-                .node(node)
-                .build_step()
-                .map_err(|e| Failure::from_error(&e))?;
+            let step = match settings::node() {
+                Some(node) => Some(
+                    builder(layout.clone())
+                        .node(node)
+                        .build_step()
+                        .map_err(|e| Failure::from_error(&e))?,
+                ),
+                None => None,
+            };
             Ok(Engine {
                 step,
+                layout: layout.clone(),
                 state_name: layout.state_name().into_owned(),
                 window_ticks: window_ticks(&layout),
             })
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+thread_local! {
+    /// This backend's step for the claimed node last met (a backend is one thread).
+    static CLAIMED_STEP: Cell<Option<(u64, &'static StateStep)>> = const { Cell::new(None) };
+}
+
+/// The step for the claimed node `node`: built when the node is first met in this backend
+/// and kept for its life (one small allocation per node met, of which a server holds one at
+/// a time: a node changes only when a lease is lost and another node claimed).
+fn claimed_step(engine: &Engine, node: u64) -> Result<&'static StateStep, Failure> {
+    if let Some((held, step)) = CLAIMED_STEP.get()
+        && held == node
+    {
+        return Ok(step);
+    }
+    let step = builder(engine.layout.clone())
+        .node(node)
+        .build_step()
+        .map_err(|e| Failure::from_error(&e))?;
+    let step: &'static StateStep = Box::leak(Box::new(step));
+    CLAIMED_STEP.set(Some((node, step)));
+    Ok(step)
 }
 
 /// A builder that reads no clock of its own: the step is given the line's time.
@@ -132,12 +171,33 @@ fn startup() -> Shared {
     let mut shared = Shared {
         state: AtomicU64::new(0),
         line: Line::new(0),
+        claimed_mode: false,
+        claimed: Claimed::new(),
         reserved_tick: AtomicU64::new(0),
         floor_ns: AtomicU64::new(0),
         writer: AtomicU32::new(0),
         ready: AtomicBool::new(false),
         message: [0; MESSAGE_BYTES],
     };
+    if settings::node().is_none() {
+        // The worker claims the node: no reservation file (the store keeps the
+        // reservation), nothing issued until it publishes a claim.
+        match settings::layout() {
+            Ok(_) => {
+                shared.state = AtomicU64::new(SEALED);
+                shared.reserved_tick = AtomicU64::new(u64::MAX);
+                shared.claimed_mode = true;
+                shared.ready = AtomicBool::new(true);
+            }
+            Err(message) => {
+                pgrx::warning!("monoflake: cannot start the generator: {message}");
+                let bytes = message.as_bytes();
+                let n = bytes.len().min(MESSAGE_BYTES);
+                shared.message[..n].copy_from_slice(&bytes[..n]);
+            }
+        }
+        return shared;
+    }
     match set_up() {
         Ok(SetUp {
             state,
@@ -295,8 +355,7 @@ fn shared() -> Result<&'static Shared, Failure> {
 
 /// The largest batch the layout can issue at once: it must end within the lead.
 pub(crate) fn max_batch() -> Result<u64, Failure> {
-    let step = &engine()?.step;
-    let layout = step.layout();
+    let layout = &engine()?.layout;
     let lead_ticks = monoflake::DEFAULT_MAX_LEAD.as_millis() as u64 / layout.tick_ms();
     Ok((lead_ticks + 1).saturating_mul(layout.max_sequence() + 1))
 }
@@ -305,11 +364,22 @@ pub(crate) fn max_batch() -> Result<u64, Failure> {
 fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
     let shared = shared()?;
     let engine = engine()?;
-    let step = &engine.step;
+    let claimed = shared.claimed_mode;
     let max_wait = Duration::from_millis(settings::MAX_WAIT_MS.get().max(0) as u64);
     let mut waited = Duration::ZERO;
-    let mut cur = shared.state.load(Ordering::Relaxed);
+    let mut fence_waited = Duration::ZERO;
     loop {
+        // Ordering: Acquire, both: the generation pairs with the worker's Release raise, the
+        // state with its Release store of a new claim's first state (after the node and the
+        // zeroed fence). Constant when the node is configured.
+        let generation = shared.claimed.generation.load(Ordering::Acquire);
+        let cur = shared.state.load(Ordering::Acquire);
+        let step = match &engine.step {
+            Some(step) => step,
+            None if cur == SEALED => return Err(shared.claimed.refusal()),
+            // Ordering: Relaxed; stored before the generation's Release raise read above.
+            None => claimed_step(engine, shared.claimed.node.load(Ordering::Relaxed))?,
+        };
         let mut now_ns = shared.line.now_ns();
         // Ordering: Relaxed; written once, before any backend exists.
         let floor_ns = shared.floor_ns.load(Ordering::Relaxed);
@@ -319,7 +389,15 @@ fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
         match step.next(cur, now_ns, n) {
             Ok((first, last)) => {
                 let tick = step.tick_of(last);
+                if claimed {
+                    let now_tick = step.layout().tick_at(now_ns / 1_000_000);
+                    if shared.claimed.refuses(now_tick, tick) {
+                        wait_for_fence(shared, step.node(), tick, &mut fence_waited)?;
+                        continue;
+                    }
+                }
                 // Ordering: Acquire pairs with the writer's Release; the tick is on disk.
+                // (`u64::MAX` when the node is claimed: the store's fence above applies.)
                 let reserved = shared.reserved_tick.load(Ordering::Acquire);
                 if tick > reserved {
                     extend(shared, engine, tick, now_ns, true)?;
@@ -329,18 +407,21 @@ fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
                     // Ahead of need: whoever finds the writer free extends; nobody waits.
                     extend(shared, engine, tick, now_ns, false)?;
                 }
-                // Ordering: Relaxed; the state publishes no other memory.
+                // Ordering: Acquire on success, so that a state stored by a new claim (Release,
+                // after its generation's raise) makes that generation visible below; the
+                // state publishes no other memory.
                 match shared.state.compare_exchange_weak(
                     cur,
                     last,
-                    Ordering::Relaxed,
+                    Ordering::Acquire,
                     Ordering::Relaxed,
                 ) {
+                    // A new claim came between the loads and the compare-exchange, and its
+                    // state came back to the value read: what was computed from the old
+                    // node's step and fence is not issued (the value is skipped).
+                    Ok(_) if shared.claimed.generation.load(Ordering::Relaxed) != generation => {}
                     Ok(_) => return Ok((step, first, last)),
-                    Err(actual) => {
-                        cur = actual;
-                        std::hint::spin_loop();
-                    }
+                    Err(_) => std::hint::spin_loop(),
                 }
             }
             Err(monoflake::Error::WouldBlock { retry_after, .. }) => {
@@ -360,11 +441,30 @@ fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
                 std::thread::sleep(nap);
                 waited += nap;
                 pgrx::check_for_interrupts!();
-                cur = shared.state.load(Ordering::Relaxed);
             }
             Err(e) => return Err(Failure::from_error(&e)),
         }
     }
+}
+
+/// The claimed node's fence shuts out `tick` (the store has not acknowledged it yet, or the
+/// lease was not confirmed in time): asks the worker for a keeper round and waits a
+/// millisecond, up to [`RESERVATION_WAIT`] in all, then refuses.
+fn wait_for_fence(
+    shared: &Shared,
+    node: u64,
+    tick: u64,
+    waited: &mut Duration,
+) -> Result<(), Failure> {
+    if *waited >= RESERVATION_WAIT {
+        return Err(shared.claimed.unconfirmed(node, tick, waited.as_millis()));
+    }
+    // Ordering: Relaxed; a hint the worker polls.
+    shared.claimed.wake.store(true, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(1));
+    *waited += Duration::from_millis(1);
+    pgrx::check_for_interrupts!();
+    Ok(())
 }
 
 /// Extends the reservation to cover `tick` and a window beyond the line's tick. `wait`:
@@ -388,7 +488,7 @@ fn extend(
         {
             let reserved = shared.reserved_tick.load(Ordering::Acquire);
             let want = tick
-                .max(tick_at(engine.step.layout(), now_ns))
+                .max(tick_at(&engine.layout, now_ns))
                 .saturating_add(engine.window_ticks);
             let result = if reserved.saturating_sub(engine.window_ticks / 2) >= tick {
                 Ok(())

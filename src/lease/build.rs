@@ -280,7 +280,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// with `build` (given the builder for the node, who explains the fence's refusals, and
     /// the first fence words: limit and deadline) and starts the keeper over what `build`
     /// returns for it.
-    fn lease_with<G: Held<Clock = C>, T>(
+    pub(super) fn lease_with<G: Held<Clock = C>, T>(
         mut self,
         store: Arc<dyn NodeStore>,
         request: NodeRequest,

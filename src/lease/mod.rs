@@ -5,6 +5,8 @@
 //! * `build.rs`: [`GeneratorBuilder::build_leased`](crate::GeneratorBuilder::build_leased):
 //!   claim, first reservation, first renewal, keeper start.
 //! * `keeper.rs`: the keeper thread: renewals, reservation extensions, the fence words.
+//! * `outside.rs`: [`StateLease`], the same lease for a state word kept outside this crate
+//!   (a PostgreSQL server's shared memory).
 //! * `holding.rs`: what a leased generator owns besides its generator (the keeper), and how
 //!   it lets go.
 //! * `status.rs`: what the keeper knows, for refusals and statistics; store time ↔ ticks.
@@ -24,6 +26,7 @@ mod file;
 pub mod handover;
 mod holding;
 mod keeper;
+mod outside;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
@@ -44,6 +47,7 @@ pub use self::etcd_options::EtcdOptions;
 #[cfg(unix)]
 pub use self::file::{DEFAULT_STATE_DIR, FileStore};
 use self::holding::Holding;
+pub use self::outside::{OutsideState, StateLease};
 #[cfg(feature = "postgres")]
 pub use self::postgres::PgStore;
 #[cfg(feature = "postgres")]
