@@ -161,8 +161,12 @@ pub fn plan(
     let holders: Vec<usize> = (0..slots.len())
         .filter(|&i| slots[i].kind == Kind::Holder)
         .collect();
+    // Not `gen`: it prints as fast as its pipe is read, so what the checker receives lags
+    // what it issued, and it issues little after a loss while the pipe is full (at seed 12 both
+    // ahead-takeovers fell on `gen-etcd` and left the no_seal mutant alive). A holder or the
+    // service issues on request.
     let remote: Vec<usize> = (0..slots.len())
-        .filter(|&i| slots[i].store == Takeover::Remote)
+        .filter(|&i| slots[i].store == Takeover::Remote && slots[i].kind != Kind::Gen)
         .collect();
     let takeable: Vec<usize> = (0..slots.len())
         .filter(|&i| slots[i].store != Takeover::No)
@@ -655,6 +659,7 @@ mod tests {
             }
             if f.kind == FaultKind::AheadTakeover {
                 assert_eq!(slots()[f.slot].store, Takeover::Remote);
+                assert_ne!(slots()[f.slot].kind, Kind::Gen);
             }
             if f.kind == FaultKind::PauseTakeover {
                 assert_ne!(slots()[f.slot].store, Takeover::No);
