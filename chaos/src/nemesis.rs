@@ -92,7 +92,10 @@ impl FaultKind {
 
     fn weight(self) -> u32 {
         match self {
-            FaultKind::Kill9 | FaultKind::AheadTakeover => 3,
+            // The take-over of a running holder ahead found the issue-39 duplicates and is what
+            // a missing seal or a missing re-read shows in; it goes to either store (below).
+            FaultKind::AheadTakeover => 4,
+            FaultKind::Kill9 => 3,
             FaultKind::Pause | FaultKind::ClockStep | FaultKind::PauseTakeover => 2,
             _ => 1,
         }
@@ -165,8 +168,16 @@ pub fn plan(
     // what it issued, and it issues little after a loss while the pipe is full (at seed 12 both
     // ahead-takeovers fell on `gen-etcd` and left the no_seal mutant alive). A holder or the
     // service issues on request.
+    // Two chances in three on etcd, where only the holder's seal and write-back keep its IDs
+    // apart from a successor's; one on the file store, where the successor, refused while the
+    // holder lives, must read the holder's write-back.
     let remote: Vec<usize> = (0..slots.len())
-        .filter(|&i| slots[i].store == Takeover::Remote && slots[i].kind != Kind::Gen)
+        .filter(|&i| slots[i].kind != Kind::Gen)
+        .flat_map(|i| match slots[i].store {
+            Takeover::Remote => vec![i, i],
+            Takeover::Host => vec![i],
+            Takeover::No => vec![],
+        })
         .collect();
     let takeable: Vec<usize> = (0..slots.len())
         .filter(|&i| slots[i].store != Takeover::No)
@@ -197,10 +208,7 @@ pub fn plan(
         };
         let slot = match kind {
             FaultKind::Fork => holders[rng.random_range(0..holders.len())],
-            // A running holder ahead, taken over: on etcd when there is one, where nothing
-            // but the holder's seal stands between its last IDs and a successor's (on one
-            // host the host-wide claim refuses the successor first; the paused take-over and
-            // the scripted `ahead-paused-file` cover that).
+            // A running holder ahead, taken over (see `remote`).
             FaultKind::AheadTakeover if !remote.is_empty() => {
                 remote[rng.random_range(0..remote.len())]
             }
@@ -658,7 +666,7 @@ mod tests {
                 assert!(f.members.len() == 2 && f.members[0] != f.members[1]);
             }
             if f.kind == FaultKind::AheadTakeover {
-                assert_eq!(slots()[f.slot].store, Takeover::Remote);
+                assert_ne!(slots()[f.slot].store, Takeover::No);
                 assert_ne!(slots()[f.slot].kind, Kind::Gen);
             }
             if f.kind == FaultKind::PauseTakeover {
