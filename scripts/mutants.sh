@@ -62,6 +62,13 @@ MUTANTS=(
     # statements that name the table without its schema (found through search_path).
     "sync_commit_local        monoflake_mutant_sync_commit_local         cheap test --features postgres --lib only_on_and_remote_apply_are_durable"
     "search_path_table        monoflake_mutant_search_path_table         cheap test --features postgres --test postgres stores_with_different_search_paths_share_one_table"
+    # PostgreSQL's clock as the hand-over's common clock (issue 34, case 4): a claimant that
+    # found no row takes no floor from the database's clock; the database confirms a holder
+    # however far its clock leads. Each against the model checker and the test that pins it.
+    "db_floor                 monoflake_broken_db_floor                  cheap run handover-check --quick"
+    "db_floor_pg              monoflake_broken_db_floor                  cheap test --features postgres --test postgres a_claimant_behind_the_database_that_finds_no_row"
+    "db_lead                  monoflake_broken_db_lead                   cheap run handover-check --quick"
+    "db_lead_pg               monoflake_broken_db_lead                   cheap test --features postgres --test postgres a_holder_further_ahead_of_the_database"
     # Records of one bit shape keyed by state name and compared as Unix ms (issue 34, case 3).
     "epoch_blind              monoflake_mutant_epoch_blind               cheap test --lib an_epoch_one_second_later_reads_the_record_one_second_later"
     "epoch_blind_restart      monoflake_mutant_epoch_blind               slow  test --test epochs"

@@ -475,3 +475,144 @@ fn a_table_dropped_under_a_holder_is_named_in_its_loss() {
     }
     successor.release(taken, 0).unwrap();
 }
+
+/// A clock this many ms off the system's (which, on this host, is also the database's), and
+/// movable: a host whose clock runs ahead of the database's or behind it.
+struct Skewed(std::sync::atomic::AtomicI64);
+
+impl Skewed {
+    fn by(ms: i64) -> Arc<Skewed> {
+        Arc::new(Skewed(std::sync::atomic::AtomicI64::new(ms)))
+    }
+
+    fn set(&self, ms: i64) {
+        // Ordering: Relaxed; the offset publishes nothing else.
+        self.0.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl monoflake::TimeSource for Skewed {
+    fn now_ms(&self) -> u64 {
+        // Ordering: Relaxed, as in `set`.
+        let offset = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        system_ms().saturating_add_signed(offset)
+    }
+}
+
+fn system_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// Issue 34, case 4, the holder's side: a holder whose clock runs further ahead of the
+/// database's `clock_timestamp()` than `PgOptions::max_clock_lead` (250 ms) issues nothing
+/// there. One 3 s ahead at its build loses the claim at its first check, before its first
+/// ID, the lead named. One whose clock steps 3 s ahead while it runs is refused at once (its
+/// clock is past the deadline of its last confirmed check), and loses the claim at its next
+/// check: sealed, what it used written back, so the node's next holder starts above it.
+#[test]
+fn a_holder_further_ahead_of_the_database_than_allowed_issues_nothing_there() {
+    let pg = common::Pg::shared();
+    let store = Arc::new(PgStore::connect_with(&pg.url, &table("lead")).unwrap());
+    let layout = layout(2);
+    let named = |reason: &str| {
+        reason.contains("ahead of the database's clock_timestamp()")
+            && reason.contains("PgOptions::max_clock_lead")
+    };
+    match Generator::builder(layout.clone())
+        .clock(Skewed::by(3_000))
+        .build_leased(
+            Arc::clone(&store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(1),
+        ) {
+        Err(Error::LeaseLost {
+            node: 1, reason, ..
+        }) if named(&reason) => {}
+        other => panic!("{other:?}"),
+    }
+    let clock = Skewed::by(0);
+    let holder = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .build_leased(
+            Arc::clone(&store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(2),
+        )
+        .unwrap();
+    let last = holder.next_id().unwrap();
+    clock.set(3_000);
+    // A liveness bound only: the refused call wakes the keeper.
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        match holder.try_next_id() {
+            Ok(id) => panic!("{id} issued with the clock 3 s ahead of the database's"),
+            Err(Error::LeaseLost {
+                node: 2, reason, ..
+            }) if named(&reason) => break,
+            Err(Error::ReservationUnavailable { .. } | Error::WouldBlock { .. }) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+        assert!(Instant::now() < give_up, "never lost, the lead named");
+    }
+    // For good, and back in step changes nothing.
+    clock.set(0);
+    assert!(matches!(
+        holder.try_next_id(),
+        Err(Error::LeaseLost { node: 2, .. })
+    ));
+    drop(holder);
+    let again = store.claim(&layout, NodeRequest::Exact(2)).unwrap();
+    let used = last.parts(&layout).unwrap().unix_ms();
+    assert!(
+        again.reserved_until_ms().is_some_and(|r| r > used),
+        "{again:?}, the holder's last ID at {used} ms"
+    );
+    store.release(again, 0).unwrap();
+}
+
+/// Issue 34, case 4, the successor's side: a claimant whose clock is 3 s behind the
+/// database's, on a node with no row (deleted under a holder that may be stopped, or never
+/// written), starts above the database's clock at its claim plus two check intervals and the
+/// most a confirmed holder may lead (`handover::store_floor_ms`): above everything a holder
+/// that the database confirmed before the claim can have issued, whatever the claimant's
+/// clock says. (Its own clock would have started it 1.75 s below that.)
+#[test]
+fn a_claimant_behind_the_database_that_finds_no_row_starts_above_its_clock() {
+    let pg = common::Pg::shared();
+    let options = table("behind");
+    let store = Arc::new(PgStore::connect_with(&pg.url, &options).unwrap());
+    let layout = layout(2);
+    // A row held, then deleted: the node has no record.
+    let held = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    store.extend(&held, system_ms() + 500).unwrap();
+    pg.psql(&format!("DELETE FROM {}", options.table_name()));
+    let before_claim = system_ms();
+    let successor = Generator::builder(layout.clone())
+        .clock(Skewed::by(-3_000))
+        .build_leased(
+            Arc::clone(&store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(1),
+        )
+        .unwrap();
+    let first = successor
+        .next_id()
+        .unwrap()
+        .parts(&layout)
+        .unwrap()
+        .unix_ms();
+    let check_ms = u64::try_from(store.check_interval().as_millis()).unwrap();
+    let floor = monoflake::handover::store_floor_ms(
+        before_claim,
+        check_ms,
+        monoflake::handover::DEFAULT_MAX_CLOCK_LEAD_MS,
+        0,
+    );
+    assert!(
+        floor.is_some_and(|floor| first >= floor),
+        "first ID at {first} ms, the database's floor {floor:?}"
+    );
+}

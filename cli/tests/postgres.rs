@@ -214,6 +214,62 @@ fn a_holder_paused_while_its_row_is_deleted_never_collides_with_the_successor() 
     common::assert_successor_above(&a_ids, &b_ids);
 }
 
+/// Issue 34, case 4, across hosts: a holder paused (SIGSTOP) while its row is deleted, and a
+/// successor whose wall clock runs 3 s behind (libfaketime: a host whose clock was stepped
+/// back, or the holder's locked clock kept after a step back under it). The successor's own
+/// clock would start it below the holder's last IDs (its wait is 1.25 s, the clocks 3 s
+/// apart: millions of duplicates before); it starts above the database's clock at its claim
+/// plus the confirm bound and the most a confirmed holder may lead, so above everything the
+/// holder issued. The holder, resumed, issues nothing more and reports its loss.
+#[test]
+fn a_holder_paused_with_its_row_deleted_is_not_overlapped_by_a_successor_behind() {
+    if !pg_wanted() {
+        return;
+    }
+    let pg = Pg::shared();
+    let dir = common::TempDir::new("pg-behind");
+    let file = url_file(&pg, &dir);
+    let table = format!("behind_{}_{}", std::process::id(), unix_ms() % 1_000_000);
+    let args = [
+        "-n",
+        "100000000000",
+        "--node",
+        "3",
+        "--lease-ttl",
+        "3",
+        "--pg-table",
+        &table,
+    ];
+    let mut a = generate(&file, "sonyflake", &args).spawn().unwrap();
+    let ra = Reader::spawn(&mut a);
+    ra.wait_for(10_000);
+    common::signal(a.id(), "STOP");
+    assert_eq!(pg.psql(&format!("DELETE FROM {table} RETURNING node")), "3");
+    // libfaketime preloaded into the process itself (the `faketime` command would stand
+    // between the test and the process it signals); the monotonic clock is real.
+    let lib = std::path::Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+    assert!(
+        lib.exists(),
+        "libfaketime is not installed: apt-get install -y faketime (bash .ci/run does)"
+    );
+    let mut b = generate(&file, "sonyflake", &args)
+        .env("LD_PRELOAD", lib)
+        .env("FAKETIME", "-3s")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .spawn()
+        .unwrap();
+    let rb = Reader::spawn(&mut b);
+    rb.wait_for(10_000);
+    common::signal(a.id(), "CONT");
+    let (code, err) = stderr_of(a);
+    rb.wait_for(rb.count() + 10_000);
+    common::signal(b.id(), "TERM");
+    let _ = stderr_of(b);
+    let (a_ids, b_ids) = (ra.finish(), rb.finish());
+    assert_eq!(code, Some(1), "{err}");
+    common::assert_successor_above(&a_ids, &b_ids);
+}
+
 /// Two services under load; the database is stopped for a few seconds (less than the TTL)
 /// and started again. Each stops issuing within its confirm bound (2 x 500 ms after its last
 /// confirmed renewal, plus the lead), answers 503 meanwhile, and goes on from the same node

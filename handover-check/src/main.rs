@@ -6,10 +6,14 @@
 //! ```text
 //! cargo run --release -p handover-check            # every flavour and configuration
 //! cargo run --release -p handover-check -- --quick # a smaller search
+//! ONLY=clocked cargo run --release -p handover-check # the searches whose name says "clocked"
 //! ```
 //!
 //! Built with `RUSTFLAGS="--cfg monoflake_broken_give_back"` (the give-back of ace1576, which
 //! wrote a record for a node that had none) it must find a duplicate: `.ci/run` checks both.
+//! So must it with `--cfg monoflake_broken_db_floor` (a claimant of a store with a clock
+//! takes no floor from it) and `--cfg monoflake_broken_db_lead` (the store confirms a holder
+//! however far its clock leads), in the clocked store's search (`scripts/mutants.sh`).
 
 mod model;
 
@@ -127,6 +131,10 @@ fn configs(horizon: u8) -> Vec<(String, Config)> {
         flavour: Flavour::Remote,
         ..none
     };
+    let clocked = Config {
+        flavour: Flavour::Clocked,
+        ..none
+    };
     vec![
         (
             "file store, records deleted".into(),
@@ -191,9 +199,41 @@ fn configs(horizon: u8) -> Vec<(String, Config)> {
             "remote store, two successors, records deleted, the holder stopped, clocks within the margin".into(),
             Config { deletions: 1, pauses: 1, step_size: 1, passer: false, ..remote },
         ),
+        // Issue 34, case 4, on a store with a clock of its own (PostgreSQL): every record of
+        // the node deleted while its holder is stopped, the holder's clock ahead of its
+        // successor's by more than the margin. The store did not confirm a holder further
+        // ahead of its clock than the lead allowed, and the successor starts above the
+        // store's clock at its claim plus that lead and the confirm bound: no duplicate.
+        // Two processes, the holder and its successor: what a third adds (a search passing
+        // the node over) the other searches cover, and this keeps the run's time.
+        (
+            "clocked store (PostgreSQL), records deleted, the holder stopped, clocks apart".into(),
+            Config {
+                deletions: 1,
+                pauses: 1,
+                procs: 2,
+                ..clocked
+            },
+        ),
+        // Clocks apart by less, either way: the holder ahead (its checks not confirmed), or
+        // the successor behind by more than the margin (its wall clock stepped back) while the
+        // holder, stopped after issuing, writes back too late. The successor's own clock
+        // would start it below the holder's last ticks; the store's clock at its claim does
+        // not. (This search also catches both broken variants, `monoflake_broken_db_floor`
+        // and `monoflake_broken_db_lead`, at `--quick`.)
+        (
+            "clocked store (PostgreSQL), records deleted, the holder stopped, clocks apart by 3 either way".into(),
+            Config {
+                deletions: 1,
+                pauses: 1,
+                step_size: 3,
+                procs: 2,
+                ..clocked
+            },
+        ),
         // Outside the fault model (docs/design.md, "The hand-over"): a store with no clock of
-        // its own, every record of the node deleted while its holder is stopped, and the
-        // holder's clock ahead of its successor's by more than the margin. Nothing that
+        // its own (etcd), every record of the node deleted while its holder is stopped, and
+        // the holder's clock ahead of its successor's by more than the margin. Nothing that
         // survives says what the holder issued. The search must find the duplicate: it shows
         // the model is able to find one here, and the boundary is where the docs draw it.
         (
@@ -219,7 +259,12 @@ fn main() -> ExitCode {
     let mut total = 0;
     let started = Instant::now();
     let mut failed = false;
+    // ONLY=TEXT: just the searches whose name contains TEXT.
+    let only = std::env::var("ONLY").unwrap_or_default();
     for (name, config) in configs(horizon) {
+        if !name.contains(&only) {
+            continue;
+        }
         let t = Instant::now();
         let outcome = explore(&config);
         total += outcome.states;

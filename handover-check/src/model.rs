@@ -48,6 +48,9 @@ pub const WINDOW: u8 = 4;
 pub const TOLERANCE: u8 = 12;
 /// A remote store's lease: valid this long after its last renewal.
 pub const TTL: u8 = 6;
+/// A store with a clock: how far a holder's clock may lead it at a check that confirms
+/// (PostgreSQL's default, half a check interval).
+pub const CLOCK_LEAD: u8 = CHECK / 2;
 
 /// The protocol's limits for these units, from the protocol's own functions.
 pub fn limits() -> Limits {
@@ -76,8 +79,15 @@ fn wide(v: Option<u8>) -> Option<u64> {
 pub enum Flavour {
     /// The file store: a lock per node, the host-wide claim, the host's anchors.
     File,
-    /// A store on a server (etcd, PostgreSQL): a lease that expires.
+    /// A store on a server without a clock of its own (etcd): a lease that expires.
     Remote,
+    /// A store on a server with a clock of its own (PostgreSQL's `clock_timestamp()`, real
+    /// time here): a lease that expires, a check that finds a holder whose clock leads the
+    /// store's by more than [`CLOCK_LEAD`] (`handover::clock_lead_refused`) and takes its
+    /// claim (it seals and writes back), and a
+    /// claimant that found no record starting above `handover::store_floor_ms` of the
+    /// store's clock at its claim.
+    Clocked,
 }
 
 /// How many of each fault a run may inject, and its size.
@@ -112,6 +122,8 @@ pub enum Phase {
     Waiting {
         until: u8,
         claimed: u8,
+        /// The store's clock at the claim (a store with a clock; else 0).
+        db: u8,
         read: Option<u8>,
         floor: Option<u8>,
     },
@@ -400,7 +412,9 @@ impl World {
             Phase::Idle => {
                 let free = match config.flavour {
                     Flavour::File => self.store.holder.is_none() && self.store.host.is_none(),
-                    Flavour::Remote => self.store.holder.is_none() || self.t >= self.store.expires,
+                    Flavour::Remote | Flavour::Clocked => {
+                        self.store.holder.is_none() || self.t >= self.store.expires
+                    }
                 };
                 if !free {
                     return;
@@ -433,6 +447,7 @@ impl World {
             Phase::Waiting {
                 until,
                 claimed,
+                db,
                 read,
                 floor,
             } => {
@@ -462,9 +477,21 @@ impl World {
                         out.push(w.start(config, p, read, floor, format!("p{p} waited")))
                     }
                     None => {
-                        let again = w.reservation();
+                        let mut again = w.reservation();
+                        let mut label = format!("p{p} re-reads {again:?}");
+                        if config.flavour == Flavour::Clocked {
+                            // Above what any holder the store confirmed can have issued
+                            // before the claim, by the store's clock at the claim.
+                            let by_store = handover::store_floor_ms(
+                                u64::from(db),
+                                u64::from(CHECK),
+                                u64::from(CLOCK_LEAD),
+                                u64::from(MAX_LEAD),
+                            );
+                            again = handover::reservation_of([wide(again), by_store]).map(narrow);
+                            label += &format!(" and the store's floor {by_store:?}");
+                        }
                         let now = w.read_clock(p);
-                        let label = format!("p{p} re-reads {again:?}");
                         let step = handover::after_wait(
                             wide(again),
                             u64::from(claimed),
@@ -562,7 +589,22 @@ impl World {
                 let mut w = self.clone();
                 let now = w.read_clock(p);
                 let used_end = last.map_or(floor, |l| l + 1);
-                if w.holds(config, p) {
+                if w.holds(config, p) && w.ahead_of_store(config, now) {
+                    // The renewal finds the clock too far ahead of the store's: the claim is
+                    // lost here, as if gone — sealed, what it used written back.
+                    let used = narrow(handover::final_reservation(u64::from(used_end), wide(read)));
+                    w.procs[p].phase = Phase::Lost {
+                        used,
+                        next_round: self.t,
+                    };
+                    w.write_back(
+                        config,
+                        p,
+                        used,
+                        out,
+                        format!("p{p} renews at clock {now}, ahead of the store's: lost"),
+                    );
+                } else if w.holds(config, p) {
                     let mut reserved = reserved;
                     w.store.expires = self.t.saturating_add(TTL);
                     if let Some(want) = handover::extension(
@@ -628,6 +670,11 @@ impl World {
         self.procs[p].phase = Phase::Waiting {
             until: self.t.saturating_add(narrow(ms)),
             claimed,
+            db: if config.flavour == Flavour::Clocked {
+                self.t
+            } else {
+                0
+            },
             read,
             floor,
         };
@@ -655,6 +702,16 @@ impl World {
             );
         }
         self.write_record(config, until);
+        if self.ahead_of_store(config, now) {
+            // The first renewal does not confirm: the build fails, releasing with the first
+            // reservation as the record.
+            self.let_go(p);
+            self.procs[p].phase = Phase::Done;
+            return Next::World(
+                self,
+                format!("{label}; reserves {until}, ahead of the store's clock: refused"),
+            );
+        }
         self.store.expires = self.t.saturating_add(TTL);
         self.procs[p].phase = Phase::Holding {
             read,
@@ -668,6 +725,17 @@ impl World {
             self,
             format!("{label}; starts above {floor}, reserves {until}"),
         )
+    }
+
+    /// Whether a store with a clock refuses to confirm a check made at clock `now`.
+    fn ahead_of_store(&self, config: &Config, now: u8) -> bool {
+        config.flavour == Flavour::Clocked
+            && handover::clock_lead_refused(
+                u64::from(now),
+                u64::from(self.t),
+                u64::from(CLOCK_LEAD),
+            )
+            .is_some()
     }
 
     /// Gives the node back unused: writes what `handover::give_back` says (nothing).

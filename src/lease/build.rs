@@ -328,7 +328,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             &|| self.clock_ref().precise_now_ms(),
             &limits,
         )?;
-        let claim = chosen.claim;
+        let mut claim = chosen.claim;
         let node = claim.node();
         status
             .skipped_ahead
@@ -425,6 +425,18 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                     status.claim_wait_ms.fetch_add(ms, Ordering::Relaxed);
                     match store.reservation(&claim) {
                         Ok(again) => {
+                            // A store with a clock of its own: above what any holder it
+                            // confirmed can have issued before the claim, whatever that
+                            // holder's clock did (docs/design.md, "one inequality").
+                            let by_store = claim.store_clock().and_then(|(store_ms, lead)| {
+                                handover::store_floor_ms(
+                                    store_ms,
+                                    duration_ms(check),
+                                    lead,
+                                    max_lead_ms,
+                                )
+                            });
+                            let again = handover::reservation_of([again, by_store]);
                             let now_ms = self.clock_ref().precise_now_ms();
                             step = handover::after_wait(again, claimed_ms, now_ms, &limits);
                         }
@@ -462,6 +474,8 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         let mut interval = (window / 4).min(check);
         let renew_mono = status.mono_us();
         let renew_ms = self.clock_ref().precise_now_ms();
+        // A store with a clock compares ours, as read at the start of the check, with its own.
+        claim.read_holder_clock(Arc::new(move || renew_ms));
         match store.renew(&claim) {
             Ok(valid) => {
                 LeaseStatus::count(&status.renewals);
@@ -489,6 +503,9 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             refusal,
             (last_tick_before(&layout, until), deadline),
         )?;
+        // From now on the holder's clock is the generator's, read at each check.
+        let held = Arc::clone(&generator);
+        claim.read_holder_clock(Arc::new(move || held.clock().precise_now_ms()));
         let keeper = Keeper {
             sealed: None,
             restore_pending: None,

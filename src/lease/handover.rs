@@ -20,11 +20,15 @@
 //! 2. **Wait** what [`after_claim`] said. A node with no record waits [`unrecorded_wait_ms`]
 //!    — a holder whose records were deleted under it issues for at most
 //!    [`confirm_bound_ms`] after its last check — then **re-reads** the record, which such a
-//!    holder writes back once it finds its claim lost.
+//!    holder writes back once it finds its claim lost. On a store with a clock of its own
+//!    (PostgreSQL) it also starts above [`store_floor_ms`] of that clock at its claim, which
+//!    needs no write-back: a holder stopped with its clock ahead is covered too.
 //! 3. **Start** above [`start_floor_ms`], write the first reservation, confirm the claim.
 //! 4. **Hold**: each keeper round renews the claim and extends the reservation when
 //!    [`extension`] says so; the fence issues only ticks before the reservation and before
-//!    [`confirm_bound_ms`] after the last check that found the claim standing.
+//!    [`confirm_bound_ms`] after the last check that found the claim standing. A store with a
+//!    clock of its own confirms a check only when [`clock_lead_refused`] finds the holder's
+//!    clock not too far ahead of it.
 //! 5. **Lose**: a holder that finds its claim gone seals its generator and writes back
 //!    [`final_reservation`] beside whatever is there (the store keeps the larger, [`restored`]).
 //! 6. **Release** with [`final_reservation`], or **give back** a node that issued nothing:
@@ -344,4 +348,74 @@ pub const fn confirm_bound_ms(check_ms: u64) -> u64 {
 /// ```
 pub const fn unrecorded_wait_ms(check_ms: u64) -> u64 {
     confirm_bound_ms(check_ms).saturating_add(check_ms / 2)
+}
+
+/// How far a holder's clock may run ahead of a store's own clock at a check that confirms its
+/// claim, by default: a quarter of a second, half of a PostgreSQL store's default check
+/// interval — the margin for the two parties' clocks that [`unrecorded_wait_ms`] already
+/// leaves, now enforced against the store's clock instead of assumed.
+///
+/// ```
+/// assert_eq!(monoflake::handover::DEFAULT_MAX_CLOCK_LEAD_MS, 250);
+/// ```
+pub const DEFAULT_MAX_CLOCK_LEAD_MS: u64 = 250;
+
+/// For a store with a clock of its own (PostgreSQL's `clock_timestamp()`): whether a check
+/// must not confirm the claim because the holder's clock is too far ahead of the store's.
+/// `holder_ms` is the holder's clock read before the check was sent (never below its reading
+/// at the start of the check, which its confirm deadline counts from), `store_ms` the store's
+/// clock as the check read it. Returns how far ahead the holder is when that is more than
+/// `max_clock_lead_ms`; `None` when the check may confirm.
+///
+/// A check that does not confirm stops the holder within [`confirm_bound_ms`] of the last one
+/// that did. So every check that lets a holder issue found its clock `c` at the check's start
+/// at most `max_clock_lead_ms` ahead of the store's clock `d` in the check, and what it issues
+/// on that check is below `c` plus [`confirm_bound_ms`] plus `max_lead`: below
+/// [`store_floor_ms`] of any claim the store answers after that check (its clock read there
+/// is at least `d`), whatever the holder's clock does meanwhile.
+///
+/// ```
+/// use monoflake::handover::clock_lead_refused;
+/// assert_eq!(clock_lead_refused(10_100, 10_000, 250), None);
+/// assert_eq!(clock_lead_refused(10_250, 10_000, 250), None);
+/// assert_eq!(clock_lead_refused(13_000, 10_000, 250), Some(3_000));
+/// ```
+pub fn clock_lead_refused(holder_ms: u64, store_ms: u64, max_clock_lead_ms: u64) -> Option<u64> {
+    // Mutant: the holder's clock is never compared with the store's.
+    if cfg!(monoflake_broken_db_lead) {
+        return None;
+    }
+    let lead = holder_ms.saturating_sub(store_ms);
+    (lead > max_clock_lead_ms).then_some(lead)
+}
+
+/// For a store with a clock of its own: the floor of a claimant that found no record of the
+/// node's own, from the store's clock `store_ms` as the claim read it — above everything a
+/// holder whose checks [`clock_lead_refused`] let through can have issued by then (the check
+/// came before the deletion, the deletion before the claim): its clock at the check, at most
+/// `max_clock_lead_ms` ahead of the store's, plus [`confirm_bound_ms`] of the check interval
+/// `check_ms`, plus the lead `max_lead_ms`. In the store's clock, so no assumption about any
+/// party's clock but that the store's does not go back. `None` in the broken variant
+/// `--cfg monoflake_broken_db_floor`.
+///
+/// ```
+/// use monoflake::handover::store_floor_ms;
+/// assert_eq!(store_floor_ms(10_000, 500, 250, 5), Some(11_255));
+/// ```
+pub fn store_floor_ms(
+    store_ms: u64,
+    check_ms: u64,
+    max_clock_lead_ms: u64,
+    max_lead_ms: u64,
+) -> Option<u64> {
+    // Mutant: a claimant that found no record takes no floor from the store's clock.
+    if cfg!(monoflake_broken_db_floor) {
+        return None;
+    }
+    Some(
+        store_ms
+            .saturating_add(confirm_bound_ms(check_ms))
+            .saturating_add(max_clock_lead_ms)
+            .saturating_add(max_lead_ms),
+    )
 }

@@ -41,6 +41,7 @@ pub struct PgOptions {
     pub(super) ttl: Duration,
     pub(super) create_table: bool,
     pub(super) failover: PgFailover,
+    pub(super) max_clock_lead: Duration,
 }
 
 /// How the PostgreSQL server's standbys are promoted, as the operator declares it
@@ -106,6 +107,7 @@ impl Default for PgOptions {
             ttl: DEFAULT_PG_LEASE_TTL,
             create_table: true,
             failover: PgFailover::Automatic,
+            max_clock_lead: Duration::from_millis(crate::handover::DEFAULT_MAX_CLOCK_LEAD_MS),
         }
     }
 }
@@ -203,6 +205,44 @@ impl PgOptions {
     /// ```
     pub fn failover_mode(&self) -> PgFailover {
         self.failover
+    }
+
+    /// How far a holder's clock may run ahead of the database's `clock_timestamp()` and have
+    /// its claim confirmed (default
+    /// [`DEFAULT_MAX_CLOCK_LEAD_MS`](crate::handover::DEFAULT_MAX_CLOCK_LEAD_MS), 250 ms).
+    ///
+    /// Each renewal compares the holder's clock, read before it is sent, with the database's
+    /// clock in it ([`handover::clock_lead_refused`](crate::handover::clock_lead_refused)): a
+    /// holder further ahead (a clock set or stepped ahead of the real time, a locked clock
+    /// slewing back from a fast wall clock stepped back, a clock moved to a trusted
+    /// reservation) loses its claim at that renewal — it seals, writes back what it used, and
+    /// reports [`Error::LeaseLost`](crate::Error::LeaseLost) naming the lead; a build with
+    /// such a clock fails the same way before its first ID. In exchange a claimant that finds
+    /// no row for its node (the row deleted, the table dropped) starts above the database's
+    /// clock at its claim plus this, two check intervals and the lead
+    /// ([`handover::store_floor_ms`](crate::handover::store_floor_ms)): above everything any
+    /// earlier holder issued, with no assumption about the holders' clocks. Every process
+    /// sharing a table should use the same value (a claimant's must be at least every
+    /// holder's); more than half a check interval makes a claim of a node with no row wait
+    /// that much longer.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = monoflake::PgOptions::new().max_clock_lead(Duration::from_secs(1));
+    /// assert_eq!(options.clock_lead(), Duration::from_secs(1));
+    /// ```
+    pub fn max_clock_lead(mut self, lead: Duration) -> Self {
+        self.max_clock_lead = lead;
+        self
+    }
+
+    /// How far a holder's clock may lead the database's ([`PgOptions::max_clock_lead`]).
+    ///
+    /// ```
+    /// assert_eq!(monoflake::PgOptions::new().clock_lead().as_millis(), 250);
+    /// ```
+    pub fn clock_lead(&self) -> Duration {
+        self.max_clock_lead
     }
 
     /// The table's name, as given.

@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::{Error, Layout};
@@ -47,8 +48,17 @@ pub struct Claim {
     reserved_until_ms: Option<u64>,
     recorded: bool,
     unusable: u64,
+    /// The store's own clock at the claim and the most a holder's clock may lead it at a
+    /// check that confirms (see [`Claim::with_store_clock`]).
+    store_clock: Option<(u64, u64)>,
+    /// The holder's clock, for a store that compares it with its own at each check (set by
+    /// the build before the first check).
+    holder_clock: Option<HolderClock>,
     token: Box<dyn Any + Send + Sync>,
 }
+
+/// Reads the holder's clock (Unix ms).
+pub(crate) type HolderClock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 impl fmt::Debug for Claim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -57,6 +67,7 @@ impl fmt::Debug for Claim {
             .field("reserved_until_ms", &self.reserved_until_ms)
             .field("recorded", &self.recorded)
             .field("unusable", &self.unusable)
+            .field("store_clock", &self.store_clock)
             .finish_non_exhaustive()
     }
 }
@@ -75,6 +86,8 @@ impl Claim {
             reserved_until_ms,
             recorded: reserved_until_ms.is_some(),
             unusable: 0,
+            store_clock: None,
+            holder_clock: None,
             token: Box::new(token),
         }
     }
@@ -107,6 +120,49 @@ impl Claim {
     pub fn evidence_only(mut self) -> Self {
         self.recorded = false;
         self
+    }
+
+    /// The claim, noting the store's own clock at the claim (`store_ms`, Unix ms, read in the
+    /// claim's atomic step) and the most a holder's clock may lead the store's at a check
+    /// that confirms its claim (`max_clock_lead`): a store with a clock of its own
+    /// (PostgreSQL's `clock_timestamp()`) that refuses to confirm a holder further ahead
+    /// ([`handover::clock_lead_refused`](crate::handover::clock_lead_refused)). A claimant
+    /// that found no record of the node's own then starts above
+    /// [`handover::store_floor_ms`](crate::handover::store_floor_ms) of it as well: above
+    /// everything a holder whose records were deleted can have issued, whatever the holder's
+    /// clock did.
+    ///
+    /// ```
+    /// let claim = monoflake::Claim::new(3, None, ())
+    ///     .with_store_clock(1_700_000_000_000, std::time::Duration::from_millis(250));
+    /// assert_eq!(claim.store_clock(), Some((1_700_000_000_000, 250)));
+    /// ```
+    #[must_use]
+    pub fn with_store_clock(mut self, store_ms: u64, max_clock_lead: Duration) -> Self {
+        let lead = u64::try_from(max_clock_lead.as_millis()).unwrap_or(u64::MAX);
+        self.store_clock = Some((store_ms, lead));
+        self
+    }
+
+    /// The store's clock at the claim and the most a holder's clock may lead it, in ms, when
+    /// the store has a clock of its own (see [`Claim::with_store_clock`]).
+    ///
+    /// ```
+    /// assert_eq!(monoflake::Claim::new(3, None, ()).store_clock(), None);
+    /// ```
+    pub const fn store_clock(&self) -> Option<(u64, u64)> {
+        self.store_clock
+    }
+
+    /// Has the store read `clock` as the holder's clock at each check from now on.
+    pub(crate) fn read_holder_clock(&mut self, clock: HolderClock) {
+        self.holder_clock = Some(clock);
+    }
+
+    /// The holder's clock now (Unix ms), once the build said how to read it.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn holder_now_ms(&self) -> Option<u64> {
+        self.holder_clock.as_ref().map(|read| read())
     }
 
     /// The claim with `floor` (Unix ms) merged into its reservation, the larger kept; whether

@@ -62,7 +62,13 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(2);
 ///   failover that lost it restores it), and returns the time left as the database counts
 ///   it, less 1 % and 10 ms. Measured from the start of the call on the holder's monotonic
 ///   clock, that deadline falls before the database's. A row deleted, taken over or expired,
-///   or a dropped table, is [`Error::LeaseLost`].
+///   or a dropped table, is [`Error::LeaseLost`]; so is a holder whose clock is more than
+///   [`PgOptions::max_clock_lead`] ahead of the database's `clock_timestamp()` (the reason
+///   names the lead): it seals and writes back what it used.
+/// * **A node with no row** (deleted, or the table dropped): its claimant starts above the
+///   database's clock at the claim plus that lead, two check intervals and `max_lead`
+///   ([`Claim::store_clock`]), so above everything any holder issued, whatever the holders'
+///   clocks did, as long as the database's clock does not go back.
 /// * **Release**: the final reservation and the end of the claim, under the same guard.
 /// * **Restore**: a holder that finds its claim lost (its row deleted, the table dropped)
 ///   raises the node's reservation to the end of the last tick it issued, whoever holds the
@@ -110,6 +116,9 @@ pub struct PgStore {
     create_table: bool,
     /// How the server's standbys are promoted (`PgOptions::failover`).
     failover: PgFailover,
+    /// How far a holder's clock may lead the database's at a renewal that confirms its claim
+    /// (`PgOptions::max_clock_lead`).
+    max_clock_lead: Duration,
 }
 
 impl fmt::Debug for PgStore {
@@ -231,6 +240,7 @@ impl PgStore {
             ttl: options.ttl,
             create_table: options.create_table,
             failover: options.failover,
+            max_clock_lead: options.max_clock_lead,
         };
         // Proves the table has the columns the statements need.
         store
@@ -430,7 +440,7 @@ impl PgStore {
                 let fence: i64 = row.get(3);
                 let reserved: Option<i64> = row.get(4);
                 return Ok(self
-                    .new_claim(layout, state, node, claimant, fence, reserved)
+                    .new_claim(layout, state, node, claimant, (fence, reserved, row.get(7)))
                     .with_unusable(u64::try_from(unusable).unwrap_or(0)));
             }
             if existing.is_none() && missing.is_none() {
@@ -474,9 +484,8 @@ impl PgStore {
         let Some(row) = row else {
             return Err(Error::NodeHeld { node, holder: None });
         };
-        let fence: i64 = row.get(0);
-        let reserved: Option<i64> = row.get(1);
-        let claim = self.new_claim(layout, state, n, claimant, fence, reserved);
+        let (fence, reserved): (i64, Option<i64>) = (row.get(0), row.get(1));
+        let claim = self.new_claim(layout, state, n, claimant, (fence, reserved, row.get(2)));
         if let Some(bad) = reserved.filter(|r| *r < 0) {
             let _ = self.release_with(claim, None);
             return Err(Error::DamagedReservation {
@@ -489,14 +498,15 @@ impl PgStore {
         Ok(claim)
     }
 
+    /// The claim on `node`, from what the claim read: the fencing counter, the reservation
+    /// and the database's clock (Unix ms).
     fn new_claim(
         &self,
         layout: &Layout,
         state: &str,
         node: i64,
         claimant: String,
-        fence: i64,
-        reserved: Option<i64>,
+        (fence, reserved, db_ms): (i64, Option<i64>, i64),
     ) -> Claim {
         let read = reserved
             .and_then(|r| u64::try_from(r).ok())
@@ -514,7 +524,10 @@ impl PgStore {
                 // Ordering: Relaxed; written at connect or when the table is made again.
                 table_oid: self.link.table_oid.load(Ordering::Relaxed),
             },
-        );
+        )
+        // The database's clock at the claim: a claimant that finds no row starts above what
+        // any holder the database confirmed can have issued (`handover::store_floor_ms`).
+        .with_store_clock(u64::try_from(db_ms).unwrap_or(0), self.max_clock_lead);
         // A row some claim held before has a fencing counter of at least 1, so this claim's
         // is at least 2. A row a lost holder's write-back made again after it was deleted
         // starts at 0: its reservation is evidence only (`Claim::evidence_only`), and this
@@ -649,6 +662,9 @@ impl NodeStore for PgStore {
         let token = self.token(claim)?;
         let ttl = self.ttl_ms();
         let acknowledged = Some(token.acknowledged.load(Ordering::Relaxed)).filter(|v| *v >= 0);
+        // Read before the renewal is sent: never below the holder's clock at the start of the
+        // check its confirm deadline counts from.
+        let holder_ms = claim.holder_now_ms();
         let row = self.guarded(
             claim,
             "renew the lease",
@@ -660,6 +676,28 @@ impl NodeStore for PgStore {
         // database set the expiry, the holder's deadline falls before the database's.
         let left_ms = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
         let valid = left_ms.saturating_sub(left_ms / 100 + 10);
+        // A holder whose clock runs further ahead of the database's than allowed loses the
+        // claim here: its keeper seals it at once and writes back what it used. (A refusal
+        // the keeper would retry is not enough: its fence's deadline is recomputed each round
+        // from the generator's clock, so a clock stepped ahead would go on issuing, on the
+        // stepped clock, until the last confirmed check's bound.) So every ID a holder issues
+        // lies below the database's clock at its last confirmed check plus the lead, two check
+        // intervals and `max_lead`, and a claimant that finds no row starts above that
+        // (docs/design.md, "one inequality", the third case).
+        let db_ms = u64::try_from(row.get::<_, i64>(1)).unwrap_or(0);
+        let allowed = super::status::duration_ms(self.max_clock_lead);
+        if let Some(lead) =
+            holder_ms.and_then(|h| super::handover::clock_lead_refused(h, db_ms, allowed))
+        {
+            return Err(Error::LeaseLost {
+                node: claim.node(),
+                reason: format!(
+                    "this clock is {lead} ms ahead of the database's clock_timestamp() ({}), \
+                     more than the {allowed} ms allowed (PgOptions::max_clock_lead)",
+                    self.describe_store()
+                ),
+            });
+        }
         Ok(Some(Duration::from_millis(valid)))
     }
 

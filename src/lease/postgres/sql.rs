@@ -22,6 +22,10 @@ pub(super) fn schema(table: &str) -> String {
     )
 }
 
+/// The database's clock now, in Unix ms (rounded down): what a claim and a renewal read of it
+/// (`handover::store_floor_ms`, `handover::clock_lead_refused`).
+const DB_MS: &str = "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8";
+
 /// The statements, for one table.
 pub(super) struct Sql {
     pub(super) claim_any: String,
@@ -85,7 +89,8 @@ impl Sql {
                    (SELECT count(*) FROM bad),
                    coalesce((SELECT array_agg(node ORDER BY node)
                              FROM (SELECT node FROM bad ORDER BY node LIMIT {UNUSABLE_NAMED}) n),
-                            '{{}}'::int8[])
+                            '{{}}'::int8[]),
+                   {DB_MS}
             FROM pick
             LEFT JOIN (SELECT * FROM upd UNION ALL SELECT * FROM ins) got ON true"
         );
@@ -99,7 +104,7 @@ impl Sql {
                     fence = r.fence + 1, lease_expires_at = EXCLUDED.lease_expires_at,
                     claimed_at = EXCLUDED.claimed_at, updated_at = EXCLUDED.updated_at
                 WHERE r.claimant IS NULL OR r.lease_expires_at <= clock_timestamp()
-            RETURNING r.fence, r.reserved_until_ms"
+            RETURNING r.fence, r.reserved_until_ms, {DB_MS}"
         );
         // The claim's identity: $1 layout, $2 node, $3 claimant, $4 fencing counter.
         let guard = "layout = $1::text AND node = $2::int8 AND claimant = $3::text \
@@ -115,7 +120,8 @@ impl Sql {
                 reserved_until_ms = greatest(reserved_until_ms, $6::int8),
                 updated_at = clock_timestamp()
             WHERE {guard} AND lease_expires_at > clock_timestamp()
-            RETURNING floor(extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::int8"
+            RETURNING floor(extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::int8,
+                {DB_MS}"
         );
         let release = format!(
             "UPDATE {t} SET reserved_until_ms = coalesce($5::int8, reserved_until_ms),
