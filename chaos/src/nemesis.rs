@@ -126,20 +126,21 @@ pub struct Planned {
 pub struct SlotKind {
     pub kind: Kind,
     /// Which store its generators use: what a take-over can be done on, and where.
-    pub store: Takeover,
+    pub store: StoreKind,
 }
 
-/// Where a slot's node can be taken over, for the take-over faults.
+/// The store a slot's generators use, as the schedule needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Takeover {
+pub enum StoreKind {
     /// The file store: one host, where the host-wide claim refuses a successor while the
     /// holder's process lives.
-    Host,
+    File,
     /// etcd: across hosts, where only the holder's own seal, fence and write-back keep a
     /// successor's IDs apart from its own.
-    Remote,
-    /// PostgreSQL: not done here.
-    No,
+    Etcd,
+    /// PostgreSQL: no take-over here; and its clock_timestamp() bounds a holder's clock (more
+    /// than `PgOptions::max_clock_lead` ahead loses the claim), so its clocks step back only.
+    Postgres,
 }
 
 /// The schedule for `seconds` of soak with a fault every `every` on average; kinds in
@@ -174,13 +175,13 @@ pub fn plan(
     let remote: Vec<usize> = (0..slots.len())
         .filter(|&i| slots[i].kind != Kind::Gen)
         .flat_map(|i| match slots[i].store {
-            Takeover::Remote => vec![i, i],
-            Takeover::Host => vec![i],
-            Takeover::No => vec![],
+            StoreKind::Etcd => vec![i, i],
+            StoreKind::File => vec![i],
+            StoreKind::Postgres => vec![],
         })
         .collect();
     let takeable: Vec<usize> = (0..slots.len())
-        .filter(|&i| slots[i].store != Takeover::No)
+        .filter(|&i| slots[i].store != StoreKind::Postgres)
         .collect();
     let end = Duration::from_secs(seconds).saturating_sub(Duration::from_secs(3));
     let mut at = Duration::from_secs(2);
@@ -233,7 +234,16 @@ pub fn plan(
             FaultKind::DiskFull => (vec![], ms(&mut rng, 1000, 4000)),
             _ => (vec![], Duration::ZERO),
         };
-        let delta_s = [1, -1, 3600, -3600][rng.random_range(0..4)];
+        let delta_s: i64 = [1, -1, 3600, -3600][rng.random_range(0..4)];
+        // A PostgreSQL generator whose clock runs ahead of the database's loses its claim and
+        // is refused until the database's clock catches up (docs/design.md, "Holder and
+        // successor"): stepped forward for good, as here, it would stay out for the rest of
+        // the soak. Its steps go back only; tests/postgres.rs covers the refusal.
+        let delta_s = if kind == FaultKind::ClockStep && slots[slot].store == StoreKind::Postgres {
+            -delta_s.abs()
+        } else {
+            delta_s
+        };
         let flag = rng.random_bool(0.5);
         let how = ["libc", "raw", "_Fork"][rng.random_range(0..3)];
         planned.push(Planned {
@@ -630,7 +640,7 @@ mod tests {
         [Kind::Gen, Kind::Serve, Kind::Holder]
             .into_iter()
             .flat_map(|kind| {
-                [Takeover::Host, Takeover::Remote, Takeover::No]
+                [StoreKind::File, StoreKind::Etcd, StoreKind::Postgres]
                     .map(|store| SlotKind { kind, store })
             })
             .collect()
@@ -666,11 +676,14 @@ mod tests {
                 assert!(f.members.len() == 2 && f.members[0] != f.members[1]);
             }
             if f.kind == FaultKind::AheadTakeover {
-                assert_ne!(slots()[f.slot].store, Takeover::No);
+                assert_ne!(slots()[f.slot].store, StoreKind::Postgres);
                 assert_ne!(slots()[f.slot].kind, Kind::Gen);
             }
+            if f.kind == FaultKind::ClockStep && slots()[f.slot].store == StoreKind::Postgres {
+                assert!(f.delta_s < 0, "{f:?}");
+            }
             if f.kind == FaultKind::PauseTakeover {
-                assert_ne!(slots()[f.slot].store, Takeover::No);
+                assert_ne!(slots()[f.slot].store, StoreKind::Postgres);
             }
             if f.kind == FaultKind::Pause {
                 assert!(f.hold > Duration::from_secs(3), "a pause outlasts the TTL");

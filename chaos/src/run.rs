@@ -30,7 +30,7 @@ use crate::checker::{Checker, PhaseStats, node_of, unix_ms};
 use crate::etcd::Cluster;
 use crate::faketime::Clocks;
 use crate::fsys::Disk;
-use crate::nemesis::{self, FaultKind, Nemesis, Record, SlotKind, Takeover};
+use crate::nemesis::{self, FaultKind, Nemesis, Record, SlotKind, StoreKind};
 use crate::pg::{self, Results};
 use crate::procs::{Log, Pids, now_ms, signal};
 use crate::report::{self, Judged, KindRow};
@@ -397,9 +397,9 @@ async fn soak(world: &Arc<World>, args: &RunArgs, skip: &[FaultKind]) -> Result<
         .map(|s| SlotKind {
             kind: s.kind,
             store: match s.store {
-                StoreArgs::Etcd(_) => Takeover::Remote,
-                StoreArgs::Pg(_) => Takeover::No,
-                StoreArgs::File(_) | StoreArgs::DefaultFile => Takeover::Host,
+                StoreArgs::Etcd(_) => StoreKind::Etcd,
+                StoreArgs::Pg(_) => StoreKind::Postgres,
+                StoreArgs::File(_) | StoreArgs::DefaultFile => StoreKind::File,
             },
         })
         .collect();
