@@ -56,6 +56,7 @@ MUTANTS=(
     "no_unrecorded_wait       monoflake_mutant_no_unrecorded_wait        cheap run handover-check --quick"
     "file_reread_none         monoflake_mutant_file_reread_none          cheap test --test store_conformance file_store_conformance"
     "fence_no_deadline        monoflake_mutant_fence_no_deadline         slow  test --test lease a_lease_not_renewed_by_its_deadline_is_lost"
+    "deadline_follows_clock   monoflake_mutant_deadline_follows_clock    cheap test --test lease a_clock_stepped_forward_while_checks_fail_issues_nothing_past_the_confirm_bound"
     "write_back_ignored       monoflake_mutant_write_back_ignored        cheap test --test lease a_write_back_that_fails_is_reported_and_the_node_stays_held"
     "release_no_write_back    monoflake_mutant_release_no_write_back     cheap test --test lease a_release_that_finds_its_claim_gone_writes_back_what_it_issued"
     # PostgreSQL (issue 34, cases 6 and 8): a session left at synchronous_commit=local, and

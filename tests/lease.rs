@@ -751,6 +751,51 @@ fn leave_record(store: &dyn NodeStore, layout: &Layout, node: u64, until_ms: u64
     store.release(claim, until_ms).unwrap();
 }
 
+/// A clock stepped 3 s forward after the last check that found the claim standing, while the
+/// checks fail (the store unreachable; its reservation writes still go through, so the limit
+/// follows the clock): the holder issues in no tick at or past that check's clock reading plus
+/// the confirm bound, the bound a successor that finds no record starts above. Before, each
+/// failed round set the fence's deadline from the clock's newest reading, and the holder
+/// issued on the stepped clock until the bound ran out in real time.
+#[test]
+fn a_clock_stepped_forward_while_checks_fail_issues_nothing_past_the_confirm_bound() {
+    let dir = common::TempDir::new("stepped-unconfirmed");
+    let store = common::Flaky::new(dir.path(), None);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let clock = Arc::new(ManualClock::new(now));
+    let layout = Layout::twitter();
+    let leased = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .max_wait(Duration::ZERO)
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    leased.next_id().unwrap();
+    store.fail_renew.store(1, Ordering::SeqCst);
+    clock.advance_ms(3_000);
+    let bound =
+        now + monoflake::handover::confirm_bound_ms(store.check_interval().as_millis() as u64);
+    // Watch the keeper's failing rounds for a second (how long only: the assertion is on the
+    // IDs' times), taking every ID the fence lets through.
+    let watch = std::time::Instant::now();
+    let mut issued = Vec::new();
+    while watch.elapsed() < Duration::from_secs(1) {
+        if let Ok(id) = leased.try_next_id() {
+            issued.push(id.parts(&layout).unwrap().unix_ms());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let past: Vec<u64> = issued.iter().copied().filter(|&ms| ms >= bound).collect();
+    assert!(
+        past.is_empty(),
+        "{} IDs at or past {bound} (the last check's clock {now} plus the confirm bound), up to {:?}",
+        past.len(),
+        past.iter().max()
+    );
+}
+
 /// A Twitter-layout generator holding node 0 of a fresh `Flaky` store (in the directory
 /// returned, removed when it drops).
 fn flaky_holder(

@@ -480,7 +480,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             Ok(valid) => {
                 LeaseStatus::count(&status.renewals);
                 status.renewed(renew_mono, valid);
-                status.confirmed(renew_mono);
+                status.confirmed(renew_mono, renew_ms);
                 if let Some(valid) = valid {
                     interval = interval.min(valid / 3);
                 }

@@ -167,7 +167,7 @@ impl<G: Held> Keeper<G> {
                 LeaseStatus::count(&self.status.renewals);
                 if !was_lost {
                     self.status.renewed(start_mono, valid);
-                    self.status.confirmed(start_mono);
+                    self.status.confirmed(start_mono, start_ms);
                 }
                 if let Some(valid) = valid {
                     // The reservation runs at least two validity periods ahead, so a store that

@@ -102,6 +102,12 @@ pub(crate) struct LeaseStatus {
     /// the lease's own deadline says (a pause, a frozen VM, a store that cannot be reached).
     // Ordering: Relaxed, as `deadline_us`.
     confirmed_until_us: AtomicU64,
+    /// The generator's clock at the start of that check, Unix ms: the fence's deadline never
+    /// passes it plus `bound_us`, whatever the clock reads later — a clock stepped forward
+    /// after the check, in a round whose check fails, must not carry issuing past the bound
+    /// a successor's floor assumes (docs/design.md, "Holder and successor").
+    // Ordering: Relaxed, as `deadline_us`.
+    confirmed_clock_ms: AtomicU64,
     pub(crate) released: AtomicBool,
     pub(crate) last_error: Mutex<Option<String>>,
     /// Why the store said the claim is gone, once it did ([`LeaseStatus::lose`]).
@@ -131,6 +137,7 @@ impl LeaseStatus {
             deadline_us: AtomicU64::new(u64::MAX),
             bound_us: u64::try_from(confirm_bound(check).as_micros()).unwrap_or(u64::MAX),
             confirmed_until_us: AtomicU64::new(0),
+            confirmed_clock_ms: AtomicU64::new(0),
             released: AtomicBool::new(false),
             last_error: Mutex::new(None),
             lost_reason: Mutex::new(None),
@@ -164,11 +171,14 @@ impl LeaseStatus {
         self.deadline_us.store(deadline, Ordering::Relaxed);
     }
 
-    /// Records a check, started at `mono_us`, that found the claim standing: issuing may go
-    /// on until `mono_us + confirm_bound`.
-    pub(crate) fn confirmed(&self, mono_us: u64) {
+    /// Records a check, started at `mono_us` with the generator's clock at `clock_ms`, that
+    /// found the claim standing: issuing may go on until `mono_us + confirm_bound`, and in no
+    /// tick at or past `clock_ms + confirm_bound`.
+    pub(crate) fn confirmed(&self, mono_us: u64, clock_ms: u64) {
         self.confirmed_until_us
             .fetch_max(mono_us.saturating_add(self.bound_us), Ordering::Relaxed);
+        self.confirmed_clock_ms
+            .fetch_max(clock_ms, Ordering::Relaxed);
     }
 
     /// The lease is lost for good: the store said so, for `reason` (the first reason given
@@ -196,7 +206,12 @@ impl LeaseStatus {
             deadline => {
                 let left_ms = deadline.saturating_sub(mono_us) / 1000;
                 let margin = DEADLINE_MARGIN_MS + left_ms / 500;
-                clock_ms.saturating_add(left_ms).saturating_sub(margin)
+                let by_now = clock_ms.saturating_add(left_ms).saturating_sub(margin);
+                // Mutant: the deadline follows the clock's latest reading only.
+                #[cfg(monoflake_mutant_deadline_follows_clock)]
+                return by_now;
+                let confirmed = self.confirmed_clock_ms.load(Ordering::Relaxed);
+                by_now.min(confirmed.saturating_add(self.bound_us / 1000))
             }
         }
     }
