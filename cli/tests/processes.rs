@@ -75,11 +75,24 @@ fn eight_processes_at_once_on_one_state_dir() {
     }
 }
 
-/// `monoflake` under libfaketime with the wall clock offset by `offset` (e.g. `-1h`).
+/// libfaketime, to preload into `monoflake` itself. Not the `faketime` command: that wrapper
+/// keeps a semaphore and a shared-memory segment per run in /dev/shm, named by its pid, which a
+/// killed run leaves behind; a later run whose pid matches one fails with "sem_open: File
+/// exists" (this machine had 426 left over when a test first failed so).
+fn libfaketime() -> &'static Path {
+    let lib = Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+    assert!(
+        lib.exists(),
+        "libfaketime is not installed: apt-get install -y faketime (bash .ci/run does)"
+    );
+    lib
+}
+
+/// `monoflake` under libfaketime with the wall clock offset by `offset` (e.g. `-1h`, or
+/// `@2026-12-01 08:00:00` to start there), as `faketime -f OFFSET monoflake` would run it.
 fn under_faketime(state: &Path, offset: &str) -> Command {
-    let mut c = Command::new("faketime");
-    c.args(["-f", offset, env!("CARGO_BIN_EXE_monoflake")]);
-    c.env("MONOFLAKE_STATE_DIR", state);
+    let mut c = monoflake(state);
+    c.env("LD_PRELOAD", libfaketime()).env("FAKETIME", offset);
     c
 }
 
@@ -121,7 +134,7 @@ fn restart_with_the_clock_set_back_an_hour() {
     let out = under_faketime(state.path(), "-1h")
         .args(["gen", "-n", "1000", "--node", "0"])
         .output()
-        .expect("faketime is not installed: apt-get install -y faketime (bash .ci/run does)");
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(out.stdout.is_empty());
@@ -184,11 +197,7 @@ fn restart_with_the_clock_set_back_an_hour() {
 /// follow the wall clock (an hour ahead of the real one).
 #[test]
 fn gen_rides_through_wall_clock_steps_back_and_forward() {
-    let lib = Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
-    if !lib.exists() {
-        eprintln!("skipped: libfaketime is not installed (apt-get install -y faketime)");
-        return;
-    }
+    let lib = libfaketime();
     let state = common::TempDir::new("steps");
     let offset = state.path().join("faketime");
     std::fs::write(&offset, "+0\n").unwrap();
@@ -253,7 +262,7 @@ fn a_reservation_years_ahead_is_refused_by_number_and_skipped_by_auto() {
     let future = ids(&under_faketime(state.path(), "+5y")
         .args(["gen", "-n", "100", "--node", "0"])
         .output()
-        .expect("faketime is not installed: apt-get install -y faketime (bash .ci/run does)"));
+        .unwrap());
     assert!(unix_ms_of(future[0], &layout) > now_ms() + 4 * 365 * 86_400_000);
     let out = monoflake(state.path())
         .args(["gen", "-n", "5", "--node", "0"])
@@ -642,16 +651,10 @@ fn two_state_directories_in_turn_with_the_clock_set_back_never_reissue() {
     let base = common::TempDir::new("in-turn");
     let layout = "time=40,n=10,sequence=13,epoch=2024-01-01";
     let run = |dir: &str| {
-        let mut c = Command::new("faketime");
-        c.args([
-            "-f",
-            "@2026-12-01 08:00:00",
-            env!("CARGO_BIN_EXE_monoflake"),
-        ]);
-        c.env("MONOFLAKE_STATE_DIR", base.path().join(dir));
+        let mut c = under_faketime(&base.path().join(dir), "@2026-12-01 08:00:00");
         c.env_remove("MONOFLAKE_TEST_HOST_SCOPE");
         c.args(["gen", "--layout", layout, "-n", "300000", "--node", "0"]);
-        ids(&c.output().expect("faketime is not installed"))
+        ids(&c.output().unwrap())
     };
     let first = run("root");
     let second = run("user");
