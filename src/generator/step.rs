@@ -363,6 +363,49 @@ mod tests {
         );
     }
 
+    /// In the last tick the lead allows, slot `s` of `2^bits` opens `s/2^bits` of a tick after
+    /// the tick's start: the wait is exactly the time until then, plus 1 ns.
+    #[test]
+    fn the_last_allowed_tick_opens_slot_by_slot() {
+        // Tick 10 (one ahead of the clock's 9): its third value (slot 2) opens half-way.
+        assert_eq!(
+            next_state(10 << 2 | 1, Now::at(9), 1, &P),
+            Step::Lead {
+                wait_ns: MS / 2 + 1
+            }
+        );
+        // A quarter through tick 9, slot 1 is open, slot 2 a quarter of a tick away.
+        assert_eq!(
+            next_state(
+                10 << 2 | 1,
+                Now {
+                    tick: 9,
+                    rem_ns: MS / 4
+                },
+                1,
+                &P
+            ),
+            Step::Lead {
+                wait_ns: MS / 4 + 1
+            }
+        );
+        assert_eq!(
+            next_state(
+                10 << 2,
+                Now {
+                    tick: 9,
+                    rem_ns: MS / 4
+                },
+                1,
+                &P
+            ),
+            Step::Issue {
+                first: 10 << 2 | 1,
+                last: 10 << 2 | 1
+            }
+        );
+    }
+
     #[test]
     fn clock_behind_the_state_keeps_counting() {
         assert_eq!(
