@@ -363,6 +363,26 @@ mod tests {
         );
     }
 
+    /// A tick past the lead waits until that tick is within the lead: from a quarter into tick
+    /// 9, tick 11 (two ahead, one past the lead) opens three quarters of a tick later.
+    #[test]
+    fn a_tick_past_the_lead_waits_for_the_rest_of_the_clocks_tick() {
+        assert_eq!(
+            next_state(
+                10 << 2 | 3,
+                Now {
+                    tick: 9,
+                    rem_ns: MS / 4
+                },
+                1,
+                &P
+            ),
+            Step::Lead {
+                wait_ns: MS - MS / 4
+            }
+        );
+    }
+
     /// In the last tick the lead allows, slot `s` of `2^bits` opens `s/2^bits` of a tick after
     /// the tick's start: the wait is exactly the time until then, plus 1 ns.
     #[test]
