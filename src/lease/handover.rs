@@ -419,3 +419,48 @@ pub fn store_floor_ms(
             .saturating_add(max_lead_ms),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_lead_ms: 5,
+        tolerance_ms: 100,
+        unrecorded_wait_ms: 250,
+        trust: false,
+    };
+
+    /// The boundaries `cargo mutants` found no example on: a record exactly the tolerance
+    /// ahead is waited out (one further is not), and a reservation exactly half a window
+    /// ahead of what is needed is not extended yet (one less is).
+    #[test]
+    fn the_boundaries_are_where_the_docs_put_them() {
+        assert_eq!(
+            cost(Some(1_100), true, 1_000, &LIMITS),
+            Some(Cost::Wait(95))
+        );
+        assert_eq!(cost(Some(1_101), true, 1_000, &LIMITS), None);
+        assert_eq!(extension(1_500, 1_000, 900, 1_000), None);
+        assert_eq!(extension(1_499, 1_000, 900, 1_000), Some(2_000));
+        assert_eq!(extension(2_099, 1_000, 1_600, 1_000), Some(2_600));
+    }
+
+    /// A claimant that re-reads, after its wait, a write-back beyond the tolerance jumps to
+    /// it when it trusts reservations ahead (and refuses when it does not).
+    #[test]
+    fn a_trusted_reread_far_ahead_is_a_jump() {
+        let trusting = Limits {
+            trust: true,
+            ..LIMITS
+        };
+        assert_eq!(
+            after_wait(Some(9_000), 1_000, 1_250, &trusting),
+            Step::Jump { to_ms: 9_000 }
+        );
+        assert_eq!(
+            after_wait(Some(9_000), 1_000, 1_250, &LIMITS),
+            Step::Refuse { ahead_ms: 7_750 }
+        );
+    }
+}
