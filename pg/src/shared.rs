@@ -165,6 +165,15 @@ fn window_ticks(layout: &Layout) -> u64 {
     (DEFAULT_RESERVATION_WINDOW.as_millis() as u64 / layout.tick_ms()).max(1)
 }
 
+/// A set-up that failed: said once in the server's log, and kept (cut at `MESSAGE_BYTES`) for
+/// every call to report.
+fn start_failed(shared: &mut Shared, message: &str) {
+    pgrx::warning!("monoflake: cannot start the generator: {message}");
+    let bytes = message.as_bytes();
+    let n = bytes.len().min(MESSAGE_BYTES);
+    shared.message[..n].copy_from_slice(&bytes[..n]);
+}
+
 /// The set-up, in the postmaster: never fails the server's start; a failure is kept for
 /// every call to report.
 fn startup() -> Shared {
@@ -189,12 +198,7 @@ fn startup() -> Shared {
                 shared.claimed_mode = true;
                 shared.ready = AtomicBool::new(true);
             }
-            Err(message) => {
-                pgrx::warning!("monoflake: cannot start the generator: {message}");
-                let bytes = message.as_bytes();
-                let n = bytes.len().min(MESSAGE_BYTES);
-                shared.message[..n].copy_from_slice(&bytes[..n]);
-            }
+            Err(message) => start_failed(&mut shared, &message),
         }
         return shared;
     }
@@ -211,12 +215,7 @@ fn startup() -> Shared {
             shared.floor_ns = AtomicU64::new(floor_ns);
             shared.ready = AtomicBool::new(true);
         }
-        Err(message) => {
-            pgrx::warning!("monoflake: cannot start the generator: {message}");
-            let bytes = message.as_bytes();
-            let n = bytes.len().min(MESSAGE_BYTES);
-            shared.message[..n].copy_from_slice(&bytes[..n]);
-        }
+        Err(message) => start_failed(&mut shared, &message),
     }
     shared
 }
