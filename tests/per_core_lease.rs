@@ -106,10 +106,7 @@ fn a_per_core_holder_whose_claim_is_lost_seals_every_slot_and_writes_back() {
                 })
             })
             .collect();
-        common::delete_under_holders(&state);
-        let claim = common::claim_when_let_go(&*store, &layout, 1);
-        assert!(claim.reserved_until_ms().is_some());
-        cleared.store(true, std::sync::atomic::Ordering::Release);
+        let claim = common::delete_and_claim_when_let_go(&state, &*store, &layout, 1, &cleared);
         let runs = workers.into_iter().map(|w| w.join().unwrap()).collect();
         (runs, claim)
     });

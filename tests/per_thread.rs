@@ -593,10 +593,7 @@ fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick()
         // Every thread has issued; the records go, and a claimant on this host takes the
         // node once the holder has let go: it has sealed every slot and written back what
         // they used by then, which the claim reads.
-        common::delete_under_holders(&state);
-        let claim = common::claim_when_let_go(&*store, &layout, 1);
-        assert!(claim.reserved_until_ms().is_some());
-        cleared.store(true, std::sync::atomic::Ordering::Release);
+        let claim = common::delete_and_claim_when_let_go(&state, &*store, &layout, 1, &cleared);
         let runs = workers.into_iter().map(|w| w.join().unwrap()).collect();
         (runs, claim)
     });

@@ -646,6 +646,24 @@ pub fn claim_when_let_go(
     }
 }
 
+/// The records of node `node` deleted under its running holder (`state`, the state directory),
+/// and the node claimed from `store` once that holder has let go (it has sealed and written
+/// back what it used, which the claim reads): the claim, having read a reservation. Then
+/// `cleared` is set, for the holder's threads that wait for it.
+pub fn delete_and_claim_when_let_go(
+    state: &Path,
+    store: &dyn monoflake::NodeStore,
+    layout: &monoflake::Layout,
+    node: u64,
+    cleared: &std::sync::atomic::AtomicBool,
+) -> monoflake::Claim {
+    delete_under_holders(state);
+    let claim = claim_when_let_go(store, layout, node);
+    assert!(claim.reserved_until_ms().is_some());
+    cleared.store(true, Ordering::Release);
+    claim
+}
+
 /// Deletes a state directory under its running holders as `rm -rf` would, without racing
 /// them: renamed away first (atomically, so a holder's next check finds it gone), then
 /// removed. A holder that finds its claim lost writes back what it used into the directory
