@@ -476,39 +476,6 @@ fn a_table_dropped_under_a_holder_is_named_in_its_loss() {
     successor.release(taken, 0).unwrap();
 }
 
-/// A clock this many ms off the system's (which, on this host, is also the database's), and
-/// movable: a host whose clock runs ahead of the database's or behind it.
-struct Skewed(std::sync::atomic::AtomicI64);
-
-impl Skewed {
-    fn by(ms: i64) -> Arc<Skewed> {
-        Arc::new(Skewed(std::sync::atomic::AtomicI64::new(ms)))
-    }
-
-    fn set(&self, ms: i64) {
-        // Ordering: Relaxed; the offset publishes nothing else.
-        self.0.store(ms, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-impl monoflake::TimeSource for Skewed {
-    fn now_ms(&self) -> u64 {
-        // Ordering: Relaxed, as in `set`.
-        let offset = self.0.load(std::sync::atomic::Ordering::Relaxed);
-        system_ms().saturating_add_signed(offset)
-    }
-}
-
-fn system_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
-
 /// Issue 34, case 4, the holder's side: a holder whose clock runs further ahead of the
 /// database's `clock_timestamp()` than `PgOptions::max_clock_lead` (250 ms) issues nothing
 /// there. One 3 s ahead at its build loses the claim at its first check, before its first
@@ -525,7 +492,7 @@ fn a_holder_further_ahead_of_the_database_than_allowed_issues_nothing_there() {
             && reason.contains("PgOptions::max_clock_lead")
     };
     match Generator::builder(layout.clone())
-        .clock(Skewed::by(3_000))
+        .clock(common::Skewed::by(3_000))
         .build_leased(
             Arc::clone(&store) as Arc<dyn NodeStore>,
             NodeRequest::Exact(1),
@@ -535,7 +502,7 @@ fn a_holder_further_ahead_of_the_database_than_allowed_issues_nothing_there() {
         }) if named(&reason) => {}
         other => panic!("{other:?}"),
     }
-    let clock = Skewed::by(0);
+    let clock = common::Skewed::by(0);
     let holder = Generator::builder(layout.clone())
         .clock(Arc::clone(&clock))
         .build_leased(
@@ -588,11 +555,11 @@ fn a_claimant_behind_the_database_that_finds_no_row_starts_above_its_clock() {
     let layout = layout(2);
     // A row held, then deleted: the node has no record.
     let held = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
-    store.extend(&held, system_ms() + 500).unwrap();
+    store.extend(&held, common::system_ms() + 500).unwrap();
     pg.psql(&format!("DELETE FROM {}", options.table_name()));
-    let before_claim = system_ms();
+    let before_claim = common::system_ms();
     let successor = Generator::builder(layout.clone())
-        .clock(Skewed::by(-3_000))
+        .clock(common::Skewed::by(-3_000))
         .build_leased(
             Arc::clone(&store) as Arc<dyn NodeStore>,
             NodeRequest::Exact(1),

@@ -676,3 +676,37 @@ pub fn delete_under_holders(dir: &Path) {
     std::fs::rename(dir, &gone).unwrap();
     std::fs::remove_dir_all(&gone).unwrap();
 }
+
+/// A clock this many ms off the system's (which, on this host, is also the database's and
+/// etcd's), and movable: a host whose clock runs ahead of the store's or behind it.
+pub struct Skewed(std::sync::atomic::AtomicI64);
+
+impl Skewed {
+    pub fn by(ms: i64) -> Arc<Skewed> {
+        Arc::new(Skewed(std::sync::atomic::AtomicI64::new(ms)))
+    }
+
+    pub fn set(&self, ms: i64) {
+        // Ordering: Relaxed; the offset publishes nothing else.
+        self.0.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl monoflake::TimeSource for Skewed {
+    fn now_ms(&self) -> u64 {
+        // Ordering: Relaxed, as in `set`.
+        let offset = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        system_ms().saturating_add_signed(offset)
+    }
+}
+
+/// The system's clock, in Unix ms.
+pub fn system_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
