@@ -70,6 +70,9 @@ MUTANTS=(
     "db_floor_pg              monoflake_broken_db_floor                  cheap test --features postgres --test postgres a_claimant_behind_the_database_that_finds_no_row"
     "db_lead                  monoflake_broken_db_lead                   cheap run handover-check --quick"
     "db_lead_pg               monoflake_broken_db_lead                   cheap test --features postgres --test postgres a_holder_further_ahead_of_the_database"
+    # The same two on etcd, whose clock is the Date of its HTTP gateway.
+    "db_floor_etcd            monoflake_broken_db_floor                  cheap test --features etcd --test etcd_clock a_claimant_behind_etcd_that_finds_no_record"
+    "db_lead_etcd             monoflake_broken_db_lead                   cheap test --features etcd --test etcd_clock a_holder_further_ahead_of_etcd"
     # Records of one bit shape keyed by state name and compared as Unix ms (issue 34, case 3).
     "epoch_blind              monoflake_mutant_epoch_blind               cheap test --lib an_epoch_one_second_later_reads_the_record_one_second_later"
     "epoch_blind_restart      monoflake_mutant_epoch_blind               slow  test --test epochs"

@@ -231,7 +231,7 @@ pub use crate::lease::{
     MIN_RESERVATION_WINDOW, NodeRequest, NodeStore, OutsideState, StateLease,
 };
 #[cfg(feature = "etcd")]
-pub use crate::lease::{DEFAULT_LEASE_TTL, EtcdOptions, EtcdStore};
+pub use crate::lease::{DEFAULT_LEASE_TTL, DEFAULT_MAX_MEMBER_SKEW, EtcdOptions, EtcdStore};
 #[cfg(feature = "postgres")]
 pub use crate::lease::{DEFAULT_PG_LEASE_TTL, DEFAULT_PG_TABLE, PgFailover, PgOptions, PgStore};
 #[cfg(unix)]

@@ -79,10 +79,12 @@ fn wide(v: Option<u8>) -> Option<u64> {
 pub enum Flavour {
     /// The file store: a lock per node, the host-wide claim, the host's anchors.
     File,
-    /// A store on a server without a clock of its own (etcd): a lease that expires.
+    /// A store on a server without a clock of its own: a lease that expires. (etcd was one,
+    /// before its clock — the `Date` of its HTTP gateway — was read at every check.)
     Remote,
-    /// A store on a server with a clock of its own (PostgreSQL's `clock_timestamp()`, real
-    /// time here): a lease that expires, a check that finds a holder whose clock leads the
+    /// A store on a server with a clock of its own (PostgreSQL's `clock_timestamp()`, etcd's
+    /// `Date`; real time here: `Date`'s resolution and the skew of etcd's members are in the
+    /// lead etcd's claims carry, `etcd_clock::claim_clock`): a lease that expires, a check that finds a holder whose clock leads the
     /// store's by more than [`CLOCK_LEAD`] (`handover::clock_lead_refused`) and takes its
     /// claim (it seals and writes back), and a
     /// claimant that found no record starting above `handover::store_floor_ms` of the

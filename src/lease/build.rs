@@ -436,9 +436,21 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                                     max_lead_ms,
                                 )
                             });
+                            // That floor lies ahead of the store's clock by its own margin
+                            // (the check bound, the lead, `max_lead`): judged against the
+                            // tolerance as a record is, it is this claimant's clock behind the
+                            // store's that must stay within it, not the margin too.
+                            let margin_ms = claim
+                                .store_clock()
+                                .zip(by_store)
+                                .map_or(0, |((store_ms, _), floor)| floor.saturating_sub(store_ms));
+                            let judged = Limits {
+                                tolerance_ms: limits.tolerance_ms.saturating_add(margin_ms),
+                                ..limits
+                            };
                             let again = handover::reservation_of([again, by_store]);
                             let now_ms = self.clock_ref().precise_now_ms();
-                            step = handover::after_wait(again, claimed_ms, now_ms, &limits);
+                            step = handover::after_wait(again, claimed_ms, now_ms, &judged);
                         }
                         Err(e) => {
                             let _ = store.abandon(claim);

@@ -11,6 +11,7 @@ use etcd_client::{
     PutOptions, Txn, TxnOp, TxnOpResponse,
 };
 
+use super::etcd_clock::{self, EtcdClock};
 use super::etcd_options::EtcdOptions;
 use super::store::{Claim, NodeRequest, NodeStore};
 use super::{handover, shape};
@@ -58,6 +59,12 @@ pub struct EtcdStore {
     prefix: String,
     ttl: Duration,
     timeout: Duration,
+    /// etcd's clock (`etcd_clock.rs`), read at every check and at a claim with no record.
+    clock: EtcdClock,
+    /// [`EtcdOptions::max_clock_lead`], in ms.
+    max_clock_lead_ms: u64,
+    /// [`EtcdOptions::max_member_skew`], in ms.
+    max_member_skew_ms: u64,
 }
 
 impl fmt::Debug for EtcdStore {
@@ -178,6 +185,9 @@ impl EtcdStore {
         runtime
             .block_on(bounded(timeout * 2, client.get("/", None)))
             .map_err(|e| e.into_error(&describe, "cannot reach"))?;
+        // And its clock, which every check needs: a gateway that cannot be read fails here.
+        let clock = EtcdClock::new(&endpoints, extra, timeout).map_err(fail)?;
+        runtime.block_on(clock.now_ms()).map_err(fail)?;
         Ok(EtcdStore {
             runtime,
             client,
@@ -185,6 +195,9 @@ impl EtcdStore {
             prefix: prefix.trim_end_matches('/').to_owned(),
             ttl: ttl.max(Duration::from_secs(1)),
             timeout,
+            clock,
+            max_clock_lead_ms: super::status::duration_ms(extra.max_clock_lead),
+            max_member_skew_ms: super::status::duration_ms(extra.max_member_skew),
         })
     }
 
@@ -309,6 +322,31 @@ impl EtcdStore {
                 return Ok(Found::Unusable(damaged));
             }
         };
+        // No record of the node's own: etcd's clock, read after the claim (so after whatever
+        // deleted the records, and after the last check that confirmed any holder before),
+        // bounds what such a holder can have issued (`etcd_clock::claim_clock`).
+        let store_clock = if recorded {
+            None
+        } else {
+            match self.runtime.block_on(self.clock.now_ms()) {
+                Ok(ms) => Some(etcd_clock::claim_clock(
+                    ms,
+                    self.max_member_skew_ms,
+                    self.max_clock_lead_ms,
+                )),
+                Err(reason) => {
+                    let undo = Txn::new()
+                        .when([Compare::create_revision(
+                            node_key.as_str(),
+                            CompareOp::Equal,
+                            create_revision,
+                        )])
+                        .and_then([TxnOp::delete(node_key.as_str(), None)]);
+                    let _ = self.run("give the node back", client.txn(undo));
+                    return Err(self.fail(reason));
+                }
+            }
+        };
         let claim = Claim::new(
             node,
             reserved,
@@ -323,10 +361,11 @@ impl EtcdStore {
                 keep_alive: Mutex::new(None),
             },
         );
-        Ok(Found::Claimed(if recorded {
-            claim
-        } else {
-            claim.evidence_only()
+        Ok(Found::Claimed(match store_clock {
+            None => claim,
+            Some((store_ms, lead_ms)) => claim
+                .with_store_clock(store_ms, Duration::from_millis(lead_ms))
+                .evidence_only(),
         }))
     }
 
@@ -473,6 +512,31 @@ impl NodeStore for EtcdStore {
 
     fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
         let token = self.token(claim)?;
+        // The holder's clock, then etcd's, both before the read that confirms the claim: a
+        // holder whose clock leads etcd's by more than allowed loses the claim here — its
+        // keeper seals it at once and writes back what it used — so every ID a holder issues
+        // lies below etcd's clock at its last confirmed check plus the allowance, two check
+        // intervals and `max_lead`, and a claimant that finds no record starts above that
+        // (`etcd_clock::claim_clock`; docs/design.md, "one inequality", the third case).
+        let holder_ms = claim.holder_now_ms();
+        let etcd_ms = self
+            .runtime
+            .block_on(self.clock.now_ms())
+            .map_err(|reason| self.fail(reason))?;
+        let allowed = etcd_clock::check_allowance_ms(self.max_clock_lead_ms);
+        if let Some(lead) =
+            holder_ms.and_then(|h| handover::clock_lead_refused(h, etcd_ms, allowed))
+        {
+            return Err(Error::LeaseLost {
+                node: claim.node(),
+                reason: format!(
+                    "this clock is {lead} ms ahead of etcd's (the Date of {}, to the second), \
+                     more than the {allowed} ms allowed (EtcdOptions::max_clock_lead, plus \
+                     a second for Date's resolution)",
+                    self.describe()
+                ),
+            });
+        }
         // The lease may live on while the claim key is gone (`etcdctl del --prefix`, a bad
         // migration): then the node is free for anyone, and this claim is lost.
         let mut client = self.client.clone();

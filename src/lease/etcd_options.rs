@@ -2,6 +2,7 @@
 //! certificate) and etcd's user/password authentication.
 
 use std::fmt;
+use std::time::Duration;
 
 /// TLS and credentials for [`EtcdStore::connect_with`](super::EtcdStore::connect_with)
 /// (feature `etcd`). The default is plain text without authentication, as
@@ -26,12 +27,35 @@ use std::fmt;
 /// println!("{store:?}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct EtcdOptions {
     pub(super) ca_pem: Option<Vec<u8>>,
     pub(super) identity_pem: Option<(Vec<u8>, Vec<u8>)>,
     pub(super) user: Option<(String, String)>,
+    pub(super) max_clock_lead: Duration,
+    pub(super) max_member_skew: Duration,
 }
+
+impl Default for EtcdOptions {
+    fn default() -> Self {
+        EtcdOptions {
+            ca_pem: None,
+            identity_pem: None,
+            user: None,
+            max_clock_lead: Duration::from_millis(crate::handover::DEFAULT_MAX_CLOCK_LEAD_MS),
+            max_member_skew: DEFAULT_MAX_MEMBER_SKEW,
+        }
+    }
+}
+
+/// How far apart the clocks of an etcd cluster's members may be by default
+/// ([`EtcdOptions::max_member_skew`]): one second, where etcd itself warns ("prober found
+/// high clock drift").
+///
+/// ```
+/// assert_eq!(monoflake::DEFAULT_MAX_MEMBER_SKEW, std::time::Duration::from_secs(1));
+/// ```
+pub const DEFAULT_MAX_MEMBER_SKEW: Duration = Duration::from_secs(1);
 
 impl fmt::Debug for EtcdOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -39,6 +63,8 @@ impl fmt::Debug for EtcdOptions {
             .field("ca", &self.ca_pem.is_some())
             .field("client_identity", &self.identity_pem.is_some())
             .field("user", &self.user.as_ref().map(|(name, _)| name))
+            .field("max_clock_lead", &self.max_clock_lead)
+            .field("max_member_skew", &self.max_member_skew)
             .finish()
     }
 }
@@ -89,6 +115,60 @@ impl EtcdOptions {
     pub fn user(mut self, name: impl Into<String>, password: impl Into<String>) -> Self {
         self.user = Some((name.into(), password.into()));
         self
+    }
+
+    /// How far a holder's clock may lead etcd's (the `Date` its HTTP gateway answers with,
+    /// read before every check that lets the holder issue; 250 ms by default, as
+    /// [`PgOptions::max_clock_lead`](crate::PgOptions::max_clock_lead)). A holder further
+    /// ahead loses its claim at that check — sealed, what it used written back, `LeaseLost`
+    /// naming the lead — and a claimant that finds no record of its node starts above etcd's
+    /// clock at its claim plus this lead, `Date`'s second twice, the members' skew and two
+    /// check intervals: above everything any holder confirmed before can have issued, whatever
+    /// its clock did after (docs/design.md, "one inequality", the third case).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = monoflake::EtcdOptions::new().max_clock_lead(Duration::from_millis(500));
+    /// assert_eq!(options.clock_lead(), Duration::from_millis(500));
+    /// assert_eq!(monoflake::EtcdOptions::new().clock_lead(), Duration::from_millis(250));
+    /// ```
+    pub fn max_clock_lead(mut self, lead: Duration) -> Self {
+        self.max_clock_lead = lead;
+        self
+    }
+
+    /// How far a holder's clock may lead etcd's ([`EtcdOptions::max_clock_lead`]).
+    ///
+    /// ```
+    /// assert_eq!(monoflake::EtcdOptions::new().clock_lead().as_millis(), 250);
+    /// ```
+    pub fn clock_lead(&self) -> Duration {
+        self.max_clock_lead
+    }
+
+    /// How far apart the clocks of the cluster's members may be ([`DEFAULT_MAX_MEMBER_SKEW`]
+    /// by default). A holder's check and a later claim may read etcd's clock from different
+    /// members; a claimant that finds no record adds this to where it starts. Keep the
+    /// members' clocks in step (NTP): beyond it, a holder's last IDs before its records were
+    /// deleted can be issued again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = monoflake::EtcdOptions::new().max_member_skew(Duration::from_millis(100));
+    /// assert_eq!(options.member_skew(), Duration::from_millis(100));
+    /// ```
+    pub fn max_member_skew(mut self, skew: Duration) -> Self {
+        self.max_member_skew = skew;
+        self
+    }
+
+    /// How far apart the members' clocks may be ([`EtcdOptions::max_member_skew`]).
+    ///
+    /// ```
+    /// assert_eq!(monoflake::EtcdOptions::new().member_skew().as_secs(), 1);
+    /// ```
+    pub fn member_skew(&self) -> Duration {
+        self.max_member_skew
     }
 
     /// The etcd-client options with these settings applied.

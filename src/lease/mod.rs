@@ -13,12 +13,15 @@
 //! * `handover.rs`: the hand-over protocol's decisions, pure (public as
 //!   [`monoflake::handover`](crate::handover), for the model checker).
 //! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres/`
-//!   implement it (`etcd_options.rs`, `postgres_options.rs`: how they connect).
+//!   implement it (`etcd_options.rs`, `postgres_options.rs`: how they connect;
+//!   `etcd_clock.rs`: etcd's clock, the `Date` of its HTTP gateway).
 
 mod build;
 mod choose;
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(feature = "etcd")]
+mod etcd_clock;
 #[cfg(feature = "etcd")]
 mod etcd_options;
 #[cfg(unix)]
@@ -43,7 +46,7 @@ pub use self::build::{MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW};
 #[cfg(feature = "etcd")]
 pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
 #[cfg(feature = "etcd")]
-pub use self::etcd_options::EtcdOptions;
+pub use self::etcd_options::{DEFAULT_MAX_MEMBER_SKEW, EtcdOptions};
 #[cfg(unix)]
 pub use self::file::{DEFAULT_STATE_DIR, FileStore};
 use self::holding::Holding;

@@ -1,0 +1,171 @@
+//! Issue 34, case 4, on etcd: a holder whose clock runs ahead, its keys deleted while it is
+//! stopped, and a successor on an honest clock. etcd's clock — the `Date` of its HTTP gateway
+//! — is the common clock: holders too far ahead of it are not confirmed, and a claimant that
+//! finds no record starts above it (docs/design.md, "one inequality", the third case).
+#![cfg(feature = "etcd")]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use monoflake::{Error, EtcdStore, Generator, Layout, NodeRequest, NodeStore};
+
+fn layout() -> Layout {
+    Layout::builder()
+        .name("etcdclock")
+        .epoch("2024-01-01")
+        .node_field("n", 2)
+        .build()
+        .unwrap()
+}
+
+/// A prefix of this test's own on a shared etcd.
+fn prefix(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("/etcd-clock-{tag}-{}-{nanos}", std::process::id())
+}
+
+fn store(etcd: &common::Etcd, prefix: &str) -> Arc<EtcdStore> {
+    Arc::new(EtcdStore::connect(&[&etcd.endpoint], prefix, Duration::from_secs(3)).unwrap())
+}
+
+fn named(reason: &str) -> bool {
+    reason.contains("ahead of etcd's") && reason.contains("EtcdOptions::max_clock_lead")
+}
+
+/// The holder's side: one 3 s ahead of etcd's clock at its build loses the claim at its first
+/// check, before its first ID, the lead named. One whose clock steps 3 s ahead while it runs
+/// is refused at once and loses the claim at its next check: sealed, what it used written
+/// back, so the node's next holder starts above it. Back in step changes nothing.
+#[test]
+fn a_holder_further_ahead_of_etcd_than_allowed_issues_nothing_there() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("lead");
+    let store = store(&etcd, &prefix);
+    let layout = layout();
+    match Generator::builder(layout.clone())
+        .clock(common::Skewed::by(3_000))
+        .build_leased(
+            Arc::clone(&store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(1),
+        ) {
+        Err(Error::LeaseLost {
+            node: 1, reason, ..
+        }) if named(&reason) => {}
+        other => panic!("{other:?}"),
+    }
+    let clock = common::Skewed::by(0);
+    let holder = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .build_leased(
+            Arc::clone(&store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(2),
+        )
+        .unwrap();
+    let last = holder.next_id().unwrap();
+    clock.set(3_000);
+    // A liveness bound only: the refused call wakes the keeper.
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        match holder.try_next_id() {
+            Ok(id) => panic!("{id} issued with the clock 3 s ahead of etcd's"),
+            Err(Error::LeaseLost {
+                node: 2, reason, ..
+            }) if named(&reason) => break,
+            Err(Error::ReservationUnavailable { .. } | Error::WouldBlock { .. }) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+        assert!(Instant::now() < give_up, "never lost, the lead named");
+    }
+    clock.set(0);
+    assert!(matches!(
+        holder.try_next_id(),
+        Err(Error::LeaseLost { node: 2, .. })
+    ));
+    drop(holder);
+    let again = store.claim(&layout, NodeRequest::Exact(2)).unwrap();
+    let used = last.parts(&layout).unwrap().unix_ms();
+    assert!(
+        again.reserved_until_ms().is_some_and(|r| r > used),
+        "{again:?}, the holder's last ID at {used} ms"
+    );
+    store.release(again, 0).unwrap();
+}
+
+/// The successor's side: a claimant 3 s behind etcd's clock, on a node whose keys were all
+/// deleted (`etcdctl del --prefix`) under a holder that had reserved ahead, starts above etcd's
+/// clock at its claim plus the allowance (250 ms, a second twice for `Date`'s resolution, a
+/// second for the members' skew), two check intervals: above anything that holder issued.
+#[test]
+fn a_claimant_behind_etcd_that_finds_no_record_starts_above_its_clock() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("behind");
+    let store = store(&etcd, &prefix);
+    let layout = layout();
+    let held = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    store.extend(&held, common::system_ms() + 500).unwrap();
+    let (ok, out) = etcd.ctl(None, &["del", "--prefix", &prefix]);
+    assert!(ok, "{out}");
+    // etcd's Date is whole seconds, at or above this.
+    let before_claim = common::system_ms() / 1_000 * 1_000;
+    let successor = Generator::builder(layout.clone())
+        .clock(common::Skewed::by(-3_000))
+        .build_leased(
+            Arc::clone(&store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(1),
+        )
+        .unwrap();
+    let first = successor
+        .next_id()
+        .unwrap()
+        .parts(&layout)
+        .unwrap()
+        .unix_ms();
+    let check_ms = u64::try_from(store.check_interval().as_millis()).unwrap();
+    let lead = monoflake::handover::DEFAULT_MAX_CLOCK_LEAD_MS
+        + 2_000
+        + u64::try_from(monoflake::DEFAULT_MAX_MEMBER_SKEW.as_millis()).unwrap();
+    let floor = monoflake::handover::store_floor_ms(before_claim, check_ms, lead, 0);
+    assert!(
+        floor.is_some_and(|floor| first >= floor),
+        "first ID at {first} ms, etcd's floor {floor:?}"
+    );
+    drop(successor);
+    let _ = store.abandon(held);
+}
+
+/// A claimant with a short reservation window (1 s, less than the floor's margin over etcd's
+/// clock) on a node never used still starts: the margin is not held against the tolerance,
+/// only a clock behind etcd's would be.
+#[test]
+fn a_fresh_node_with_a_short_window_starts() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("short");
+    let store = store(&etcd, &prefix);
+    let g = Generator::builder(layout())
+        .reservation_window(Duration::from_secs(1))
+        .build_leased(store as Arc<dyn NodeStore>, NodeRequest::Any)
+        .unwrap();
+    let a = g.next_id().unwrap();
+    assert!(g.next_id().unwrap() > a);
+}
+
+/// A claimant whose clock is far behind etcd's (more than the tolerance) is refused with the
+/// numbers, before any ID, rather than waiting or starting below a deleted holder.
+#[test]
+fn a_claimant_far_behind_etcd_is_refused_with_the_numbers() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("far");
+    let store = store(&etcd, &prefix);
+    match Generator::builder(layout())
+        .clock(common::Skewed::by(-60_000))
+        .build_leased(store as Arc<dyn NodeStore>, NodeRequest::Exact(0))
+    {
+        Err(Error::ReservationAhead { node: 0, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
