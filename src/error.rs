@@ -163,13 +163,18 @@ pub enum Error {
         /// The ID.
         id: u64,
     },
-    /// Issuing now would run the time field further ahead of the clock than `max_lead` allows.
+    /// Issuing now would have to wait: the time field would run further ahead of the clock
+    /// than `max_lead` allows ([`BlockedOn::LeadLimit`]), or a leased generator's reservation
+    /// or claim check is due and its keeper is renewing it now ([`BlockedOn::LeaseKeeper`]).
     ///
     /// Nothing was issued. Retry after `retry_after`, or use the waiting call (`next_id`).
     #[non_exhaustive]
     WouldBlock {
-        /// How long until the clock catches up enough for the request to fit.
+        /// How long until the request may fit: the clock catching up, or about one round of
+        /// the keeper with the node store.
         retry_after: Duration,
+        /// What it waits for.
+        blocked_on: BlockedOn,
     },
     /// A batch of IDs larger than the generator can ever issue at once: `n` IDs must fit
     /// within `max_lead` ticks ahead of the clock, at most `limit` =
@@ -183,15 +188,18 @@ pub enum Error {
         /// The largest batch the generator can issue at once.
         limit: u64,
     },
-    /// A waiting call (`next_id`, `next_ids`) waited its `max_wait` at the lead limit and gave
-    /// up. Nothing was issued; the clock stood still or the demand is far above the layout's
-    /// capacity.
+    /// A waiting call (`next_id`, `next_ids`) waited its `max_wait` and gave up. Nothing was
+    /// issued; at the lead limit ([`BlockedOn::LeadLimit`]) the clock stood still or the demand
+    /// is far above the layout's capacity; on a lease ([`BlockedOn::LeaseKeeper`]) the keeper
+    /// did not get the reservation or the claim confirmed in time.
     #[non_exhaustive]
     TimedOut {
         /// How long the call waited.
         waited: Duration,
-        /// How long until the clock catches up enough for the request to fit, as last seen.
+        /// How long until the request may fit, as last seen.
         retry_after: Duration,
+        /// What it waited for, as last seen.
+        blocked_on: BlockedOn,
     },
     /// Every slot of a per-thread generator ([`PerThread`](crate::PerThread)) is held by
     /// another thread or handle: a slot comes free when its thread exits or its handle drops.
@@ -353,6 +361,39 @@ pub enum Error {
     },
 }
 
+/// What a call that would block waits for ([`Error::WouldBlock`], [`Error::TimedOut`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use monoflake::{BlockedOn, Error, Generator, Layout, ManualClock};
+///
+/// // A clock that stands still, one ID per tick, no lead: the second call must wait a tick.
+/// let layout = Layout::builder().epoch_ms(Layout::twitter().epoch_ms()).sequence_bits(1).build()?;
+/// let g = Generator::builder(layout)
+///     .clock(ManualClock::new(1_700_000_000_000))
+///     .max_lead(Duration::ZERO)
+///     .build()?;
+/// g.try_next_id()?;
+/// g.try_next_id()?;
+/// assert!(matches!(
+///     g.try_next_id(),
+///     Err(Error::WouldBlock { blocked_on: BlockedOn::LeadLimit, .. })
+/// ));
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BlockedOn {
+    /// The time field would run further ahead of the clock than `max_lead` allows: the clock
+    /// must catch up (or the demand is above the layout's capacity).
+    LeadLimit,
+    /// A leased generator reached the end of its reservation, or the deadline of its last
+    /// confirmed claim check, while the node store is healthy: its keeper is extending the
+    /// reservation or confirming the claim now (one round with the store). Also while the
+    /// keeper seals a generator whose claim it just found lost, before the loss is reported.
+    LeaseKeeper,
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -459,6 +500,18 @@ impl fmt::Display for Error {
             Error::TimedOut {
                 waited,
                 retry_after,
+                blocked_on: BlockedOn::LeaseKeeper,
+            } => write!(
+                f,
+                "the lease keeper did not extend the reservation or confirm the claim within the \
+                 whole wait ({} ms); retry after {} µs",
+                waited.as_millis(),
+                retry_after.as_micros()
+            ),
+            Error::TimedOut {
+                waited,
+                retry_after,
+                ..
             } => write!(
                 f,
                 "the generator stayed at its time lead limit for the whole wait ({} ms); retry \
@@ -471,7 +524,16 @@ impl fmt::Display for Error {
                 "a batch of {requested} IDs can never be issued at once: at most {limit} fit \
                  within max_lead; ask for fewer at a time"
             ),
-            Error::WouldBlock { retry_after } => write!(
+            Error::WouldBlock {
+                retry_after,
+                blocked_on: BlockedOn::LeaseKeeper,
+            } => write!(
+                f,
+                "the lease keeper is extending the reservation or confirming the claim now; \
+                 retry after {} µs",
+                retry_after.as_micros()
+            ),
+            Error::WouldBlock { retry_after, .. } => write!(
                 f,
                 "the generator is at its time lead limit; retry after {} µs",
                 retry_after.as_micros()
@@ -640,9 +702,24 @@ impl Error {
     /// assert_eq!(e.retry_after(), Some(Duration::from_micros(250)));
     /// ```
     pub fn timed_out(waited: Duration, retry_after: Duration) -> Self {
+        Self::timed_out_on(waited, retry_after, BlockedOn::LeadLimit)
+    }
+
+    /// [`Error::timed_out`] for a wait on something other than the lead limit, as the last
+    /// [`Error::WouldBlock`] said.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use monoflake::{BlockedOn, Error};
+    /// let e = Error::timed_out_on(Duration::from_secs(1), Duration::from_millis(2), BlockedOn::LeaseKeeper);
+    /// assert!(matches!(e, Error::TimedOut { blocked_on: BlockedOn::LeaseKeeper, .. }));
+    /// assert!(e.to_string().contains("lease keeper"), "{e}");
+    /// ```
+    pub fn timed_out_on(waited: Duration, retry_after: Duration, blocked_on: BlockedOn) -> Self {
         Error::TimedOut {
             waited,
             retry_after,
+            blocked_on,
         }
     }
 
@@ -718,7 +795,7 @@ impl Error {
     /// ```
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Error::WouldBlock { retry_after } | Error::TimedOut { retry_after, .. } => {
+            Error::WouldBlock { retry_after, .. } | Error::TimedOut { retry_after, .. } => {
                 Some(*retry_after)
             }
             _ => None,

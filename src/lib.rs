@@ -216,7 +216,7 @@ pub use crate::clock::{
     DEFAULT_TICKER_INTERVAL, LockedClock, ManualClock, SLEW_PPM, Ticker, TimeSource,
 };
 pub use crate::encoding::{Encoded, Encoding};
-pub use crate::error::Error;
+pub use crate::error::{BlockedOn, Error};
 pub use crate::generator::{
     DEFAULT_MAX_LEAD, DEFAULT_MAX_WAIT, Generator, GeneratorBuilder, IdGenerator, Ids, LocalIds,
     LocalSlot, MAX_LEAD_LIMIT, PerCore, PerThread, StateStep,

@@ -8,7 +8,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use monoflake::{
-    Error, FileStore, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore, TimeSource,
+    BlockedOn, Error, FileStore, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore,
+    TimeSource,
 };
 
 const T0: u64 = 1_700_000_000_000;
@@ -962,4 +963,49 @@ fn a_lost_lease_seals_and_its_write_back_covers_every_id() {
         written > last_ms,
         "wrote back {written}, issued up to {last_ms}"
     );
+}
+
+/// A leased generator whose clock passes its reservation while the store is healthy but slow
+/// waits for its keeper: the refusal says so (`BlockedOn::LeaseKeeper`, "lease keeper" in the
+/// message), not that the generator is at its time lead limit; a waiting call that runs out of
+/// time says the same; and once the store answers, the waiting call issues at the new clock.
+#[test]
+fn a_refusal_while_the_keeper_extends_names_the_keeper() {
+    let dir = common::TempDir::new("keeper-wait");
+    let store = common::Flaky::new(dir.path(), None);
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(0))
+        .unwrap();
+    store.release(claim, T0).unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let leased = Generator::builder(Layout::twitter())
+        .clock(Arc::clone(&clock))
+        .reservation_window(Duration::from_millis(200))
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    let first = leased.next_id().unwrap();
+    store.hold_extend.store(true, Ordering::SeqCst);
+    clock.advance_ms(10_000);
+    match leased.try_next_id() {
+        Err(
+            e @ Error::WouldBlock {
+                blocked_on: BlockedOn::LeaseKeeper,
+                ..
+            },
+        ) => assert!(e.to_string().contains("lease keeper"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    match leased.next_id() {
+        Err(
+            e @ Error::TimedOut {
+                blocked_on: BlockedOn::LeaseKeeper,
+                ..
+            },
+        ) => assert!(e.to_string().contains("lease keeper"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    store.hold_extend.store(false, Ordering::SeqCst);
+    let after = leased.next_id().unwrap();
+    assert!(after > first);
+    assert!(after.parts(&Layout::twitter()).unwrap().unix_ms() >= T0 + 10_000);
 }

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use monoflake::Error;
+use monoflake::{BlockedOn, Error};
 use pyo3::prelude::*;
 
 /// The longest a waiting call stays away from the GIL: signals are looked at this often.
@@ -39,6 +39,8 @@ pub(crate) fn wait<T: Send>(
 ) -> PyResult<Waited<T>> {
     let start = Instant::now();
     let deadline = start.checked_add(max_wait);
+    // What the last retry waited for (the lead limit until one says otherwise).
+    let mut blocked_on = BlockedOn::LeadLimit;
     loop {
         let slice = py.detach(|| {
             let slice_end = Instant::now() + SLICE;
@@ -49,7 +51,11 @@ pub(crate) fn wait<T: Send>(
                 let now = Instant::now();
                 if deadline.is_some_and(|d| now >= d) {
                     let waited = now.duration_since(start);
-                    return Some(Waited::Done(Err(Error::timed_out(waited, retry_after))));
+                    return Some(Waited::Done(Err(Error::timed_out_on(
+                        waited,
+                        retry_after,
+                        blocked_on,
+                    ))));
                 }
                 if now >= slice_end {
                     return None;
@@ -65,8 +71,10 @@ pub(crate) fn wait<T: Send>(
                 }
                 match attempt() {
                     Err(Error::WouldBlock {
-                        retry_after: next, ..
-                    }) => retry_after = next,
+                        retry_after: next,
+                        blocked_on: on,
+                        ..
+                    }) => (retry_after, blocked_on) = (next, on),
                     done => return Some(Waited::Done(done)),
                 }
             }

@@ -8,7 +8,7 @@ use super::{Generator, Ids};
 use crate::clock::TimeSource;
 use crate::stats::Counters;
 use crate::sync::{self, Ordering};
-use crate::{Error, Id};
+use crate::{BlockedOn, Error, Id};
 
 /// Where [`Generator::reserve_common`] left off.
 pub(super) struct Miss {
@@ -284,6 +284,7 @@ impl<C: TimeSource> Generator<C> {
         match step {
             Step::Lead { wait_ns } => Error::WouldBlock {
                 retry_after: Duration::from_nanos(wait_ns),
+                blocked_on: BlockedOn::LeadLimit,
             },
             Step::Exhausted { for_good } => {
                 if for_good && !self.core.fence.is_closed() {

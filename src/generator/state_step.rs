@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::Output;
 use super::step::{Step, StepParams, next_state};
-use crate::error::Error;
+use crate::error::{BlockedOn, Error};
 use crate::id::Id;
 use crate::layout::Layout;
 
@@ -126,6 +126,7 @@ impl StateStep {
             Step::Issue { first, last } => Ok((first, last)),
             Step::Lead { wait_ns } => Err(Error::WouldBlock {
                 retry_after: Duration::from_nanos(wait_ns),
+                blocked_on: BlockedOn::LeadLimit,
             }),
             Step::Exhausted { .. } => Err(Error::Exhausted {
                 expired_at_ms: self.expires_at_ms,

@@ -9,7 +9,7 @@ use super::{Generator, Ids};
 use crate::clock::TimeSource;
 use crate::stats::Counters;
 use crate::sync;
-use crate::{Error, Id};
+use crate::{BlockedOn, Error, Id};
 
 /// The shortest sleep a waiting call takes once spinning and yielding are used up.
 const MIN_NAP: Duration = Duration::from_micros(50);
@@ -51,12 +51,13 @@ impl<C: TimeSource> Generator<C> {
     #[inline(never)]
     fn next_id_beyond(&self, miss: Miss) -> Result<Id, Error> {
         match self.try_next_id_beyond::<false>(miss) {
-            Err(Error::WouldBlock { retry_after }) => {
-                self.waiting(retry_after, || match self.reserve_common() {
-                    Ok(first) => Ok(self.out.id(first)),
-                    Err(miss) => self.try_next_id_beyond::<false>(miss),
-                })
-            }
+            Err(Error::WouldBlock {
+                retry_after,
+                blocked_on,
+            }) => self.waiting((retry_after, blocked_on), || match self.reserve_common() {
+                Ok(first) => Ok(self.out.id(first)),
+                Err(miss) => self.try_next_id_beyond::<false>(miss),
+            }),
             done => done,
         }
     }
@@ -77,9 +78,10 @@ impl<C: TimeSource> Generator<C> {
     /// ```
     pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
         match self.reserve_ids(n) {
-            Err(Error::WouldBlock { retry_after }) => {
-                self.waiting(retry_after, || self.reserve_ids(n))
-            }
+            Err(Error::WouldBlock {
+                retry_after,
+                blocked_on,
+            }) => self.waiting((retry_after, blocked_on), || self.reserve_ids(n)),
             done => done,
         }
     }
@@ -92,13 +94,13 @@ impl<C: TimeSource> Generator<C> {
     #[inline(never)]
     pub(super) fn waiting<T>(
         &self,
-        retry_after: Duration,
+        first: (Duration, BlockedOn),
         attempt: impl FnMut() -> Result<T, Error>,
     ) -> Result<T, Error> {
         let c = &self.counters;
         Counters::add(&c.waiting_calls, 1);
         let mut counts = Waited::default();
-        let answer = self.wait_and_retry(retry_after, attempt, &mut counts);
+        let answer = self.wait_and_retry(first, attempt, &mut counts);
         for (counter, n) in [
             (&c.wait_spins, counts.spins),
             (&c.wait_yields, counts.yields),
@@ -118,7 +120,7 @@ impl<C: TimeSource> Generator<C> {
     /// [`Generator::waiting`]'s loop, counting in `counts`.
     fn wait_and_retry<T>(
         &self,
-        mut retry_after: Duration,
+        (mut retry_after, mut blocked_on): (Duration, BlockedOn),
         mut attempt: impl FnMut() -> Result<T, Error>,
         counts: &mut Waited,
     ) -> Result<T, Error> {
@@ -130,6 +132,7 @@ impl<C: TimeSource> Generator<C> {
                     return Err(Error::TimedOut {
                         waited: slept,
                         retry_after,
+                        blocked_on,
                     });
                 }
                 sync::spin_for(retry_after);
@@ -147,6 +150,7 @@ impl<C: TimeSource> Generator<C> {
                         return Err(Error::TimedOut {
                             waited: slept,
                             retry_after,
+                            blocked_on,
                         });
                     }
                     let nap = retry_after.min(self.max_wait - slept).max(MIN_NAP);
@@ -157,7 +161,10 @@ impl<C: TimeSource> Generator<C> {
                 step = step.saturating_add(1);
             }
             match attempt() {
-                Err(Error::WouldBlock { retry_after: next }) => retry_after = next,
+                Err(Error::WouldBlock {
+                    retry_after: next,
+                    blocked_on: on,
+                }) => (retry_after, blocked_on) = (next, on),
                 done => return done,
             }
         }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::generator::Refusal;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
-use crate::{Error, Layout, Stats};
+use crate::{BlockedOn, Error, Layout, Stats};
 
 /// The fewest milliseconds subtracted from a lease's validity, to cover a coarse clock's lag.
 const DEADLINE_MARGIN_MS: u64 = 2;
@@ -246,6 +246,7 @@ impl LeaseStatus {
         let round = Duration::from_micros(self.round_us.load(Ordering::Relaxed));
         Error::WouldBlock {
             retry_after: round.max(MIN_RETRY),
+            blocked_on: BlockedOn::LeaseKeeper,
         }
     }
 }

@@ -484,6 +484,8 @@ pub struct Flaky {
     pub fail_restore: std::sync::atomic::AtomicBool,
     /// Every write-back that succeeded, in order.
     pub restored: std::sync::Mutex<Vec<u64>>,
+    /// Reservation writes wait while this is set, as on a store that is slow to answer.
+    pub hold_extend: std::sync::atomic::AtomicBool,
     valid_for: Option<std::time::Duration>,
 }
 
@@ -496,6 +498,7 @@ impl Flaky {
             lost_extend: Default::default(),
             fail_restore: Default::default(),
             restored: Default::default(),
+            hold_extend: Default::default(),
             valid_for,
         })
     }
@@ -513,6 +516,9 @@ impl monoflake::NodeStore for Flaky {
         self.inner.claim(layout, request)
     }
     fn extend(&self, claim: &monoflake::Claim, until_ms: u64) -> Result<(), monoflake::Error> {
+        while self.hold_extend.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         if self.fail_extend.load(Ordering::SeqCst) {
             return Err(monoflake::Error::store("flaky", "disk full"));
         }

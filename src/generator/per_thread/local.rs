@@ -141,9 +141,13 @@ impl<'g, C: TimeSource + 'static> LocalSlot<'g, C> {
     #[inline(never)]
     pub(super) fn next_id_beyond(&self) -> Result<Id, Error> {
         match self.attempt_beyond() {
-            Err(Error::WouldBlock { retry_after }) => {
-                self.shared.base.waiting(retry_after, || self.attempt())
-            }
+            Err(Error::WouldBlock {
+                retry_after,
+                blocked_on,
+            }) => self
+                .shared
+                .base
+                .waiting((retry_after, blocked_on), || self.attempt()),
             done => done,
         }
     }
@@ -178,10 +182,13 @@ impl<'g, C: TimeSource + 'static> LocalSlot<'g, C> {
     /// ```
     pub fn next_ids(&self, n: u64) -> Result<Ids, Error> {
         match self.shared.ids(&self.run, n) {
-            Err(Error::WouldBlock { retry_after }) => self
+            Err(Error::WouldBlock {
+                retry_after,
+                blocked_on,
+            }) => self
                 .shared
                 .base
-                .waiting(retry_after, || self.shared.ids(&self.run, n)),
+                .waiting((retry_after, blocked_on), || self.shared.ids(&self.run, n)),
             done => done,
         }
     }

@@ -474,8 +474,11 @@ impl<C: TimeSource + 'static> PerThread<C> {
         let mut nap = MIN_SLOT_NAP;
         loop {
             match attempt() {
-                Err(Error::WouldBlock { retry_after }) => {
-                    return base.waiting(retry_after, &attempt);
+                Err(Error::WouldBlock {
+                    retry_after,
+                    blocked_on,
+                }) => {
+                    return base.waiting((retry_after, blocked_on), &attempt);
                 }
                 Err(Error::NoFreeSlot { slots }) => {
                     let counter = if crate::sync::backoff(step) {
