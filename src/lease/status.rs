@@ -92,7 +92,9 @@ pub(crate) struct LeaseStatus {
     /// that lasts as long as the process, 0 once lost for good. Kept on `Instant`, not on the
     /// generator's clock, so that a forward step of that clock is not mistaken for a lost
     /// lease, and its slewing cannot stretch the lease.
-    // Ordering: Relaxed; status words read only to word an error, or by the keeper itself.
+    // Ordering: Relaxed, status words read only to word an error or by the keeper itself;
+    // but the store of 0 in `lose` is Release and `lost_at` loads with Acquire, so that a
+    // refusal that sees the loss sees the reason `lose` wrote before it.
     deadline_us: AtomicU64,
     /// How long after the start of a check that found the claim standing the holder may go on
     /// issuing without another ([`confirm_bound`]), in µs.
@@ -159,7 +161,7 @@ impl LeaseStatus {
 
     /// Whether the lease is lost at monotonic time `mono_us`.
     pub(crate) fn lost_at(&self, mono_us: u64) -> bool {
-        mono_us >= self.deadline_us.load(Ordering::Relaxed)
+        mono_us >= self.deadline_us.load(Ordering::Acquire)
     }
 
     /// Records a renewal that started at `mono_us` and is valid for `valid` (`None`: as long
@@ -188,7 +190,7 @@ impl LeaseStatus {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get_or_insert_with(|| reason.to_owned());
-        self.deadline_us.store(0, Ordering::Relaxed);
+        self.deadline_us.store(0, Ordering::Release);
     }
 
     /// The deadline in the generator's clock, in Unix ms, for a reading `clock_ms` of that
@@ -294,6 +296,16 @@ impl Refusal for LeaseStatus {
                     };
                 }
                 return self.wait_for_keeper();
+            }
+            // The keeper may have found the claim lost since `lost_reason` was read above: its
+            // reason, then, not the validity's (`lose` writes it before the deadline).
+            let lost = self
+                .lost_reason
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(reason) = lost {
+                return Error::LeaseLost { node, reason };
             }
             let why = last.unwrap_or_else(|| "no renewal succeeded".into());
             return Error::LeaseLost {
