@@ -311,14 +311,7 @@ impl EtcdStore {
         let (reserved, legacy) = match read {
             Ok((now, before)) => (handover::reservation_of([now, before]), before),
             Err(damaged) => {
-                let undo = Txn::new()
-                    .when([Compare::create_revision(
-                        node_key.as_str(),
-                        CompareOp::Equal,
-                        create_revision,
-                    )])
-                    .and_then([TxnOp::delete(node_key.as_str(), None)]);
-                self.run("give the node back", client.txn(undo))?;
+                self.give_back(&node_key, create_revision)?;
                 return Ok(Found::Unusable(damaged));
             }
         };
@@ -335,14 +328,7 @@ impl EtcdStore {
                     self.max_clock_lead_ms,
                 )),
                 Err(reason) => {
-                    let undo = Txn::new()
-                        .when([Compare::create_revision(
-                            node_key.as_str(),
-                            CompareOp::Equal,
-                            create_revision,
-                        )])
-                        .and_then([TxnOp::delete(node_key.as_str(), None)]);
-                    let _ = self.run("give the node back", client.txn(undo));
+                    let _ = self.give_back(&node_key, create_revision);
                     return Err(self.fail(reason));
                 }
             }
@@ -367,6 +353,19 @@ impl EtcdStore {
                 .with_store_clock(store_ms, Duration::from_millis(lead_ms))
                 .evidence_only(),
         }))
+    }
+
+    /// Deletes a node key this claim just made (while it still has that create revision).
+    fn give_back(&self, node_key: &str, create_revision: i64) -> Result<(), Error> {
+        let undo = Txn::new()
+            .when([Compare::create_revision(
+                node_key,
+                CompareOp::Equal,
+                create_revision,
+            )])
+            .and_then([TxnOp::delete(node_key, None)]);
+        let mut client = self.client.clone();
+        self.run("give the node back", client.txn(undo)).map(drop)
     }
 
     fn token<'a>(&self, claim: &'a Claim) -> Result<&'a EtcdClaim, Error> {
