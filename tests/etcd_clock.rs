@@ -7,7 +7,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use monoflake::{Error, EtcdStore, Generator, Layout, NodeRequest, NodeStore};
 
@@ -47,53 +47,7 @@ fn a_holder_further_ahead_of_etcd_than_allowed_issues_nothing_there() {
     let prefix = prefix("lead");
     let store = store(&etcd, &prefix);
     let layout = layout();
-    match Generator::builder(layout.clone())
-        .clock(common::Skewed::by(3_000))
-        .build_leased(
-            Arc::clone(&store) as Arc<dyn NodeStore>,
-            NodeRequest::Exact(1),
-        ) {
-        Err(Error::LeaseLost {
-            node: 1, reason, ..
-        }) if named(&reason) => {}
-        other => panic!("{other:?}"),
-    }
-    let clock = common::Skewed::by(0);
-    let holder = Generator::builder(layout.clone())
-        .clock(Arc::clone(&clock))
-        .build_leased(
-            Arc::clone(&store) as Arc<dyn NodeStore>,
-            NodeRequest::Exact(2),
-        )
-        .unwrap();
-    let last = holder.next_id().unwrap();
-    clock.set(3_000);
-    // A liveness bound only: the refused call wakes the keeper.
-    let give_up = Instant::now() + Duration::from_secs(60);
-    loop {
-        match holder.try_next_id() {
-            Ok(id) => panic!("{id} issued with the clock 3 s ahead of etcd's"),
-            Err(Error::LeaseLost {
-                node: 2, reason, ..
-            }) if named(&reason) => break,
-            Err(Error::ReservationUnavailable { .. } | Error::WouldBlock { .. }) => {}
-            Err(e) => panic!("{e:?}"),
-        }
-        assert!(Instant::now() < give_up, "never lost, the lead named");
-    }
-    clock.set(0);
-    assert!(matches!(
-        holder.try_next_id(),
-        Err(Error::LeaseLost { node: 2, .. })
-    ));
-    drop(holder);
-    let again = store.claim(&layout, NodeRequest::Exact(2)).unwrap();
-    let used = last.parts(&layout).unwrap().unix_ms();
-    assert!(
-        again.reserved_until_ms().is_some_and(|r| r > used),
-        "{again:?}, the holder's last ID at {used} ms"
-    );
-    store.release(again, 0).unwrap();
+    common::a_holder_ahead_of_the_store_clock_issues_nothing(store, &layout, named);
 }
 
 /// The successor's side: a claimant 3 s behind etcd's clock, on a node whose keys were all
@@ -112,19 +66,7 @@ fn a_claimant_behind_etcd_that_finds_no_record_starts_above_its_clock() {
     assert!(ok, "{out}");
     // etcd's Date is whole seconds, at or above this.
     let before_claim = common::system_ms() / 1_000 * 1_000;
-    let successor = Generator::builder(layout.clone())
-        .clock(common::Skewed::by(-3_000))
-        .build_leased(
-            Arc::clone(&store) as Arc<dyn NodeStore>,
-            NodeRequest::Exact(1),
-        )
-        .unwrap();
-    let first = successor
-        .next_id()
-        .unwrap()
-        .parts(&layout)
-        .unwrap()
-        .unix_ms();
+    let first = common::first_ms_of_a_successor_behind(Arc::clone(&store) as _, &layout);
     let check_ms = u64::try_from(store.check_interval().as_millis()).unwrap();
     let lead = monoflake::handover::DEFAULT_MAX_CLOCK_LEAD_MS
         + 2_000
@@ -134,7 +76,6 @@ fn a_claimant_behind_etcd_that_finds_no_record_starts_above_its_clock() {
         floor.is_some_and(|floor| first >= floor),
         "first ID at {first} ms, etcd's floor {floor:?}"
     );
-    drop(successor);
     let _ = store.abandon(held);
 }
 

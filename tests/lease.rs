@@ -16,20 +16,7 @@ const T0: u64 = 1_700_000_000_000;
 
 #[test]
 fn a_reservation_that_cannot_be_extended_stops_issuing() {
-    let dir = common::TempDir::new("fence");
-    let store = common::Flaky::new(dir.path(), None);
-    // A node with a record (a node without one starts past what a vanished holder could
-    // have issued: see the deleted-directory test).
-    let claim = store
-        .claim(&Layout::twitter(), NodeRequest::Exact(0))
-        .unwrap();
-    store.release(claim, T0).unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let leased = Generator::builder(Layout::twitter())
-        .clock(Arc::clone(&clock))
-        .reservation_window(Duration::from_millis(200))
-        .build_leased(store.clone(), NodeRequest::Any)
-        .unwrap();
+    let (dir, store, clock, leased) = manual_holder("fence");
     let layout = Layout::twitter();
     let first = leased.try_next_id().unwrap();
     store.fail_extend.store(true, Ordering::SeqCst);
@@ -814,6 +801,32 @@ fn flaky_holder(
     (dir, store, leased)
 }
 
+/// A holder of node 0 of Twitter's layout on a [`common::Flaky`] file store and a manual clock
+/// at `T0`, reserving 200 ms ahead. The node has a record at `T0` (a node without one starts
+/// past what a vanished holder could have issued: see the deleted-directory test).
+fn manual_holder(
+    name: &str,
+) -> (
+    common::TempDir,
+    Arc<common::Flaky>,
+    Arc<ManualClock>,
+    monoflake::Leased<Arc<ManualClock>>,
+) {
+    let dir = common::TempDir::new(name);
+    let store = common::Flaky::new(dir.path(), None);
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(0))
+        .unwrap();
+    store.release(claim, T0).unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let leased = Generator::builder(Layout::twitter())
+        .clock(Arc::clone(&clock))
+        .reservation_window(Duration::from_millis(200))
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    (dir, store, clock, leased)
+}
+
 /// A claim the store says is gone (taken over, deleted) stops issuing with `LeaseLost` giving
 /// the store's reason as it is — not wrapped in "not renewed within its validity", which is
 /// the deadline's reason, nor in another `LeaseLost`, nor as `ReservationUnavailable`.
@@ -971,18 +984,7 @@ fn a_lost_lease_seals_and_its_write_back_covers_every_id() {
 /// time says the same; and once the store answers, the waiting call issues at the new clock.
 #[test]
 fn a_refusal_while_the_keeper_extends_names_the_keeper() {
-    let dir = common::TempDir::new("keeper-wait");
-    let store = common::Flaky::new(dir.path(), None);
-    let claim = store
-        .claim(&Layout::twitter(), NodeRequest::Exact(0))
-        .unwrap();
-    store.release(claim, T0).unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let leased = Generator::builder(Layout::twitter())
-        .clock(Arc::clone(&clock))
-        .reservation_window(Duration::from_millis(200))
-        .build_leased(store.clone(), NodeRequest::Exact(0))
-        .unwrap();
+    let (_dir, store, clock, leased) = manual_holder("keeper-wait");
     let first = leased.next_id().unwrap();
     store.hold_extend.store(true, Ordering::SeqCst);
     clock.advance_ms(10_000);

@@ -491,54 +491,7 @@ fn a_holder_further_ahead_of_the_database_than_allowed_issues_nothing_there() {
         reason.contains("ahead of the database's clock_timestamp()")
             && reason.contains("PgOptions::max_clock_lead")
     };
-    match Generator::builder(layout.clone())
-        .clock(common::Skewed::by(3_000))
-        .build_leased(
-            Arc::clone(&store) as Arc<dyn NodeStore>,
-            NodeRequest::Exact(1),
-        ) {
-        Err(Error::LeaseLost {
-            node: 1, reason, ..
-        }) if named(&reason) => {}
-        other => panic!("{other:?}"),
-    }
-    let clock = common::Skewed::by(0);
-    let holder = Generator::builder(layout.clone())
-        .clock(Arc::clone(&clock))
-        .build_leased(
-            Arc::clone(&store) as Arc<dyn NodeStore>,
-            NodeRequest::Exact(2),
-        )
-        .unwrap();
-    let last = holder.next_id().unwrap();
-    clock.set(3_000);
-    // A liveness bound only: the refused call wakes the keeper.
-    let give_up = Instant::now() + Duration::from_secs(60);
-    loop {
-        match holder.try_next_id() {
-            Ok(id) => panic!("{id} issued with the clock 3 s ahead of the database's"),
-            Err(Error::LeaseLost {
-                node: 2, reason, ..
-            }) if named(&reason) => break,
-            Err(Error::ReservationUnavailable { .. } | Error::WouldBlock { .. }) => {}
-            Err(e) => panic!("{e:?}"),
-        }
-        assert!(Instant::now() < give_up, "never lost, the lead named");
-    }
-    // For good, and back in step changes nothing.
-    clock.set(0);
-    assert!(matches!(
-        holder.try_next_id(),
-        Err(Error::LeaseLost { node: 2, .. })
-    ));
-    drop(holder);
-    let again = store.claim(&layout, NodeRequest::Exact(2)).unwrap();
-    let used = last.parts(&layout).unwrap().unix_ms();
-    assert!(
-        again.reserved_until_ms().is_some_and(|r| r > used),
-        "{again:?}, the holder's last ID at {used} ms"
-    );
-    store.release(again, 0).unwrap();
+    common::a_holder_ahead_of_the_store_clock_issues_nothing(store, &layout, named);
 }
 
 /// Issue 34, case 4, the successor's side: a claimant whose clock is 3 s behind the
@@ -558,19 +511,7 @@ fn a_claimant_behind_the_database_that_finds_no_row_starts_above_its_clock() {
     store.extend(&held, common::system_ms() + 500).unwrap();
     pg.psql(&format!("DELETE FROM {}", options.table_name()));
     let before_claim = common::system_ms();
-    let successor = Generator::builder(layout.clone())
-        .clock(common::Skewed::by(-3_000))
-        .build_leased(
-            Arc::clone(&store) as Arc<dyn NodeStore>,
-            NodeRequest::Exact(1),
-        )
-        .unwrap();
-    let first = successor
-        .next_id()
-        .unwrap()
-        .parts(&layout)
-        .unwrap()
-        .unix_ms();
+    let first = common::first_ms_of_a_successor_behind(Arc::clone(&store) as _, &layout);
     let check_ms = u64::try_from(store.check_interval().as_millis()).unwrap();
     let floor = monoflake::handover::store_floor_ms(
         before_claim,

@@ -205,6 +205,40 @@ fn a_holder_paused_past_its_ttl_never_collides_with_the_next_holder() {
     );
 }
 
+/// A holder of node 3 on a private etcd, stopped (SIGSTOP) once it has printed 10,000 IDs,
+/// every key deleted (`etcdctl del --prefix`), and a successor on node 3 started, `successor`
+/// setting up its command. The etcd and the state directories live as long as the caller
+/// keeps them.
+fn paused_with_keys_deleted(
+    tag: &str,
+    successor: impl FnOnce(&mut Command),
+) -> (
+    common::Etcd,
+    (common::TempDir, common::TempDir),
+    std::process::Child,
+    Reader,
+    std::process::Child,
+) {
+    let etcd = common::Etcd::start();
+    let dirs = (
+        common::TempDir::new(&format!("{tag}-a")),
+        common::TempDir::new(&format!("{tag}-b")),
+    );
+    let args = ["-n", "100000000000", "--node", "3", "--lease-ttl", "3"];
+    let mut a = generate(&etcd.endpoint, dirs.0.path(), &args)
+        .spawn()
+        .unwrap();
+    let ra = Reader::spawn(&mut a);
+    ra.wait_for(10_000);
+    common::signal(a.id(), "STOP");
+    let (deleted, out) = etcd.ctl(None, &["del", "--prefix", "/monoflake"]);
+    assert!(deleted, "{out}");
+    let mut command = generate(&etcd.endpoint, dirs.1.path(), &args);
+    successor(&mut command);
+    let b = command.spawn().unwrap();
+    (etcd, dirs, a, ra, b)
+}
+
 /// The review's 21,002 duplicates: a holder paused (SIGSTOP) while its records are deleted
 /// (`etcdctl del --prefix`) and a successor takes its node, then resumed (SIGCONT) while the
 /// successor issues. The successor, finding no record, waits `2.5 x` the check interval and
@@ -213,28 +247,9 @@ fn a_holder_paused_past_its_ttl_never_collides_with_the_next_holder() {
 /// printed lies below the successor's first, and it stops.
 #[test]
 fn a_holder_paused_while_its_records_are_deleted_never_collides_with_the_successor() {
-    let etcd = common::Etcd::start();
-    let (d1, d2) = (
-        common::TempDir::new("deleted-a"),
-        common::TempDir::new("deleted-b"),
-    );
-    let args = ["-n", "100000000000", "--node", "3", "--lease-ttl", "3"];
-    let mut a = generate(&etcd.endpoint, d1.path(), &args).spawn().unwrap();
-    let ra = Reader::spawn(&mut a);
-    ra.wait_for(10_000);
-    common::signal(a.id(), "STOP");
-    let (deleted, out) = etcd.ctl(None, &["del", "--prefix", "/monoflake"]);
-    assert!(deleted, "{out}");
-    let mut b = generate(&etcd.endpoint, d2.path(), &args).spawn().unwrap();
-    let rb = Reader::spawn(&mut b);
-    rb.wait_for(10_000);
-    common::signal(a.id(), "CONT");
-    let (code, err) = stderr_of(a);
+    let (_etcd, _dirs, a, ra, b) = paused_with_keys_deleted("deleted", |_| {});
     // The successor goes on after the old holder stopped: both ran at once in between.
-    rb.wait_for(rb.count() + 10_000);
-    common::signal(b.id(), "TERM");
-    let _ = stderr_of(b);
-    let (a_ids, b_ids) = (ra.finish(), rb.finish());
+    let (code, err, a_ids, b_ids) = common::successor_then_resume(a, ra, b);
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("lease was lost") || err.contains("has not been confirmed"),
@@ -252,39 +267,10 @@ fn a_holder_paused_while_its_records_are_deleted_never_collides_with_the_success
 /// nothing more and reports its loss.
 #[test]
 fn a_holder_paused_with_its_keys_deleted_is_not_overlapped_by_a_successor_behind() {
-    let etcd = common::Etcd::start();
-    let (d1, d2) = (
-        common::TempDir::new("behind-a"),
-        common::TempDir::new("behind-b"),
-    );
-    let args = ["-n", "100000000000", "--node", "3", "--lease-ttl", "3"];
-    let mut a = generate(&etcd.endpoint, d1.path(), &args).spawn().unwrap();
-    let ra = Reader::spawn(&mut a);
-    ra.wait_for(10_000);
-    common::signal(a.id(), "STOP");
-    let (deleted, out) = etcd.ctl(None, &["del", "--prefix", "/monoflake"]);
-    assert!(deleted, "{out}");
-    // libfaketime preloaded into the process itself (the `faketime` command would stand
-    // between the test and the process it signals); the monotonic clock is real.
-    let lib = std::path::Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
-    assert!(
-        lib.exists(),
-        "libfaketime is not installed: apt-get install -y faketime (bash .ci/run does)"
-    );
-    let mut b = generate(&etcd.endpoint, d2.path(), &args)
-        .env("LD_PRELOAD", lib)
-        .env("FAKETIME", "-3s")
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-        .spawn()
-        .unwrap();
-    let rb = Reader::spawn(&mut b);
-    rb.wait_for(10_000);
-    common::signal(a.id(), "CONT");
-    let (code, err) = stderr_of(a);
-    rb.wait_for(rb.count() + 10_000);
-    common::signal(b.id(), "TERM");
-    let _ = stderr_of(b);
-    let (a_ids, b_ids) = (ra.finish(), rb.finish());
+    let (_etcd, _dirs, a, ra, b) = paused_with_keys_deleted("behind", |b| {
+        common::with_wall_clock(b, "-3s");
+    });
+    let (code, err, a_ids, b_ids) = common::successor_then_resume(a, ra, b);
     assert_eq!(code, Some(1), "{err}");
     common::assert_successor_above(&a_ids, &b_ids);
 }

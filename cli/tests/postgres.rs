@@ -53,24 +53,6 @@ fn generate(url_file: &str, layout: &str, extra: &[&str]) -> Command {
     c
 }
 
-/// The hand-over both take-over tests watch: once the successor `b` has issued 10,000 IDs,
-/// the stopped holder `a` is continued and runs until it exits; `b` issues 10,000 more and is
-/// stopped. Returns `a`'s exit code and standard error, and both processes' IDs.
-fn successor_then_resume(
-    a: std::process::Child,
-    ra: Reader,
-    mut b: std::process::Child,
-) -> (Option<i32>, String, Vec<u64>, Vec<u64>) {
-    let rb = Reader::spawn(&mut b);
-    rb.wait_for(10_000);
-    common::signal(a.id(), "CONT");
-    let (code, err) = stderr_of(a);
-    rb.wait_for(rb.count() + 10_000);
-    common::signal(b.id(), "TERM");
-    let _ = stderr_of(b);
-    (code, err, ra.finish(), rb.finish())
-}
-
 fn unix_ms() -> u64 {
     u64::try_from(
         SystemTime::now()
@@ -216,7 +198,7 @@ fn a_holder_paused_while_its_row_is_deleted_never_collides_with_the_successor() 
     common::signal(a.id(), "STOP");
     assert_eq!(pg.psql("DELETE FROM monoflake_nodes RETURNING node"), "3");
     let b = generate(&file, "sonyflake", &args).spawn().unwrap();
-    let (code, err, a_ids, b_ids) = successor_then_resume(a, ra, b);
+    let (code, err, a_ids, b_ids) = common::successor_then_resume(a, ra, b);
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("lease was lost") || err.contains("has not been confirmed"),
@@ -256,20 +238,10 @@ fn a_holder_paused_with_its_row_deleted_is_not_overlapped_by_a_successor_behind(
     ra.wait_for(10_000);
     common::signal(a.id(), "STOP");
     assert_eq!(pg.psql(&format!("DELETE FROM {table} RETURNING node")), "3");
-    // libfaketime preloaded into the process itself (the `faketime` command would stand
-    // between the test and the process it signals); the monotonic clock is real.
-    let lib = std::path::Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
-    assert!(
-        lib.exists(),
-        "libfaketime is not installed: apt-get install -y faketime (bash .ci/run does)"
-    );
-    let b = generate(&file, "sonyflake", &args)
-        .env("LD_PRELOAD", lib)
-        .env("FAKETIME", "-3s")
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+    let b = common::with_wall_clock(&mut generate(&file, "sonyflake", &args), "-3s")
         .spawn()
         .unwrap();
-    let (code, err, a_ids, b_ids) = successor_then_resume(a, ra, b);
+    let (code, err, a_ids, b_ids) = common::successor_then_resume(a, ra, b);
     assert_eq!(code, Some(1), "{err}");
     common::assert_successor_above(&a_ids, &b_ids);
 }

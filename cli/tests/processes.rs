@@ -75,24 +75,12 @@ fn eight_processes_at_once_on_one_state_dir() {
     }
 }
 
-/// libfaketime, to preload into `monoflake` itself. Not the `faketime` command: that wrapper
-/// keeps a semaphore and a shared-memory segment per run in /dev/shm, named by its pid, which a
-/// killed run leaves behind; a later run whose pid matches one fails with "sem_open: File
-/// exists" (this machine had 426 left over when a test first failed so).
-fn libfaketime() -> &'static Path {
-    let lib = Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
-    assert!(
-        lib.exists(),
-        "libfaketime is not installed: apt-get install -y faketime (bash .ci/run does)"
-    );
-    lib
-}
-
 /// `monoflake` under libfaketime with the wall clock offset by `offset` (e.g. `-1h`, or
 /// `@2026-12-01 08:00:00` to start there), as `faketime -f OFFSET monoflake` would run it.
 fn under_faketime(state: &Path, offset: &str) -> Command {
     let mut c = monoflake(state);
-    c.env("LD_PRELOAD", libfaketime()).env("FAKETIME", offset);
+    c.env("LD_PRELOAD", common::libfaketime())
+        .env("FAKETIME", offset);
     c
 }
 
@@ -197,7 +185,7 @@ fn restart_with_the_clock_set_back_an_hour() {
 /// follow the wall clock (an hour ahead of the real one).
 #[test]
 fn gen_rides_through_wall_clock_steps_back_and_forward() {
-    let lib = libfaketime();
+    let lib = common::libfaketime();
     let state = common::TempDir::new("steps");
     let offset = state.path().join("faketime");
     std::fs::write(&offset, "+0\n").unwrap();
@@ -599,12 +587,7 @@ fn a_holder_ahead_paused_with_its_records_deleted_is_not_overlapped() {
     let state = common::TempDir::new("ahead-paused");
     // libfaketime preloaded into the holder itself (the `faketime` wrapper would run it as a
     // child, which a signal to the wrapper does not stop).
-    let lib = std::fs::read_dir("/usr/lib")
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("faketime/libfaketime.so.1"))
-        .find(|p| p.exists())
-        .expect("libfaketime is not installed: apt-get install -y faketime (bash .ci/run does)");
+    let lib = common::libfaketime();
     let mut a = monoflake(state.path())
         .env("LD_PRELOAD", &lib)
         .env("FAKETIME", "+1s")

@@ -716,3 +716,119 @@ pub fn system_ms() -> u64 {
     )
     .unwrap()
 }
+
+/// Issue 34, case 4, the holder's side, on a store with a clock of its own (PostgreSQL's
+/// `clock_timestamp()`, etcd's `Date`): a holder 3 s ahead of it at its build loses the claim
+/// at its first check, before its first ID, `named` accepting the reason. One whose clock
+/// steps 3 s ahead while it runs is refused at once (its clock is past the deadline of its
+/// last confirmed check) and loses the claim at its next check: sealed, what it used written
+/// back, so the node's next holder starts above it. Back in step changes nothing. Nodes 1
+/// and 2 of `layout`.
+pub fn a_holder_ahead_of_the_store_clock_issues_nothing(
+    store: Arc<dyn monoflake::NodeStore>,
+    layout: &monoflake::Layout,
+    named: impl Fn(&str) -> bool,
+) {
+    use monoflake::{Error, Generator, NodeRequest};
+    match Generator::builder(layout.clone())
+        .clock(Skewed::by(3_000))
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(1))
+    {
+        Err(Error::LeaseLost {
+            node: 1, reason, ..
+        }) if named(&reason) => {}
+        other => panic!("{other:?}"),
+    }
+    let clock = Skewed::by(0);
+    let holder = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(2))
+        .unwrap();
+    let last = holder.next_id().unwrap();
+    clock.set(3_000);
+    // A liveness bound only: the refused call wakes the keeper.
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        match holder.try_next_id() {
+            Ok(id) => panic!("{id} issued with the clock 3 s ahead of the store's"),
+            Err(Error::LeaseLost {
+                node: 2, reason, ..
+            }) if named(&reason) => break,
+            Err(Error::ReservationUnavailable { .. } | Error::WouldBlock { .. }) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+        assert!(Instant::now() < give_up, "never lost, the lead named");
+    }
+    // For good, and back in step changes nothing.
+    clock.set(0);
+    assert!(matches!(
+        holder.try_next_id(),
+        Err(Error::LeaseLost { node: 2, .. })
+    ));
+    drop(holder);
+    let again = store.claim(layout, NodeRequest::Exact(2)).unwrap();
+    let used = last.parts(layout).unwrap().unix_ms();
+    assert!(
+        again.reserved_until_ms().is_some_and(|r| r > used),
+        "{again:?}, the holder's last ID at {used} ms"
+    );
+    store.release(again, 0).unwrap();
+}
+
+/// The hand-over the take-over tests of the CLI watch: once the successor `b` has issued 10,000 IDs,
+/// the stopped holder `a` is continued and runs until it exits; `b` issues 10,000 more and is
+/// stopped. Returns `a`'s exit code and standard error, and both processes' IDs.
+pub fn successor_then_resume(
+    a: std::process::Child,
+    ra: Reader,
+    mut b: std::process::Child,
+) -> (Option<i32>, String, Vec<u64>, Vec<u64>) {
+    let rb = Reader::spawn(&mut b);
+    rb.wait_for(10_000);
+    signal(a.id(), "CONT");
+    let (code, err) = stderr_of(a);
+    rb.wait_for(rb.count() + 10_000);
+    signal(b.id(), "TERM");
+    let _ = stderr_of(b);
+    (code, err, ra.finish(), rb.finish())
+}
+
+/// libfaketime, to preload into a process itself. Not the `faketime` command: that wrapper
+/// keeps a semaphore and a shared-memory segment per run in /dev/shm, named by its pid, which a
+/// killed run leaves behind (a later run whose pid matches one fails with "sem_open: File
+/// exists"), and it runs the program as its child, which a signal to the wrapper does not stop.
+pub fn libfaketime() -> PathBuf {
+    std::fs::read_dir("/usr/lib")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("faketime/libfaketime.so.1"))
+        .find(|p| p.exists())
+        .expect("libfaketime is not installed: apt-get install -y faketime (bash .ci/run does)")
+}
+
+/// `command` with its wall clock offset by `offset` (e.g. `-3s`, `+1h`) by libfaketime; its
+/// monotonic clock is the real one.
+pub fn with_wall_clock<'a>(command: &'a mut Command, offset: &str) -> &'a mut Command {
+    command
+        .env("LD_PRELOAD", libfaketime())
+        .env("FAKETIME", offset)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+}
+
+/// Issue 34, case 4, the successor's side: the Unix ms of the first ID of a leased generator
+/// on node 1 of `layout`, whose clock runs 3 s behind the system's (and so the store's).
+pub fn first_ms_of_a_successor_behind(
+    store: Arc<dyn monoflake::NodeStore>,
+    layout: &monoflake::Layout,
+) -> u64 {
+    let successor = monoflake::Generator::builder(layout.clone())
+        .clock(Skewed::by(-3_000))
+        .build_leased(store, monoflake::NodeRequest::Exact(1))
+        .unwrap();
+    successor
+        .next_id()
+        .unwrap()
+        .parts(layout)
+        .unwrap()
+        .unix_ms()
+}
