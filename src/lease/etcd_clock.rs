@@ -73,9 +73,11 @@ impl EtcdClock {
         options: &EtcdOptions,
         timeout: Duration,
     ) -> Result<Self, String> {
+        // etcd-client speaks TLS to an endpoint without a scheme when it has TLS options.
+        let tls_by_default = options.ca_pem.is_some() || options.identity_pem.is_some();
         let targets = endpoints
             .iter()
-            .map(|e| Target::parse(e))
+            .map(|e| Target::parse(e, tls_by_default))
             .collect::<Result<Vec<_>, _>>()?;
         let tls = if targets.iter().any(|t| t.tls) {
             Some(tokio_rustls::TlsConnector::from(Arc::new(client_config(
@@ -133,12 +135,15 @@ impl EtcdClock {
 }
 
 impl Target {
-    /// `http://host:port`, `https://host:port` or `host:port` (plain, as etcd-client takes it).
-    fn parse(endpoint: &str) -> Result<Target, String> {
+    /// `http://host:port`, `https://host:port` or `host:port` — which, as etcd-client takes
+    /// it, is TLS when the options configure TLS (`tls_by_default`), plain otherwise.
+    fn parse(endpoint: &str, tls_by_default: bool) -> Result<Target, String> {
         let (tls, rest) = if let Some(rest) = endpoint.strip_prefix("https://") {
             (true, rest)
+        } else if let Some(rest) = endpoint.strip_prefix("http://") {
+            (false, rest)
         } else {
-            (false, endpoint.strip_prefix("http://").unwrap_or(endpoint))
+            (tls_by_default, endpoint)
         };
         let authority = rest.split('/').next().unwrap_or("");
         let host = match authority.strip_prefix('[') {
@@ -278,23 +283,30 @@ mod tests {
 
     #[test]
     fn endpoints_parse_as_etcd_client_takes_them() {
-        let t = Target::parse("https://etcd-0.example:2379").unwrap();
+        let t = Target::parse("https://etcd-0.example:2379", false).unwrap();
         assert_eq!(
             (t.authority.as_str(), t.host.as_str(), t.tls),
             ("etcd-0.example:2379", "etcd-0.example", true)
         );
-        let t = Target::parse("127.0.0.1:2379").unwrap();
+        let t = Target::parse("127.0.0.1:2379", false).unwrap();
         assert_eq!(
             (t.authority.as_str(), t.host.as_str(), t.tls),
             ("127.0.0.1:2379", "127.0.0.1", false)
         );
-        let t = Target::parse("http://[::1]:2379/").unwrap();
+        // Without a scheme and with TLS options, etcd-client speaks TLS: so must the clock.
+        let t = Target::parse("127.0.0.1:2379", true).unwrap();
+        assert_eq!(
+            (t.authority.as_str(), t.host.as_str(), t.tls),
+            ("127.0.0.1:2379", "127.0.0.1", true)
+        );
+        assert!(!Target::parse("http://127.0.0.1:2379", true).unwrap().tls);
+        let t = Target::parse("http://[::1]:2379/", false).unwrap();
         assert_eq!(
             (t.authority.as_str(), t.host.as_str(), t.tls),
             ("[::1]:2379", "::1", false)
         );
         for bad in ["http://etcd", "https://:2379", "etcd:port", ""] {
-            assert!(Target::parse(bad).is_err(), "{bad}");
+            assert!(Target::parse(bad, false).is_err(), "{bad}");
         }
     }
 
