@@ -213,9 +213,43 @@ fn a_claimant_400_ms_ahead_starts_a_fresh_node() {
     for node in 0..3 {
         if let Err(e) = Generator::builder(layout())
             .clock(common::Skewed::by(400))
-            .build_leased(Arc::clone(&store) as Arc<dyn NodeStore>, NodeRequest::Exact(node))
+            .build_leased(
+                Arc::clone(&store) as Arc<dyn NodeStore>,
+                NodeRequest::Exact(node),
+            )
         {
             panic!("attempt {node}: a claimant 400 ms ahead of etcd did not start: {e}");
         }
     }
+}
+
+/// A claimant refused at its first check (its clock too far ahead of etcd's) has issued
+/// nothing, so it must leave the node as it found it. It wrote its first reservation before
+/// that check — on a node with no record, etcd's clock plus the floor's margin plus a window,
+/// about 10 s ahead — so the next claimant on an honest clock was refused (`ReservationAhead`,
+/// more than the 5.1 s tolerance); and one that trusts future reservations jumps to such a
+/// record, is refused at its first check in turn and writes it a window further ahead, each
+/// attempt (the CLI with --trust-reservation and a clock 8 s behind: 5.9, 6.9, 7.8, 8.8 s
+/// ahead after three attempts 4 s apart).
+#[test]
+fn a_claimant_refused_at_its_first_check_leaves_the_node_as_it_was() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("first-check");
+    let store = store(&etcd, &prefix);
+    match Generator::builder(layout())
+        .clock(common::Skewed::by(3_000))
+        .build_leased(
+            Arc::clone(&store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(0),
+        ) {
+        Err(Error::LeaseLost { reason, .. }) if named(&reason) => {}
+        other => panic!("{other:?}"),
+    }
+    let honest = Generator::builder(layout())
+        .build_leased(store as Arc<dyn NodeStore>, NodeRequest::Exact(0))
+        .map(|g| g.next_id());
+    assert!(
+        matches!(honest, Ok(Ok(_))),
+        "the next claimant on an honest clock: {honest:?}"
+    );
 }
