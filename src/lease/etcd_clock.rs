@@ -310,6 +310,58 @@ mod tests {
         }
     }
 
+    /// A hostile or broken endpoint: one that trickles its head a byte at a time, one whose
+    /// head never ends, one that answers nothing. Each costs at most the timeout and about
+    /// `HEAD_LIMIT` of memory, and is an `Err`.
+    #[test]
+    fn a_hostile_endpoint_costs_at_most_the_timeout() {
+        use std::io::{Read, Write};
+        fn serve(answer: fn(&mut std::net::TcpStream)) -> String {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            std::thread::spawn(move || {
+                for mut s in listener.incoming().flatten() {
+                    let mut buf = [0u8; 512];
+                    let _ = s.read(&mut buf);
+                    answer(&mut s);
+                }
+            });
+            format!("http://{addr}")
+        }
+        let trickle = serve(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n");
+            while s.write_all(b"X").is_ok() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let endless = serve(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n");
+            let line = [b'a'; 4096];
+            while s.write_all(&line).is_ok() {}
+        });
+        let silent = serve(|_| std::thread::sleep(Duration::from_secs(5)));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for endpoint in [trickle, endless, silent] {
+            let clock = EtcdClock::new(
+                std::slice::from_ref(&endpoint),
+                &EtcdOptions::new(),
+                Duration::from_millis(300),
+            )
+            .unwrap();
+            let started = std::time::Instant::now();
+            let read = runtime.block_on(clock.now_ms());
+            let took = started.elapsed();
+            assert!(read.is_err(), "{endpoint}: {read:?}");
+            assert!(
+                took < Duration::from_millis(600),
+                "{endpoint}: {took:?} {read:?}"
+            );
+        }
+    }
+
     /// The inequality: a holder confirmed at a check whose `Date` read `d_c` (its member's
     /// clock in `[d_c, d_c + R)`), its clock at most the allowance past `d_c`, and a claim
     /// later whose `Date` read `d_t` from a member up to `S` behind the first: the claim's
