@@ -170,7 +170,7 @@ fn a_claimant_far_behind_etcd_is_refused_with_the_numbers() {
     }
 }
 
-/// docs/design.md: "a holder more than 1.25 s ahead of etcd's clock (the allowance is `L +
+/// docs/design.md said: "a holder more than 1.25 s ahead of etcd's clock (the allowance is `L +
 /// R`) loses its claim". `Date` is truncated to the second, so a check compares the holder's
 /// lead *plus* the member's fraction of a second with `L + R`: a holder 600 ms ahead is
 /// refused at every check that reads etcd in the last 350 ms of a second, about one in three,
