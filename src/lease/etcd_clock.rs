@@ -204,6 +204,15 @@ fn date_of(head: &[u8]) -> Result<u64, String> {
     if !status.starts_with("HTTP/1.") {
         return Err(format!("not an HTTP answer: {:?}", truncate(status)));
     }
+    // An etcd member answers /version with 200. Anything else is not one — an `etcd
+    // grpc-proxy` answers 404 with its own host's Date, a load balancer its error page — and
+    // its clock is none of the members' the argument bounds by `max_member_skew`.
+    if status.split(' ').nth(1) != Some("200") {
+        return Err(format!(
+            "GET /version answered {:?}, not etcd's 200: is this endpoint an etcd member?",
+            truncate(status)
+        ));
+    }
     let date = lines
         .filter_map(|line| line.split_once(':'))
         .find(|(name, _)| name.trim().eq_ignore_ascii_case("date"))
@@ -279,6 +288,16 @@ mod tests {
         assert!(bad.contains("\"yesterday\""), "{bad}");
         let grpc = date_of(b"\0\0\x12\x04\0\0\0\0\0").unwrap_err();
         assert!(grpc.contains("not an HTTP answer"), "{grpc}");
+        // etcd's grpc-proxy: a 404 with the proxy host's Date, which is no member's clock.
+        let proxy =
+            date_of(b"HTTP/1.1 404 Not Found\r\nDate: Thu, 26 Nov 2026 20:25:00 GMT\r\n\r\n")
+                .unwrap_err();
+        assert!(proxy.contains("not etcd's 200"), "{proxy}");
+        let moved = date_of(
+            b"HTTP/1.1 301 Moved Permanently\r\nDate: Thu, 26 Nov 2026 20:25:00 GMT\r\n\r\n",
+        )
+        .unwrap_err();
+        assert!(moved.contains("not etcd's 200"), "{moved}");
     }
 
     #[test]
