@@ -110,3 +110,87 @@ fn a_claimant_far_behind_etcd_is_refused_with_the_numbers() {
         other => panic!("{other:?}"),
     }
 }
+
+/// docs/design.md said: "a holder more than 1.25 s ahead of etcd's clock (the allowance is `L +
+/// R`) loses its claim". `Date` is truncated to the second, so a check compares the holder's
+/// lead *plus* the member's fraction of a second with `L + R`: a holder 600 ms ahead is
+/// refused at every check that reads etcd in the last 350 ms of a second, about one in three,
+/// so it loses its claim within a few checks. Only a lead up to `L` (250 ms) is kept for good.
+#[test]
+#[ignore = "review finding: fails; a lead past L is refused at random checks, not past L + R"]
+fn a_holder_600_ms_ahead_keeps_its_claim() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("sub-second");
+    let store = store(&etcd, &prefix);
+    let clock = common::Skewed::by(0);
+    let g = Generator::builder(layout())
+        .clock(Arc::clone(&clock))
+        .build_leased(store as Arc<dyn NodeStore>, NodeRequest::Exact(1))
+        .unwrap();
+    clock.set(600);
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        match g.try_next_id() {
+            Ok(_) | Err(Error::WouldBlock { .. }) => {}
+            Err(e) => panic!("a holder 600 ms ahead of etcd lost its claim: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The first check of a claimant that found no record comes when its clock reaches the floor,
+/// `d_T + 2R + S + L + b + max_lead` with `d_T` a whole second: at a fixed fraction of a
+/// second (about .25 s plus the time to get there) on its own clock. So a claimant whose
+/// clock leads etcd's by more than that fraction (about 300 ms here) reads, at that check,
+/// the `Date` of the second before, and is refused every time — not at random, and far
+/// inside the 1.25 s the docs allow. A fresh node, or one whose keys were deleted, can then
+/// never be started by a host 400 ms ahead.
+#[test]
+#[ignore = "review finding: fails every time; a fresh node's first check is phase-locked"]
+fn a_claimant_400_ms_ahead_starts_a_fresh_node() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("phase");
+    let store = store(&etcd, &prefix);
+    for node in 0..3 {
+        if let Err(e) = Generator::builder(layout())
+            .clock(common::Skewed::by(400))
+            .build_leased(
+                Arc::clone(&store) as Arc<dyn NodeStore>,
+                NodeRequest::Exact(node),
+            )
+        {
+            panic!("attempt {node}: a claimant 400 ms ahead of etcd did not start: {e}");
+        }
+    }
+}
+
+/// A claimant refused at its first check (its clock too far ahead of etcd's) has issued
+/// nothing, so it must leave the node as it found it. It wrote its first reservation before
+/// that check — on a node with no record, etcd's clock plus the floor's margin plus a window,
+/// about 10 s ahead — so the next claimant on an honest clock was refused (`ReservationAhead`,
+/// more than the 5.1 s tolerance); and one that trusts future reservations jumps to such a
+/// record, is refused at its first check in turn and writes it a window further ahead, each
+/// attempt (the CLI with --trust-reservation and a clock 8 s behind: 5.9, 6.9, 7.8, 8.8 s
+/// ahead after three attempts 4 s apart).
+#[test]
+fn a_claimant_refused_at_its_first_check_leaves_the_node_as_it_was() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("first-check");
+    let store = store(&etcd, &prefix);
+    match Generator::builder(layout())
+        .clock(common::Skewed::by(3_000))
+        .build_leased(
+            Arc::clone(&store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(0),
+        ) {
+        Err(Error::LeaseLost { reason, .. }) if named(&reason) => {}
+        other => panic!("{other:?}"),
+    }
+    let honest = Generator::builder(layout())
+        .build_leased(store as Arc<dyn NodeStore>, NodeRequest::Exact(0))
+        .map(|g| g.next_id());
+    assert!(
+        matches!(honest, Ok(Ok(_))),
+        "the next claimant on an honest clock: {honest:?}"
+    );
+}

@@ -274,3 +274,33 @@ fn a_holder_paused_with_its_keys_deleted_is_not_overlapped_by_a_successor_behind
     assert_eq!(code, Some(1), "{err}");
     common::assert_successor_above(&a_ids, &b_ids);
 }
+
+/// An endpoint without a scheme and a CA: etcd-client speaks TLS to it (it does whenever it
+/// has TLS options), and so must the reading of etcd's clock — it spoke plain HTTP there,
+/// got TLS's refusal back ("not an HTTP answer"), and no generator started on a setup that
+/// worked before etcd's clock was read.
+#[test]
+fn an_endpoint_without_a_scheme_and_a_ca_reads_etcds_clock_over_tls() {
+    let dir = common::TempDir::new("etcd-bare-tls");
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let (cert, key) = (dir.path().join("etcd.pem"), dir.path().join("etcd-key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let etcd = common::Etcd::start_with_tls(Some((&cert, &key)));
+    let bare = etcd.endpoint.trim_start_matches("https://");
+    let out = generate(
+        bare,
+        &dir.path().join("state"),
+        &["--etcd-ca", cert.to_str().unwrap(), "-n", "3"],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+}

@@ -18,7 +18,7 @@
 //!   socket: it lives exactly as long as the process that bound it, stopped or not, and no
 //!   deletion reaches it).
 //! * **A claimant** claims, decides with `handover::after_claim`, waits, re-reads and
-//!   decides with `handover::after_wait`, writes its first reservation, confirms, and
+//!   decides with `handover::after_wait`, confirms, writes its first reservation, and
 //!   issues; or passes the node over as a search for any node does (`handover::give_back`).
 //! * **A holder** issues ticks (one or more IDs each; a tick is the unit of uniqueness),
 //!   under its fence: below its reservation, at most `max_lead` ahead of its clock, and not
@@ -683,7 +683,7 @@ impl World {
         Next::World(self, label)
     }
 
-    /// Starts issuing above `floor`: the first reservation, then the first renewal.
+    /// Starts issuing above `floor`: the first renewal, then the first reservation.
     fn start(
         mut self,
         config: &Config,
@@ -703,17 +703,17 @@ impl World {
                 format!("{label}; its first write finds the claim gone"),
             );
         }
-        self.write_record(config, until);
         if self.ahead_of_store(config, now) {
-            // The first renewal does not confirm: the build fails, releasing with the first
-            // reservation as the record.
+            // The first renewal, before the first reservation, does not confirm: the build
+            // fails and gives the node back, nothing written.
             self.let_go(p);
             self.procs[p].phase = Phase::Done;
             return Next::World(
                 self,
-                format!("{label}; reserves {until}, ahead of the store's clock: refused"),
+                format!("{label}; ahead of the store's clock at its first check: refused"),
             );
         }
+        self.write_record(config, until);
         self.store.expires = self.t.saturating_add(TTL);
         self.procs[p].phase = Phase::Holding {
             read,

@@ -471,18 +471,14 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                 expired_at_ms: layout.expires_at_ms(),
             });
         }
-        let until = start_ms.saturating_add(window_ms);
-        let first_round = std::time::Instant::now();
-        if let Err(e) = store.extend(&claim, until) {
-            let _ = store.abandon(claim);
-            return Err(e);
-        }
-        let write_us = first_round.elapsed().as_micros();
-        LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
-        let round_us = u64::try_from(write_us).unwrap_or(u64::MAX);
-        status.round_us.store(round_us, Ordering::Relaxed);
         // The first renewal tells how long the claim lasts, before anything is issued, and
-        // confirms it: issuing may go on until `confirm_bound` after this check began.
+        // confirms it: issuing may go on until `confirm_bound` after this check began. It
+        // comes before the first reservation is written: a claimant the check refuses (a
+        // store with a clock, ours too far ahead of it) has issued nothing and gives the node
+        // back as it found it. (Written first, that reservation — on a node with no record,
+        // the store's floor plus a window — stayed, and refused the next honest claimant; and
+        // a claimant that jumped to a trusted reservation wrote it a window further ahead at
+        // every refused attempt.)
         let mut interval = (window / 4).min(check);
         let renew_mono = status.mono_us();
         let renew_ms = self.clock_ref().precise_now_ms();
@@ -498,11 +494,20 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                 }
             }
             Err(e) => {
-                let previous = claim.reserved_until_ms().unwrap_or(0).max(until);
-                let _ = store.release(claim, previous);
+                let _ = store.abandon(claim);
                 return Err(e);
             }
         }
+        let until = start_ms.saturating_add(window_ms);
+        let first_round = std::time::Instant::now();
+        if let Err(e) = store.extend(&claim, until) {
+            let _ = store.abandon(claim);
+            return Err(e);
+        }
+        let write_us = first_round.elapsed().as_micros();
+        LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
+        let round_us = u64::try_from(write_us).unwrap_or(u64::MAX);
+        status.round_us.store(round_us, Ordering::Relaxed);
         let deadline = deadline_tick(&layout, status.fence_deadline_ms(renew_ms, renew_mono));
         let mut builder = self.node(node);
         if let Some(after) = floor_tick.checked_sub(1) {

@@ -528,10 +528,13 @@ impl NodeStore for EtcdStore {
         {
             return Err(Error::LeaseLost {
                 node: claim.node(),
+                // `Date` is truncated: the member's clock was up to a second past it, so
+                // the lead is a range.
                 reason: format!(
-                    "this clock is {lead} ms ahead of etcd's (the Date of {}, to the second), \
-                     more than the {allowed} ms allowed (EtcdOptions::max_clock_lead, plus \
-                     a second for Date's resolution)",
+                    "this clock is {} to {lead} ms ahead of etcd's (the Date of {}, to the \
+                     second), more than the {allowed} ms allowed (EtcdOptions::max_clock_lead, \
+                     plus a second for Date's resolution)",
+                    lead.saturating_sub(etcd_clock::DATE_RESOLUTION_MS - 1),
                     self.describe()
                 ),
             });

@@ -73,9 +73,11 @@ impl EtcdClock {
         options: &EtcdOptions,
         timeout: Duration,
     ) -> Result<Self, String> {
+        // etcd-client speaks TLS to an endpoint without a scheme when it has TLS options.
+        let tls_by_default = options.ca_pem.is_some() || options.identity_pem.is_some();
         let targets = endpoints
             .iter()
-            .map(|e| Target::parse(e))
+            .map(|e| Target::parse(e, tls_by_default))
             .collect::<Result<Vec<_>, _>>()?;
         let tls = if targets.iter().any(|t| t.tls) {
             Some(tokio_rustls::TlsConnector::from(Arc::new(client_config(
@@ -133,12 +135,15 @@ impl EtcdClock {
 }
 
 impl Target {
-    /// `http://host:port`, `https://host:port` or `host:port` (plain, as etcd-client takes it).
-    fn parse(endpoint: &str) -> Result<Target, String> {
+    /// `http://host:port`, `https://host:port` or `host:port` — which, as etcd-client takes
+    /// it, is TLS when the options configure TLS (`tls_by_default`), plain otherwise.
+    fn parse(endpoint: &str, tls_by_default: bool) -> Result<Target, String> {
         let (tls, rest) = if let Some(rest) = endpoint.strip_prefix("https://") {
             (true, rest)
+        } else if let Some(rest) = endpoint.strip_prefix("http://") {
+            (false, rest)
         } else {
-            (false, endpoint.strip_prefix("http://").unwrap_or(endpoint))
+            (tls_by_default, endpoint)
         };
         let authority = rest.split('/').next().unwrap_or("");
         let host = match authority.strip_prefix('[') {
@@ -198,6 +203,15 @@ fn date_of(head: &[u8]) -> Result<u64, String> {
     let status = lines.next().unwrap_or("");
     if !status.starts_with("HTTP/1.") {
         return Err(format!("not an HTTP answer: {:?}", truncate(status)));
+    }
+    // An etcd member answers /version with 200. Anything else is not one — an `etcd
+    // grpc-proxy` answers 404 with its own host's Date, a load balancer its error page — and
+    // its clock is none of the members' the argument bounds by `max_member_skew`.
+    if status.split(' ').nth(1) != Some("200") {
+        return Err(format!(
+            "GET /version answered {:?}, not etcd's 200: is this endpoint an etcd member?",
+            truncate(status)
+        ));
     }
     let date = lines
         .filter_map(|line| line.split_once(':'))
@@ -274,27 +288,96 @@ mod tests {
         assert!(bad.contains("\"yesterday\""), "{bad}");
         let grpc = date_of(b"\0\0\x12\x04\0\0\0\0\0").unwrap_err();
         assert!(grpc.contains("not an HTTP answer"), "{grpc}");
+        // etcd's grpc-proxy: a 404 with the proxy host's Date, which is no member's clock.
+        let proxy =
+            date_of(b"HTTP/1.1 404 Not Found\r\nDate: Thu, 26 Nov 2026 20:25:00 GMT\r\n\r\n")
+                .unwrap_err();
+        assert!(proxy.contains("not etcd's 200"), "{proxy}");
+        let moved = date_of(
+            b"HTTP/1.1 301 Moved Permanently\r\nDate: Thu, 26 Nov 2026 20:25:00 GMT\r\n\r\n",
+        )
+        .unwrap_err();
+        assert!(moved.contains("not etcd's 200"), "{moved}");
     }
 
     #[test]
     fn endpoints_parse_as_etcd_client_takes_them() {
-        let t = Target::parse("https://etcd-0.example:2379").unwrap();
+        let t = Target::parse("https://etcd-0.example:2379", false).unwrap();
         assert_eq!(
             (t.authority.as_str(), t.host.as_str(), t.tls),
             ("etcd-0.example:2379", "etcd-0.example", true)
         );
-        let t = Target::parse("127.0.0.1:2379").unwrap();
+        let t = Target::parse("127.0.0.1:2379", false).unwrap();
         assert_eq!(
             (t.authority.as_str(), t.host.as_str(), t.tls),
             ("127.0.0.1:2379", "127.0.0.1", false)
         );
-        let t = Target::parse("http://[::1]:2379/").unwrap();
+        // Without a scheme and with TLS options, etcd-client speaks TLS: so must the clock.
+        let t = Target::parse("127.0.0.1:2379", true).unwrap();
+        assert_eq!(
+            (t.authority.as_str(), t.host.as_str(), t.tls),
+            ("127.0.0.1:2379", "127.0.0.1", true)
+        );
+        assert!(!Target::parse("http://127.0.0.1:2379", true).unwrap().tls);
+        let t = Target::parse("http://[::1]:2379/", false).unwrap();
         assert_eq!(
             (t.authority.as_str(), t.host.as_str(), t.tls),
             ("[::1]:2379", "::1", false)
         );
         for bad in ["http://etcd", "https://:2379", "etcd:port", ""] {
-            assert!(Target::parse(bad).is_err(), "{bad}");
+            assert!(Target::parse(bad, false).is_err(), "{bad}");
+        }
+    }
+
+    /// A hostile or broken endpoint: one that trickles its head a byte at a time, one whose
+    /// head never ends, one that answers nothing. Each costs at most the timeout and about
+    /// `HEAD_LIMIT` of memory, and is an `Err`.
+    #[test]
+    fn a_hostile_endpoint_costs_at_most_the_timeout() {
+        use std::io::{Read, Write};
+        fn serve(answer: fn(&mut std::net::TcpStream)) -> String {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            std::thread::spawn(move || {
+                for mut s in listener.incoming().flatten() {
+                    let mut buf = [0u8; 512];
+                    let _ = s.read(&mut buf);
+                    answer(&mut s);
+                }
+            });
+            format!("http://{addr}")
+        }
+        let trickle = serve(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n");
+            while s.write_all(b"X").is_ok() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let endless = serve(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n");
+            let line = [b'a'; 4096];
+            while s.write_all(&line).is_ok() {}
+        });
+        let silent = serve(|_| std::thread::sleep(Duration::from_secs(5)));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for endpoint in [trickle, endless, silent] {
+            let clock = EtcdClock::new(
+                std::slice::from_ref(&endpoint),
+                &EtcdOptions::new(),
+                Duration::from_millis(300),
+            )
+            .unwrap();
+            let started = std::time::Instant::now();
+            let read = runtime.block_on(clock.now_ms());
+            let took = started.elapsed();
+            assert!(read.is_err(), "{endpoint}: {read:?}");
+            assert!(
+                took < Duration::from_millis(600),
+                "{endpoint}: {took:?} {read:?}"
+            );
         }
     }
 
