@@ -10,6 +10,7 @@
 //! and holds the arithmetic; `etcd.rs` decides when.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use rustls::pki_types::pem::PemObject;
@@ -56,6 +57,10 @@ pub(super) struct EtcdClock {
     targets: Vec<Target>,
     tls: Option<tokio_rustls::TlsConnector>,
     timeout: Duration,
+    /// The endpoint that answered last, asked first: a dead first endpoint costs its timeout
+    /// once, not at every check (where it would outlast the confirm bound).
+    // Ordering: Relaxed; a hint, any value of it is a correct place to start.
+    answered: AtomicUsize,
 }
 
 /// One endpoint: where to connect and, for TLS, the name its certificate must carry.
@@ -90,6 +95,7 @@ impl EtcdClock {
             targets,
             tls,
             timeout,
+            answered: AtomicUsize::new(0),
         })
     }
 
@@ -97,9 +103,14 @@ impl EtcdClock {
     /// cannot answer. `Err` says why none did.
     pub(super) async fn now_ms(&self) -> Result<u64, String> {
         let mut reasons = Vec::new();
-        for target in &self.targets {
+        let first = self.answered.load(Ordering::Relaxed);
+        for i in (0..self.targets.len()).map(|k| (first + k) % self.targets.len()) {
+            let target = &self.targets[i];
             match tokio::time::timeout(self.timeout, self.read(target)).await {
-                Ok(Ok(ms)) => return Ok(ms),
+                Ok(Ok(ms)) => {
+                    self.answered.store(i, Ordering::Relaxed);
+                    return Ok(ms);
+                }
                 Ok(Err(e)) => reasons.push(format!("{}: {e}", target.authority)),
                 Err(_) => reasons.push(format!(
                     "{}: no answer within {} ms",
@@ -329,24 +340,29 @@ mod tests {
         }
     }
 
+    /// An HTTP endpoint on 127.0.0.1 that reads a request and gives `answer` the connection.
+    fn serve(answer: fn(&mut std::net::TcpStream)) -> String {
+        use std::io::Read;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                let mut buf = [0u8; 512];
+                let _ = s.read(&mut buf);
+                answer(&mut s);
+            }
+        });
+        format!("http://{addr}")
+    }
+
     /// A hostile or broken endpoint: one that trickles its head a byte at a time, one whose
-    /// head never ends, one that answers nothing. Each costs at most the timeout and about
-    /// `HEAD_LIMIT` of memory, and is an `Err`.
+    /// head never ends, one that answers nothing for 10 s. Each is an `Err` within its timeout
+    /// (300 ms; the bound below is ten times that, a liveness bound: without the timeout the
+    /// trickle would never end and the silent one would take 10 s), and the endless head costs
+    /// about `HEAD_LIMIT` of memory.
     #[test]
     fn a_hostile_endpoint_costs_at_most_the_timeout() {
-        use std::io::{Read, Write};
-        fn serve(answer: fn(&mut std::net::TcpStream)) -> String {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let addr = listener.local_addr().unwrap();
-            std::thread::spawn(move || {
-                for mut s in listener.incoming().flatten() {
-                    let mut buf = [0u8; 512];
-                    let _ = s.read(&mut buf);
-                    answer(&mut s);
-                }
-            });
-            format!("http://{addr}")
-        }
+        use std::io::Write;
         let trickle = serve(|s| {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\n");
             while s.write_all(b"X").is_ok() {
@@ -358,7 +374,7 @@ mod tests {
             let line = [b'a'; 4096];
             while s.write_all(&line).is_ok() {}
         });
-        let silent = serve(|_| std::thread::sleep(Duration::from_secs(5)));
+        let silent = serve(|_| std::thread::sleep(Duration::from_secs(10)));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -375,10 +391,35 @@ mod tests {
             let took = started.elapsed();
             assert!(read.is_err(), "{endpoint}: {read:?}");
             assert!(
-                took < Duration::from_millis(600),
+                took < Duration::from_secs(3),
                 "{endpoint}: {took:?} {read:?}"
             );
         }
+    }
+
+    /// A dead first endpoint is asked once: the one that answered is asked first afterwards.
+    #[test]
+    fn the_endpoint_that_answered_is_asked_first() {
+        use std::io::Write;
+        let silent = serve(|_| std::thread::sleep(Duration::from_secs(10)));
+        let good = serve(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 19:34:10 GMT\r\n\r\n");
+        });
+        let clock = EtcdClock::new(
+            &[silent, good],
+            &EtcdOptions::new(),
+            Duration::from_millis(200),
+        )
+        .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        assert_eq!(clock.answered.load(Ordering::Relaxed), 0);
+        assert_eq!(runtime.block_on(clock.now_ms()), Ok(1_795_721_650_000));
+        assert_eq!(clock.answered.load(Ordering::Relaxed), 1);
+        assert_eq!(runtime.block_on(clock.now_ms()), Ok(1_795_721_650_000));
+        assert_eq!(clock.answered.load(Ordering::Relaxed), 1);
     }
 
     /// The inequality: a holder confirmed at a check whose `Date` read `d_c` (its member's
