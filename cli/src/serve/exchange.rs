@@ -186,11 +186,17 @@ pub struct Exchange {
 
 impl Exchange {
     /// A request arrived on `conn`.
+    #[cfg(test)]
     pub fn begin(conn: &Arc<Conn>) -> Exchange {
+        Exchange::begin_at(conn, Instant::now())
+    }
+
+    /// A request arrived on `conn` at `arrival` (a clock read the caller also uses).
+    pub fn begin_at(conn: &Arc<Conn>, arrival: Instant) -> Exchange {
         // Ordering: Relaxed; a unique number.
         let token = conn.next_token.fetch_add(1, Ordering::Relaxed);
         let mut p = conn.progress();
-        p.in_flight.push((token, Instant::now()));
+        p.in_flight.push((token, arrival));
         p.arrived += 1;
         drop(p);
         Exchange {

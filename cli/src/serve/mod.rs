@@ -222,6 +222,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     endpoints.push(lifecycle::Endpoint {
         listener: http_listener,
         router: http::router(Arc::clone(&app)),
+        direct: Some(Arc::clone(&app)),
     });
     if let Some(listener) = grpc_listener {
         eprintln!(
@@ -233,6 +234,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         endpoints.push(lifecycle::Endpoint {
             listener,
             router: grpc::router(Arc::clone(&app)).map_err(runtime_failure)?,
+            direct: None,
         });
     }
     let limits = listener::Limits {
