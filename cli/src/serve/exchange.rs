@@ -159,7 +159,7 @@ impl Conn {
                 idle: Duration::from_secs(30),
             },
             1 << 20,
-            Arc::new(Budget::new(4 << 20)),
+            Arc::new(Budget::striped(4 << 20)),
         ))
     }
 
@@ -250,8 +250,13 @@ impl Exchange {
 impl Drop for Exchange {
     fn drop(&mut self) {
         let charged = *self.charged.get_mut();
-        self.conn.bytes.give_back(charged);
-        self.conn.server.give_back(charged);
+        if *self.reserved.get_mut() {
+            self.conn.bytes.give_back(charged);
+            self.conn.server.give_back(charged);
+        } else {
+            self.conn.bytes.give_back_small(charged);
+            self.conn.server.give_back_small(charged);
+        }
         let mut p = self.conn.progress();
         if let Some(i) = p.in_flight.iter().position(|&(t, _)| t == self.token) {
             p.in_flight.swap_remove(i);
