@@ -17,6 +17,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::stripe::{self, Padded, STRIPES};
+
 /// Answers up to this size are never refused for memory.
 pub const SMALL: usize = 1024;
 /// A streamed batch is sent in pieces of at most this size (one HTTP/2 DATA frame).
@@ -52,10 +54,15 @@ pub fn per_connection(max_count: u64) -> usize {
 /// A count of bytes held against a limit.
 #[derive(Debug)]
 pub struct Budget {
+    /// Bytes reserved ([`Budget::try_take`]), and small answers' bytes when not striped.
     held: AtomicUsize,
+    /// Small answers' bytes ([`Budget::take`]) on a budget every connection shares: one
+    /// stripe per thread (`stripe.rs`), so the requests of two cores do not contend for one
+    /// cache line. Bytes taken on one thread may be given back on another: a stripe may
+    /// wrap below zero, their wrapping sum is exact.
+    small: Box<[Padded<AtomicUsize>]>,
     limit: usize,
 }
-
 /// Why bytes could not be reserved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverBudget {
@@ -81,10 +88,20 @@ impl std::fmt::Display for OverBudget {
 }
 
 impl Budget {
-    pub const fn new(limit: usize) -> Budget {
+    /// A budget for one connection's answers.
+    pub fn new(limit: usize) -> Budget {
         Budget {
             held: AtomicUsize::new(0),
+            small: Box::default(),
             limit,
+        }
+    }
+
+    /// A budget that many threads count small answers in at once: the server's.
+    pub fn striped(limit: usize) -> Budget {
+        Budget {
+            small: (0..STRIPES).map(|_| Padded::default()).collect(),
+            ..Budget::new(limit)
         }
     }
 
@@ -92,9 +109,25 @@ impl Budget {
         self.limit
     }
 
+    /// Small answers' bytes in the stripes. The stripes are read one after another: bytes
+    /// taken on one stripe and given back on another in between can make the sum seem below
+    /// zero for that moment, which counts as none (never as a wrapped, huge count that would
+    /// refuse every reservation).
+    fn small_held(&self) -> usize {
+        // Ordering: Relaxed; a gauge.
+        let sum = self
+            .small
+            .iter()
+            .map(|s| s.0.load(Ordering::Relaxed))
+            .fold(0, usize::wrapping_add);
+        if isize::try_from(sum).is_ok() { sum } else { 0 }
+    }
+
     pub fn held(&self) -> usize {
         // Ordering: Relaxed; a gauge.
-        self.held.load(Ordering::Relaxed)
+        self.held
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.small_held())
     }
 
     /// What large answers may hold together: three quarters of the limit; the last quarter
@@ -103,11 +136,15 @@ impl Budget {
         self.limit - self.limit / 4
     }
 
-    /// Takes `n` bytes if the total stays within `cap`.
+    /// Takes `n` bytes if the total stays within `cap`. Reservations are exact against each
+    /// other (one compare-and-swap); small answers' bytes, never refused, are read as they
+    /// are at the time.
     pub fn try_take(&self, n: usize, cap: usize, whose: &'static str) -> Result<(), OverBudget> {
+        let small = self.small_held();
         // Ordering: Relaxed; the count publishes no other memory.
-        let mut held = self.held.load(Ordering::Relaxed);
+        let mut reserved = self.held.load(Ordering::Relaxed);
         loop {
+            let held = reserved.wrapping_add(small);
             let after = held.saturating_add(n);
             if after > cap {
                 return Err(OverBudget {
@@ -117,24 +154,48 @@ impl Budget {
                     cap,
                 });
             }
-            match self
-                .held
-                .compare_exchange_weak(held, after, Ordering::Relaxed, Ordering::Relaxed)
-            {
+            match self.held.compare_exchange_weak(
+                reserved,
+                reserved.wrapping_add(n),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return Ok(()),
-                Err(now) => held = now,
+                Err(now) => reserved = now,
             }
         }
     }
 
-    /// Counts `n` bytes that exist already (an answer too small to refuse).
-    pub fn take(&self, n: usize) {
-        self.held.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// Gives back `n` bytes taken before.
+    /// Gives back `n` bytes [`Budget::try_take`] took.
     pub fn give_back(&self, n: usize) {
         self.held.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` bytes that exist already (an answer too small to refuse).
+    pub fn take(&self, n: usize) {
+        match self.stripe() {
+            Some(s) => s.fetch_add(n, Ordering::Relaxed),
+            None => self.held.fetch_add(n, Ordering::Relaxed),
+        };
+    }
+
+    /// Gives back `n` bytes [`Budget::take`] counted.
+    pub fn give_back_small(&self, n: usize) {
+        match self.stripe() {
+            Some(s) => s.fetch_sub(n, Ordering::Relaxed),
+            None => self.held.fetch_sub(n, Ordering::Relaxed),
+        };
+    }
+
+    /// The calling thread's stripe, on a striped budget.
+    #[inline]
+    fn stripe(&self) -> Option<&AtomicUsize> {
+        if self.small.is_empty() {
+            return None;
+        }
+        self.small
+            .get(stripe::index() % self.small.len())
+            .map(|s| &s.0)
     }
 }
 
@@ -152,6 +213,34 @@ mod tests {
         // Small answers may use the last quarter.
         b.try_take(1000, b.limit(), "the server").unwrap();
         b.give_back(4000);
+        assert_eq!(b.held(), 0);
+    }
+
+    #[test]
+    fn small_answers_in_stripes_count_against_reservations() {
+        let b = Budget::striped(4096);
+        b.take(1000);
+        assert_eq!(b.held(), 1000);
+        let e = b.try_take(2500, b.batch_share(), "the server").unwrap_err();
+        assert_eq!((e.held, e.wanted, e.cap), (1000, 2500, 3072));
+        b.try_take(2000, b.batch_share(), "the server").unwrap();
+        assert_eq!(b.held(), 3000);
+        // Given back on another thread (another stripe): the sum is still exact.
+        std::thread::scope(|s| {
+            s.spawn(|| b.give_back_small(1000));
+        });
+        assert_eq!(b.held(), 2000);
+        b.give_back(2000);
+        assert_eq!(b.held(), 0);
+        // Read between a give-back on one stripe and the take on another it matches: none,
+        // not a wrapped count that would refuse every reservation.
+        std::thread::scope(|s| {
+            s.spawn(|| b.give_back_small(100));
+        });
+        assert_eq!(b.held(), 0);
+        b.try_take(3000, b.batch_share(), "the server").unwrap();
+        b.give_back(3000);
+        b.take(100);
         assert_eq!(b.held(), 0);
     }
 

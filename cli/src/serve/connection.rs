@@ -14,12 +14,15 @@ use tokio::time::{Instant, sleep_until};
 use tokio_rustls::TlsAcceptor;
 
 use super::exchange::{Conn, Late};
+use super::http::App;
 use super::metrics::{Closed, Metrics};
 use super::tracked::Tracked;
 
 /// What every connection of a listener shares.
 pub struct Shared {
     pub router: Router,
+    /// The app, when `router` is the HTTP API's (`tracked.rs` answers `GET /v1/id` itself).
+    pub direct: Option<Arc<App>>,
     pub builder: Builder<TokioExecutor>,
     pub tls: Option<TlsAcceptor>,
     pub metrics: Arc<Metrics>,
@@ -61,6 +64,7 @@ where
 {
     let service = Tracked::new(
         shared.router.clone(),
+        shared.direct.clone(),
         Arc::clone(&conn),
         Arc::clone(&shared.metrics),
     );

@@ -159,7 +159,7 @@ impl Conn {
                 idle: Duration::from_secs(30),
             },
             1 << 20,
-            Arc::new(Budget::new(4 << 20)),
+            Arc::new(Budget::striped(4 << 20)),
         ))
     }
 
@@ -186,11 +186,17 @@ pub struct Exchange {
 
 impl Exchange {
     /// A request arrived on `conn`.
+    #[cfg(test)]
     pub fn begin(conn: &Arc<Conn>) -> Exchange {
+        Exchange::begin_at(conn, Instant::now())
+    }
+
+    /// A request arrived on `conn` at `arrival` (a clock read the caller also uses).
+    pub fn begin_at(conn: &Arc<Conn>, arrival: Instant) -> Exchange {
         // Ordering: Relaxed; a unique number.
         let token = conn.next_token.fetch_add(1, Ordering::Relaxed);
         let mut p = conn.progress();
-        p.in_flight.push((token, Instant::now()));
+        p.in_flight.push((token, arrival));
         p.arrived += 1;
         drop(p);
         Exchange {
@@ -244,8 +250,13 @@ impl Exchange {
 impl Drop for Exchange {
     fn drop(&mut self) {
         let charged = *self.charged.get_mut();
-        self.conn.bytes.give_back(charged);
-        self.conn.server.give_back(charged);
+        if *self.reserved.get_mut() {
+            self.conn.bytes.give_back(charged);
+            self.conn.server.give_back(charged);
+        } else {
+            self.conn.bytes.give_back_small(charged);
+            self.conn.server.give_back_small(charged);
+        }
         let mut p = self.conn.progress();
         if let Some(i) = p.in_flight.iter().position(|&(t, _)| t == self.token) {
             p.in_flight.swap_remove(i);

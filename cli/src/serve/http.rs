@@ -16,7 +16,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 use monoflake::Id;
@@ -130,8 +130,8 @@ const OPENMETRICS: HeaderValue =
     HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
-fn body(status: StatusCode, kind: HeaderValue, text: String) -> Response {
-    let mut response = Response::new(Body::from(text));
+fn body(status: StatusCode, kind: HeaderValue, text: impl Into<Body>) -> Response {
+    let mut response = Response::new(text.into());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, kind);
     response
@@ -236,27 +236,96 @@ fn wants_text(headers: &HeaderMap) -> bool {
 
 async fn id(State(app): Shared, request: Request) -> Response {
     let start = Instant::now();
-    let headers = request.headers();
-    let query = no_query(request.uri().query());
-    let response = match unauthorized(&app, headers) {
+    match id_now(
+        &app,
+        request.method(),
+        request.uri(),
+        request.headers(),
+        start,
+    ) {
+        Ok(response) => response,
+        Err(wait) => id_later(app, wait).await,
+    }
+}
+
+/// A `GET /v1/id` whose generator is at its lead limit (or refuses): what
+/// [`id_later`] waits on.
+pub struct IdWait {
+    error: monoflake::Error,
+    text: bool,
+    start: Instant,
+}
+
+/// `GET` or `HEAD /v1/id`, answered without waiting: a refusal, a `HEAD`'s answer, or the ID
+/// when the generator issues at once; otherwise the wait [`id_later`] finishes. The router's
+/// handler and the listener's direct path (`tracked.rs`) both answer through it, so the two
+/// cannot differ. `start` is when the request arrived, for the latency histogram.
+pub fn id_now(
+    app: &App,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    start: Instant,
+) -> Result<Response, IdWait> {
+    let response = match unauthorized(app, headers) {
         Some(r) => r,
-        None => match query {
+        None => match no_query(uri.query()) {
             Err(r) => refused(r),
-            Ok(()) if request.method() == Method::HEAD => head(&app),
-            Ok(()) => match app.issuer.id().await {
-                Ok(id) => {
-                    app.metrics.served(1);
-                    if wants_text(headers) {
-                        body(StatusCode::OK, TEXT, format!("{id}\n"))
-                    } else {
-                        json(StatusCode::OK, format_args!("{{\"id\":\"{id}\"}}"))
-                    }
+            Ok(()) if method == Method::HEAD => head(app),
+            Ok(()) => match app.issuer.try_id() {
+                Ok(id) => issued(app, id, wants_text(headers)),
+                Err(error) => {
+                    return Err(IdWait {
+                        error,
+                        text: wants_text(headers),
+                        start,
+                    });
                 }
-                Err(r) => refused(r),
             },
         },
     };
-    finish(&app, Endpoint::Id, start, no_store(response))
+    Ok(finish(app, Endpoint::Id, start, no_store(response)))
+}
+
+/// The rest of a `GET /v1/id` that [`id_now`] could not answer at once.
+pub async fn id_later(app: Arc<App>, wait: IdWait) -> Response {
+    let response = match app.issuer.wait_id(wait.error).await {
+        Ok(id) => issued(&app, id, wait.text),
+        Err(r) => refused(r),
+    };
+    finish(&app, Endpoint::Id, wait.start, no_store(response))
+}
+
+/// The answer carrying `id`: `{"id":"…"}` and a newline, or the bare decimal line, written
+/// into one buffer of the right size (no formatting machinery, no regrowth).
+fn issued(app: &App, id: Id, text: bool) -> Response {
+    app.metrics.served(1);
+    let mut digits = [0u8; 20];
+    let mut n = id.as_u64();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `n % 10` is below 10: the cast cannot truncate.
+        #[allow(clippy::cast_possible_truncation)]
+        let digit = (n % 10) as u8;
+        digits[at] = b'0' + digit;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let digits = &digits[at..];
+    // Exactly as long as the line, so that it becomes the body's bytes as it is.
+    let mut line = Vec::with_capacity(digits.len() + if text { 1 } else { 10 });
+    if text {
+        line.extend_from_slice(digits);
+        line.push(b'\n');
+        return body(StatusCode::OK, TEXT, line);
+    }
+    line.extend_from_slice(b"{\"id\":\"");
+    line.extend_from_slice(digits);
+    line.extend_from_slice(b"\"}\n");
+    body(StatusCode::OK, JSON, line)
 }
 
 /// The name of a URL query's first parameter, percent-decoded; `None` for no query, an

@@ -191,13 +191,17 @@ impl Issuer {
         }
     }
 
-    /// One ID.
-    pub async fn id(&self) -> Result<Id, Refusal> {
-        let first = self.current.load().try_next_id();
-        match first {
-            Ok(id) => Ok(id),
-            Err(e) => self.wait(e, || self.current.load().try_next_id()).await,
-        }
+    /// One ID now, or the generator's error: [`Issuer::wait_id`] then waits on it. `GET
+    /// /v1/id` answers at once this way when the generator can issue (nearly always),
+    /// without a future to allocate.
+    pub fn try_id(&self) -> Result<Id, Error> {
+        self.current.load().try_next_id()
+    }
+
+    /// One ID after [`Issuer::try_id`] gave `e`: slept for at the lead limit within
+    /// `max_wait`, or refused.
+    pub async fn wait_id(&self, e: Error) -> Result<Id, Refusal> {
+        self.wait(e, || self.current.load().try_next_id()).await
     }
 
     /// `n` strictly increasing IDs from one reservation (`n` already checked).

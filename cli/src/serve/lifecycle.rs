@@ -26,6 +26,8 @@ use super::listener::{self, Limits};
 pub struct Endpoint {
     pub listener: TcpListener,
     pub router: Router,
+    /// The app, when `router` is the HTTP API's: `GET /v1/id` is then answered directly.
+    pub direct: Option<Arc<App>>,
 }
 
 /// Binds `addr`, or says why not.
@@ -73,6 +75,7 @@ pub async fn run(
         tasks.spawn(listener::serve(
             e.listener,
             e.router,
+            e.direct,
             tls.clone(),
             limits.clone(),
             Arc::clone(&app.metrics),

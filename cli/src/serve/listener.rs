@@ -27,6 +27,7 @@ use tokio_rustls::TlsAcceptor;
 use super::budget::Budget;
 use super::connection::{self, Shared, stopped};
 use super::exchange::{Conn, Timeouts};
+use super::http::App;
 use super::metrics::Metrics;
 use super::slots::Slots;
 
@@ -67,9 +68,11 @@ fn builder(limits: &Limits) -> Builder<TokioExecutor> {
 }
 
 /// Serves `router` on `listener` until `stop` turns true, then drains.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     listener: TcpListener,
     router: Router,
+    direct: Option<Arc<App>>,
     tls: Option<TlsAcceptor>,
     limits: Limits,
     metrics: Arc<Metrics>,
@@ -78,6 +81,7 @@ pub async fn serve(
 ) {
     let shared = Arc::new(Shared {
         router,
+        direct,
         builder: builder(&limits),
         tls,
         metrics: Arc::clone(&metrics),

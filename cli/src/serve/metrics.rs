@@ -1,8 +1,8 @@
 //! `/metrics`: the generator's and the lease's counters, the service's own, and request
 //! latency per endpoint, in Prometheus text through `prometheus-client`.
 //!
-//! The hot path touches only relaxed atomics: a request adds to its endpoint's latency
-//! bucket, count and sum (prometheus-client's own histogram takes a lock per observation,
+//! The hot path touches only relaxed atomics, on its thread's own stripe (`stripe.rs`): a
+//! request adds to its endpoint's latency bucket and sum (prometheus-client's own histogram takes a lock per observation,
 //! which two cores serving 100,000 requests a second would fight over). Everything else —
 //! the generator's [`Stats`](monoflake::Stats), the lease state, the process's resources
 //! (`process.rs`) — is read when scraped. `monoflake_build_info` names the version and the
@@ -22,6 +22,7 @@ use prometheus_client::registry::Registry;
 use super::budget::Budget;
 use super::issue::{Issuer, Observer};
 use super::process;
+use super::stripe::{self, Padded, STRIPES};
 
 /// The endpoints whose latency is measured, in the order of [`ENDPOINTS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,23 +112,29 @@ const CLOSED_LABELS: [&str; 8] = [
     "drained",
 ];
 
-/// One endpoint's latency histogram: per-bucket counts (not cumulative), count and sum.
+/// One endpoint's latency histogram: per-bucket counts (not cumulative) and the sum; the
+/// count is the buckets' sum.
 // Ordering: Relaxed for all; each is a lone statistic.
 #[derive(Debug, Default)]
 struct Latency {
     buckets: [AtomicU64; 15],
-    count: AtomicU64,
     sum_ns: AtomicU64,
+}
+
+/// What every request adds to, one set per stripe (`stripe.rs`): summed when scraped.
+#[derive(Debug, Default)]
+struct Hot {
+    latency: [Latency; ENDPOINTS.len()],
+    codes: [AtomicU64; 8],
+    ids_served: AtomicU64,
 }
 
 /// The service's own counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    latency: [Latency; ENDPOINTS.len()],
-    codes: [AtomicU64; 8],
+    hot: [Padded<Hot>; STRIPES],
     closed: [AtomicU64; 8],
     over_budget: AtomicU64,
-    ids_served: AtomicU64,
     refused: AtomicU64,
     waited: AtomicU64,
     unauthorized: AtomicU64,
@@ -139,15 +146,28 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// The calling thread's stripe of the per-request counters.
+    #[inline]
+    fn hot(&self) -> &Hot {
+        &self.hot[stripe::index()].0
+    }
+
+    /// `what` of every stripe, summed.
+    fn sum(&self, what: impl Fn(&Hot) -> &AtomicU64) -> u64 {
+        self.hot
+            .iter()
+            .map(|h| what(&h.0).load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add)
+    }
+
     /// Records one handler's time.
     #[inline]
     pub fn observe(&self, endpoint: Endpoint, elapsed: Duration) {
         let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        let l = &self.latency[endpoint as usize];
+        let l = &self.hot().latency[endpoint as usize];
         let bucket = BOUNDS_NS.iter().position(|&b| ns <= b).unwrap_or(14);
         // Ordering: Relaxed (statistics).
         l.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        l.count.fetch_add(1, Ordering::Relaxed);
         l.sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
@@ -158,7 +178,7 @@ impl Metrics {
             .iter()
             .position(|&c| c == code)
             .unwrap_or(CODES.len() - 1);
-        self.codes[slot].fetch_add(1, Ordering::Relaxed);
+        self.hot().codes[slot].fetch_add(1, Ordering::Relaxed);
     }
 
     /// A request refused (503) because answers already held too many bytes.
@@ -169,7 +189,7 @@ impl Metrics {
     /// IDs handed to callers (the generator's `issued` also counts readiness probes).
     #[inline]
     pub fn served(&self, n: u64) {
-        self.ids_served.fetch_add(n, Ordering::Relaxed);
+        self.hot().ids_served.fetch_add(n, Ordering::Relaxed);
     }
 
     pub fn unauthorized(&self) {
@@ -255,7 +275,7 @@ impl Collector for Scrape {
             e,
             "monoflake_ids_served",
             "IDs sent to callers.",
-            load(&m.ids_served),
+            m.sum(|h| &h.ids_served),
         )?;
         counter(
             e,
@@ -415,8 +435,8 @@ impl Collector for Scrape {
                 None,
                 MetricType::Counter,
             )?;
-            for (label, value) in CODE_LABELS.iter().zip(&m.codes) {
-                ConstCounter::new(load(value))
+            for (i, label) in CODE_LABELS.iter().enumerate() {
+                ConstCounter::new(m.sum(|h| &h.codes[i]))
                     .encode(family.encode_family(&[("code", *label)])?)?;
             }
         }
@@ -442,16 +462,16 @@ impl Collector for Scrape {
             None,
             MetricType::Histogram,
         )?;
-        for (label, l) in ENDPOINTS.iter().zip(&m.latency) {
+        for (e, label) in ENDPOINTS.iter().enumerate() {
             let mut buckets = [(0.0, 0); 15];
             for (i, slot) in buckets.iter_mut().enumerate() {
                 *slot = (
                     BOUNDS.get(i).copied().unwrap_or(f64::MAX),
-                    load(&l.buckets[i]),
+                    m.sum(|h| &h.latency[e].buckets[i]),
                 );
             }
             let count = buckets.iter().map(|b| b.1).sum();
-            let sum = Duration::from_nanos(load(&l.sum_ns)).as_secs_f64();
+            let sum = Duration::from_nanos(m.sum(|h| &h.latency[e].sum_ns)).as_secs_f64();
             family
                 .encode_family(&[("endpoint", *label)])?
                 .encode_histogram::<prometheus_client::encoding::NoLabelSet>(

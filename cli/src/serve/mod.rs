@@ -13,6 +13,7 @@
 //! * `exchange.rs`: a connection's requests in flight, its progress and deadline;
 //!   `tracked.rs`: the service wrapper that tracks each request and counts each answer.
 //! * `budget.rs`: the bytes answers hold; `batch.rs`: a batch streamed in pieces.
+//! * `stripe.rs`: per-thread stripes for the counters every request adds to.
 //! * `lifecycle.rs`: signals, drain, release.
 
 mod auth;
@@ -29,6 +30,7 @@ mod metrics;
 mod openapi;
 mod process;
 mod slots;
+mod stripe;
 mod tls;
 mod tracked;
 
@@ -123,7 +125,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         )));
     }
     let per_connection = budget::per_connection(args.max_count);
-    let budget = Arc::new(budget::Budget::new(
+    let budget = Arc::new(budget::Budget::striped(
         usize::try_from(args.response_budget).unwrap_or(usize::MAX) << 20,
     ));
     if budget.batch_share() < per_connection {
@@ -222,6 +224,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     endpoints.push(lifecycle::Endpoint {
         listener: http_listener,
         router: http::router(Arc::clone(&app)),
+        direct: Some(Arc::clone(&app)),
     });
     if let Some(listener) = grpc_listener {
         eprintln!(
@@ -233,6 +236,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         endpoints.push(lifecycle::Endpoint {
             listener,
             router: grpc::router(Arc::clone(&app)).map_err(runtime_failure)?,
+            direct: None,
         });
     }
     let limits = listener::Limits {

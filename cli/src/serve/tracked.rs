@@ -1,6 +1,7 @@
 //! The service every connection runs: the router, with each request tracked as an
 //! [`Exchange`] from its arrival until its answer's last byte has left, and each answer
 //! counted by status, whatever layer answered (a handler, axum's own rejections, tonic).
+//! `GET /v1/id`, the hot route, is answered without the router (`Tracked::direct`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -10,27 +11,39 @@ use std::task::{Context, Poll, ready};
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, Request, Response};
+use axum::http::{HeaderMap, Method, Request, Response};
 use axum::routing::future::RouteFuture;
 use bytes::{Buf, Bytes};
 use http_body::{Frame, SizeHint};
 use tower::Service;
 
 use super::exchange::{Conn, Exchange};
+use super::http::{self, App};
 use super::metrics::Metrics;
 
 /// The router, for one connection.
 #[derive(Clone, Debug)]
 pub struct Tracked {
     router: Router,
+    /// The app, on the listener whose router serves `GET /v1/id`: that route is answered
+    /// directly, through the same code as the router's handler (`http::id_now`), without
+    /// the router's per-request work (its boxed service clone, the handler's boxed future,
+    /// the request extension carrying the exchange).
+    direct: Option<Arc<App>>,
     conn: Arc<Conn>,
     metrics: Arc<Metrics>,
 }
 
 impl Tracked {
-    pub fn new(router: Router, conn: Arc<Conn>, metrics: Arc<Metrics>) -> Tracked {
+    pub fn new(
+        router: Router,
+        direct: Option<Arc<App>>,
+        conn: Arc<Conn>,
+        metrics: Arc<Metrics>,
+    ) -> Tracked {
         Tracked {
             router,
+            direct,
             conn,
             metrics,
         }
@@ -47,21 +60,54 @@ where
     type Future = TrackedFuture;
 
     fn call(&self, mut request: Request<B>) -> TrackedFuture {
-        let exchange = Arc::new(Exchange::begin(&self.conn));
-        request.extensions_mut().insert(Arc::clone(&exchange));
-        // The router is always ready (axum's `poll_ready` returns `Ready`).
-        let inner = self.router.clone().call(request);
+        // One clock read for both the connection's deadline and the latency histogram.
+        let arrival = std::time::Instant::now();
+        let exchange = Arc::new(Exchange::begin_at(
+            &self.conn,
+            tokio::time::Instant::from_std(arrival),
+        ));
+        let answer = match &self.direct {
+            // What the router would route to `http::id`: `GET /v1/id` (a `HEAD` goes through
+            // the router, which strips the body). The request's body is never read, as there.
+            Some(app) if request.method() == Method::GET && request.uri().path() == "/v1/id" => {
+                match http::id_now(
+                    app,
+                    request.method(),
+                    request.uri(),
+                    request.headers(),
+                    arrival,
+                ) {
+                    Ok(response) => Answer::Ready(Some(response)),
+                    Err(wait) => Answer::Waiting(Box::pin(http::id_later(Arc::clone(app), wait))),
+                }
+            }
+            _ => {
+                request.extensions_mut().insert(Arc::clone(&exchange));
+                // The router is always ready (axum's `poll_ready` returns `Ready`).
+                Answer::Routed(self.router.clone().call(request))
+            }
+        };
         TrackedFuture {
-            inner,
+            answer,
             exchange: Some(exchange),
             metrics: Arc::clone(&self.metrics),
         }
     }
 }
 
-/// The router's answer to come, and the request it answers.
+/// Where an answer comes from.
+enum Answer {
+    /// The router.
+    Routed(RouteFuture<Infallible>),
+    /// `GET /v1/id`, answered at once.
+    Ready(Option<Response<Body>>),
+    /// `GET /v1/id`, waiting for the generator.
+    Waiting(Pin<Box<dyn Future<Output = Response<Body>> + Send>>),
+}
+
+/// The answer to come, and the request it answers.
 pub struct TrackedFuture {
-    inner: RouteFuture<Infallible>,
+    answer: Answer,
     exchange: Option<Arc<Exchange>>,
     metrics: Arc<Metrics>,
 }
@@ -72,7 +118,16 @@ impl Future for TrackedFuture {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // `RouteFuture` is `Unpin` (it boxes what it runs), so the whole future is.
         let this = self.get_mut();
-        let Ok(response) = ready!(Pin::new(&mut this.inner).poll(cx));
+        let response = match &mut this.answer {
+            Answer::Routed(inner) => {
+                let Ok(response) = ready!(Pin::new(inner).poll(cx));
+                response
+            }
+            Answer::Ready(response) => response
+                .take()
+                .expect("a TrackedFuture is polled to its answer once"),
+            Answer::Waiting(inner) => ready!(inner.as_mut().poll(cx)),
+        };
         this.metrics
             .answered(code_of(response.status().as_u16(), response.headers()));
         let exchange = this
