@@ -18,8 +18,11 @@ fn state_dir(dir: &common::TempDir) -> String {
 /// `MONOFLAKE_*` settings.
 fn monoflake_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_monoflake"));
+    // Every setting from the environment, but not the tests' host scope (.cargo/config.toml):
+    // without it the process shares the host-wide claims of every other monoflake here, and
+    // `gen`'s lowest free node below was 1 while another process held 0.
     for (name, _) in std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v))) {
-        if name.starts_with("MONOFLAKE_") {
+        if name.starts_with("MONOFLAKE_") && name != "MONOFLAKE_TEST_HOST_SCOPE" {
             c.env_remove(name);
         }
     }
