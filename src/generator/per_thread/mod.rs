@@ -67,6 +67,16 @@ const MAX_SLOT_NAP: Duration = Duration::from_millis(5);
 ///   safety of the step, the fork check on every call ([`Error::Forked`] in a child), and, for
 ///   a leased one ([`GeneratorBuilder::build_leased_per_thread`](crate::GeneratorBuilder::build_leased_per_thread)),
 ///   the fence of the node's reservation and lease.
+/// * **A thread is a thread with thread-locals of its own.** A task made by a raw
+///   `clone(CLONE_VM)` without a thread pointer of its own (no `CLONE_SETTLS`, not through
+///   `pthread_create` or `std::thread`) shares the thread-locals of the thread that made it —
+///   libc's `errno`, Rust's every `thread_local!`, and this generator's slot numbers — and runs
+///   at the same time as it: no Rust code that keeps state in a thread-local is sound there,
+///   and two such tasks issuing from one slot issue the same IDs (3,158 to 12,786 in a review,
+///   issue 34). Nothing on the common path can tell the two apart without a system call. Use a
+///   [`Generator`] or [`PerCore`](crate::PerCore) (one compare-exchange per ID) in such a
+///   program. (`vfork`, and `clone` with `CLONE_VFORK`, suspend the parent until the child
+///   execs or exits: safe, as long as the child does not issue.)
 /// * **Costs sequence space**: each slot has `2^(sequence_bits - slot_bits)` IDs per tick, so
 ///   one busy thread borrows sooner than on a [`Generator`]. Twitter's 12 sequence bits with
 ///   8 slots leave 512 IDs per millisecond per thread.
