@@ -970,3 +970,64 @@ fn state_migrate_rewrites_version_1_reservations_after_which_they_are_used() {
     assert_eq!(issued.len(), 3);
     assert!(issued.iter().all(|&id| unix_ms_of(id, &layout) >= until));
 }
+
+/// Issue 34, case 5: a holder killed with kill -9, its reservation file removed, and a
+/// restart at once with the clock 2 s back (5,999,999 of 6,000,000 issued again before, exit
+/// 0, silent). The killed holder also wrote what its reservation says to the host's anchor in
+/// /var/tmp, so the restart reads it: it is refused with the numbers, printing nothing (the
+/// anchor runs up to the 5 s window past the kill, more than the 5.1 s tolerance ahead of a
+/// clock 2 s back), or, if the restart came late enough for the anchor to be within the
+/// tolerance, waits it out and starts above every ID the first run printed. Never an ID at or
+/// below them, never silent. Host-wide (the tests' scope removed), on a bit shape no other
+/// test uses (host anchors are kept per shape).
+#[test]
+fn a_restart_behind_a_killed_holder_whose_reservation_was_removed_never_reissues() {
+    let state = common::TempDir::new("case5");
+    let layout = "time=41,n=9,sequence=13,epoch=2024-01-01";
+    let mut first = monoflake(state.path());
+    first
+        .env_remove("MONOFLAKE_TEST_HOST_SCOPE")
+        .args([
+            "gen",
+            "--layout",
+            layout,
+            "-n",
+            "100000000000",
+            "--node",
+            "0",
+        ])
+        .stdout(Stdio::piped());
+    let mut child = first.spawn().unwrap();
+    let reader = common::Reader::spawn(&mut child);
+    reader.wait_for(200_000);
+    common::signal(child.id(), "KILL");
+    let _ = child.wait();
+    let printed = reader.finish();
+    // The node's reservation record, wherever the layout's shape keeps it.
+    let removed: Vec<_> = std::fs::read_dir(state.path())
+        .unwrap()
+        .flatten()
+        .map(|shape| shape.path().join("node-0.reservation"))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    std::fs::remove_file(&removed[0]).unwrap();
+    let mut again = under_faketime(state.path(), "-2s");
+    let out = again
+        .env_remove("MONOFLAKE_TEST_HOST_SCOPE")
+        .args(["gen", "--layout", layout, "-n", "300000", "--node", "0"])
+        .output()
+        .unwrap();
+    let max_printed = *printed.iter().max().unwrap();
+    if out.status.success() {
+        assert!(
+            ids(&out).iter().all(|&id| id > max_printed),
+            "the restart issued at or below the killed holder's last ID"
+        );
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("node 0's time reservation runs to"), "{err}");
+        assert!(out.stdout.is_empty(), "printed IDs before refusing");
+    }
+}
