@@ -222,6 +222,10 @@ print(json.dumps({"ends": ends, "issued": len(ids), "unique": len(set(ids)),
 
 
 WAIT_THEN_SIGINT = r"""
+# Python turns SIGINT into KeyboardInterrupt only when it was not ignored at start: a test run
+# started in the background by a non-interactive shell (`cmd &`) inherits it ignored.
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
 g = slow_generator()
 print("waiting", flush=True)
 g.{call}
