@@ -241,6 +241,14 @@ impl LeaseStatus {
             .unwrap_or_else(PoisonError::into_inner) = e.map(Error::to_string);
     }
 
+    /// The reason the store gave when it said the claim is gone, if it has.
+    fn lost_reason(&self) -> Option<String> {
+        self.lost_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// A refusal that only needs the keeper to run a round now: wake it and wait about one
     /// round with the store.
     fn wait_for_keeper(&self) -> Error {
@@ -270,11 +278,7 @@ impl Refusal for LeaseStatus {
         }
         // The store said the claim is gone: its reason, whichever word of the fence refused
         // first (the keeper closes both at the end of the round that found it).
-        let lost = self
-            .lost_reason
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let lost = self.lost_reason();
         if let Some(reason) = lost {
             return Error::LeaseLost { node, reason };
         }
@@ -299,12 +303,7 @@ impl Refusal for LeaseStatus {
             }
             // The keeper may have found the claim lost since `lost_reason` was read above: its
             // reason, then, not the validity's (`lose` writes it before the deadline).
-            let lost = self
-                .lost_reason
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
-            if let Some(reason) = lost {
+            if let Some(reason) = self.lost_reason() {
                 return Error::LeaseLost { node, reason };
             }
             let why = last.unwrap_or_else(|| "no renewal succeeded".into());
