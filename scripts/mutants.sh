@@ -7,11 +7,13 @@
 #   bash scripts/mutants.sh NAME...         the ones named
 #   bash scripts/mutants.sh --list          the table
 #   --no-baseline                           skip running each check on the unmutated build first
+#   --keep                                  keep each mutant's build (a second run then only
+#                                           rebuilds what changed; 0.3-1 GB per mutant)
 #
 # For each mutant it builds the check with RUSTFLAGS="--cfg <cfg>" in a target directory of its
-# own ($CARGO_TARGET_DIR/mutants/<name>, or target/mutants/<name>; about 0.9 GB for a test's,
-# 0.3 GB for a loom model's, kept so that a second run only rebuilds what changed), then runs
-# the check. A mutant is killed when the check builds and then fails; a check that does not
+# own ($CARGO_TARGET_DIR/mutants/<name>, or target/mutants/<name>; about 0.6-1 GB for a test's,
+# 0.3 GB for a loom model's), runs the check, and then removes that directory unless --keep is
+# given: thirty builds kept would fill a small disk (a CI run once lost half its mutants so). A mutant is killed when the check builds and then fails; a check that does not
 # build is an error of the suite, never a kill; and first, each check must pass on the
 # unmutated build (in $CARGO_TARGET_DIR/mutants/baseline-<kind>), else the run stops: a check
 # that fails anyway kills nothing. It prints one line per mutant and, last,
@@ -84,19 +86,27 @@ MUTANTS=(
     "slots                    monoflake_broken_slots                     slow  loom slots"
 )
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
+
+# Why a build failed, on the suite's own output: its last lines, and the disk's free space.
+why() {
+    tail -n 5 "$1" | sed 's/^/    | /'
+    df -h "$base" | awk 'NR == 2 {print "    | free on " $6 ": " $4}'
+}
 base="${CARGO_TARGET_DIR:-$PWD/target}/mutants"
 mkdir -p "$base"
 
 cheap_only=false
 list=false
 baseline=true
+keep=false
 wanted=()
 for arg in "$@"; do
     case "$arg" in
     --cheap) cheap_only=true ;;
     --list) list=true ;;
     --no-baseline) baseline=false ;;
+    --keep) keep=true ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "mutants.sh: unknown option $arg" >&2; usage >&2; exit 2 ;;
     *) wanted+=("$arg") ;;
@@ -192,6 +202,7 @@ if $baseline; then
         if ! { RUSTFLAGS="" CARGO_TARGET_DIR="$dir" check build "$kind" "$@" &&
             RUSTFLAGS="" CARGO_TARGET_DIR="$dir" check run "$kind" "$@"; } >"$log" 2>&1; then
             echo "baseline: $kind $* fails on the unmutated build (see $log): it can kill nothing"
+            why "$log"
             exit 1
         fi
         echo "baseline: $kind $* passes on the unmutated build"
@@ -210,7 +221,9 @@ for row in ${selected[@]+"${selected[@]}"}; do
     start=$(date +%s)
     if ! RUSTFLAGS="--cfg $cfg" CARGO_TARGET_DIR="$base/$name" check build "$kind" "$@" >"$log" 2>&1; then
         echo "mutant $name: ERROR, its check did not build (see $log)"
+        why "$log"
         broken=$((broken + 1))
+        $keep || rm -rf "${base:?}/$name"
         continue
     fi
     built=$(date +%s)
@@ -221,6 +234,8 @@ for row in ${selected[@]+"${selected[@]}"}; do
         echo "mutant $name: killed by $kind $* in $((end - built)) s (build $((built - start)) s)"
         killed=$((killed + 1))
     fi
+    $keep || rm -rf "${base:?}/$name"
 done
+$keep || rm -rf "${base:?}"/baseline-*/
 echo "mutants: $killed killed of $total"
 [ "$killed" -eq "$total" ] && [ "$broken" -eq 0 ]
