@@ -304,6 +304,14 @@ mod tests {
             date_of(b"HTTP/1.1 404 Not Found\r\nDate: Thu, 26 Nov 2026 20:25:00 GMT\r\n\r\n")
                 .unwrap_err();
         assert!(proxy.contains("not etcd's 200"), "{proxy}");
+        assert!(proxy.contains("\"HTTP/1.1 404 Not Found\""), "{proxy}");
+        // A status line is quoted up to its first 80 bytes, however long it is.
+        let long = format!("HTTP/1.1 500 {}\r\n\r\n", "x".repeat(1000));
+        let long = date_of(long.as_bytes()).unwrap_err();
+        assert!(
+            long.contains(&format!("\"HTTP/1.1 500 {}\"", "x".repeat(67))),
+            "{long}"
+        );
         let moved = date_of(
             b"HTTP/1.1 301 Moved Permanently\r\nDate: Thu, 26 Nov 2026 20:25:00 GMT\r\n\r\n",
         )
@@ -311,6 +319,32 @@ mod tests {
         assert!(moved.contains("not etcd's 200"), "{moved}");
     }
 
+    /// A head below [`HEAD_LIMIT`] is read whole, over many reads; one that has not ended by
+    /// then is refused, whatever follows (memory stays bounded whatever an endpoint sends).
+    #[test]
+    fn a_head_is_read_up_to_its_limit_and_no_further() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let answer = |pad: usize| {
+            let mut bytes = b"HTTP/1.1 200 OK\r\n".to_vec();
+            bytes.extend(format!("X-Pad: {}\r\n", "a".repeat(pad)).as_bytes());
+            bytes.extend(b"Date: Thu, 26 Nov 2026 19:34:10 GMT\r\n\r\n{}");
+            bytes
+        };
+        let read = |bytes: Vec<u8>| {
+            runtime.block_on(async {
+                let (client, mut server) = tokio::io::duplex(64 * 1024);
+                server.write_all(&bytes).await.unwrap();
+                let read = exchange(client, "127.0.0.1:2379").await;
+                drop(server);
+                read
+            })
+        };
+        assert_eq!(read(answer(12 * 1024)), Ok(1_795_721_650_000));
+        let long = read(answer(HEAD_LIMIT)).unwrap_err();
+        assert!(long.contains("no end of the answer's head"), "{long}");
+    }
     #[test]
     fn endpoints_parse_as_etcd_client_takes_them() {
         let t = Target::parse("https://etcd-0.example:2379", false).unwrap();
