@@ -359,3 +359,45 @@ pub(crate) fn deadline_tick(layout: &Layout, deadline_ms: u64) -> u64 {
 pub(crate) fn last_tick_before(layout: &Layout, until_ms: u64) -> u64 {
     first_tick_from(layout, until_ms).saturating_sub(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fence's deadline, to the millisecond: what is left of the lease and of the confirm
+    /// bound, less a margin of 2 ms and 1 ms per 500 ms left; never past the confirming
+    /// check's clock plus the bound; none for a lease without a deadline; 0 once lost.
+    #[test]
+    fn the_fence_deadline_is_what_is_left_less_the_margin() {
+        // Checks every second: the confirm bound is 2 s.
+        let status = LeaseStatus::new("test".into(), Duration::from_secs(1));
+        status.renewed(0, None);
+        status.confirmed(0, 1_000_000);
+        // 2,000 ms left of the bound: a margin of 2 + 4 ms.
+        assert_eq!(status.fence_deadline_ms(1_000_000, 0), 1_001_994);
+        // 1,500 ms later by the monotonic clock, 500 ms left: a margin of 2 + 1 ms.
+        assert_eq!(status.fence_deadline_ms(1_001_500, 1_500_000), 1_001_997);
+        // The clock stepped 10 s forward since the check: the check's clock plus the bound.
+        assert_eq!(status.fence_deadline_ms(1_010_000, 0), 1_002_000);
+        // A lease valid for 1 s from the check: its 1,000 ms left, a margin of 2 + 2 ms.
+        status.renewed(0, Some(Duration::from_secs(1)));
+        assert_eq!(status.fence_deadline_ms(1_000_000, 0), 1_000_996);
+        // A lease valid for 10 minutes and a check every 10 minutes: a margin of 2 + 1,200.
+        let long = LeaseStatus::new("test".into(), Duration::from_secs(600));
+        long.renewed(0, Some(Duration::from_secs(600)));
+        long.confirmed(0, 5_000_000);
+        assert_eq!(long.fence_deadline_ms(5_000_000, 0), 5_598_798);
+        // Lost: 0, whatever else holds.
+        status.lose("taken over");
+        assert_eq!(status.fence_deadline_ms(1_000_000, 0), 0);
+        assert_eq!(status.lost_reason().as_deref(), Some("taken over"));
+    }
+
+    /// Never confirmed: no issuing at all.
+    #[test]
+    fn an_unconfirmed_lease_has_a_deadline_of_zero() {
+        let status = LeaseStatus::new("test".into(), Duration::from_secs(1));
+        status.renewed(0, None);
+        assert_eq!(status.fence_deadline_ms(1_000_000, 0), 0);
+    }
+}
