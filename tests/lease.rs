@@ -793,9 +793,21 @@ fn flaky_holder(
     Arc<common::Flaky>,
     monoflake::Leased<monoflake::LockedClock>,
 ) {
+    flaky_holder_of(name, Layout::twitter())
+}
+
+/// As [`flaky_holder`], of `layout`.
+fn flaky_holder_of(
+    name: &str,
+    layout: Layout,
+) -> (
+    common::TempDir,
+    Arc<common::Flaky>,
+    monoflake::Leased<monoflake::LockedClock>,
+) {
     let dir = common::TempDir::new(name);
     let store = common::Flaky::new(dir.path(), None);
-    let leased = Generator::builder(Layout::twitter())
+    let leased = Generator::builder(layout)
         .build_leased(store.clone(), NodeRequest::Exact(0))
         .unwrap();
     (dir, store, leased)
@@ -951,31 +963,43 @@ fn a_release_that_finds_its_claim_gone_writes_back_what_it_issued() {
 /// keeper learns of it covers every ID issued before or after — none is issued above it.
 #[test]
 fn a_lost_lease_seals_and_its_write_back_covers_every_id() {
-    let (_dir, store, leased) = flaky_holder("lost-seals");
-    let layout = Layout::twitter();
-    let mut last = leased.next_id().unwrap();
-    store.fail_renew.store(2, Ordering::SeqCst);
-    let start = std::time::Instant::now();
-    loop {
-        match leased.try_next_id() {
-            Ok(id) => last = last.max(id),
-            Err(Error::WouldBlock { .. }) => {}
-            Err(Error::LeaseLost { node: 0, .. }) => break,
-            Err(other) => panic!("{other:?}"),
+    // Twitter's layout (the default one), and Sonyflake's: 10 ms ticks from another epoch, so
+    // a write-back that reads ticks in any layout but the generator's own is far off.
+    for (name, layout) in [
+        ("lost-seals", Layout::twitter()),
+        ("lost-seals-sonyflake", Layout::sonyflake()),
+    ] {
+        let (_dir, store, leased) = flaky_holder_of(name, layout.clone());
+        let mut last = leased.next_id().unwrap();
+        store.fail_renew.store(2, Ordering::SeqCst);
+        let start = std::time::Instant::now();
+        loop {
+            match leased.try_next_id() {
+                Ok(id) => last = last.max(id),
+                Err(Error::WouldBlock { .. }) => {}
+                Err(Error::LeaseLost { node: 0, .. }) => break,
+                Err(other) => panic!("{name}: {other:?}"),
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "never refused");
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
+        let written = *store
+            .restored
+            .lock()
+            .unwrap()
+            .first()
+            .expect("no write-back");
+        // Past the last ID's tick, and no further than the reservation window past it.
+        let parts = last.parts(&layout).unwrap();
+        let end_ms = parts.unix_ms() + layout.tick_ms();
+        assert!(
+            (end_ms..end_ms + 10_000).contains(&written),
+            "{name}: wrote back {written}, issued up to {end_ms}"
+        );
+        // The loss is counted once, however many rounds the keeper runs after it (one every
+        // 250 ms, the file store's check interval).
+        std::thread::sleep(Duration::from_secs(1));
+        assert_eq!(leased.stats().lease_losses, 1, "{name}");
     }
-    let written = *store
-        .restored
-        .lock()
-        .unwrap()
-        .first()
-        .expect("no write-back");
-    let last_ms = last.parts(&layout).unwrap().unix_ms();
-    assert!(
-        written > last_ms,
-        "wrote back {written}, issued up to {last_ms}"
-    );
 }
 
 /// A leased generator whose clock passes its reservation while the store is healthy but slow
@@ -1010,4 +1034,107 @@ fn a_refusal_while_the_keeper_extends_names_the_keeper() {
     let after = leased.next_id().unwrap();
     assert!(after > first);
     assert!(after.parts(&Layout::twitter()).unwrap().unix_ms() >= T0 + 10_000);
+}
+
+/// A burst that runs ahead of a stopped clock, as far as the lead allows (16 IDs a tick, a
+/// lead of 1 s, a reservation window of 200 ms), is reserved from the last tick it issued, not
+/// from the clock: the keeper extends the reservation past the burst, round after round, and
+/// the generator stops at its lead limit — never for good at its keeper. A generator, a
+/// PerThread and a PerCore, each on a node of its own.
+#[test]
+fn a_burst_ahead_of_the_clock_is_reserved_from_its_last_tick() {
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .node_field("worker", 10)
+        .sequence_bits(4)
+        .build()
+        .unwrap();
+    let dir = common::TempDir::new("burst-ahead");
+    let store = common::Flaky::new(dir.path(), None);
+    for node in 0..3 {
+        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+        store.release(claim, T0).unwrap();
+    }
+    let builder = || {
+        Generator::builder(layout.clone())
+            .clock(Arc::new(ManualClock::new(T0)))
+            .reservation_window(Duration::from_millis(200))
+            .max_lead(Duration::from_secs(1))
+    };
+    let leased = builder()
+        .build_leased(store.clone(), NodeRequest::Exact(0))
+        .unwrap();
+    let per_thread = builder()
+        .build_leased_per_thread(store.clone(), NodeRequest::Exact(1), 2)
+        .unwrap();
+    let per_core = builder()
+        .build_leased_per_core(store.clone(), NodeRequest::Exact(2), 2)
+        .unwrap();
+    type Next<'a> = &'a dyn Fn() -> Result<monoflake::Id, Error>;
+    let bursts: [(&str, Next); 3] = [
+        ("generator", &|| leased.try_next_id()),
+        ("per-thread", &|| per_thread.try_next_id()),
+        ("per-core", &|| per_core.try_next_id()),
+    ];
+    for (name, next) in bursts {
+        let mut last = next().unwrap();
+        // A liveness bound only: the keeper extends every 50 ms (a quarter of the window).
+        let give_up = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            match next() {
+                Ok(id) => {
+                    assert!(id > last, "{name}");
+                    last = id;
+                }
+                Err(Error::WouldBlock {
+                    blocked_on: BlockedOn::LeadLimit,
+                    ..
+                }) => break,
+                Err(Error::WouldBlock {
+                    blocked_on: BlockedOn::LeaseKeeper,
+                    ..
+                }) => std::thread::sleep(Duration::from_millis(1)),
+                Err(other) => panic!("{name}: {other:?}"),
+            }
+            let at = last.parts(&layout).unwrap().unix_ms();
+            assert!(
+                std::time::Instant::now() < give_up,
+                "{name}: the reservation never passed the burst: its last ID is at T0 + {} ms",
+                at - T0
+            );
+        }
+        // The lead's end: a second past the stopped clock, five windows.
+        let at = last.parts(&layout).unwrap().unix_ms();
+        assert!(
+            (T0 + 999..=T0 + 1_000).contains(&at),
+            "{name}: T0 + {} ms",
+            at - T0
+        );
+    }
+    for stats in [leased.stats(), per_thread.stats(), per_core.stats()] {
+        assert!(stats.reservation_writes >= 5, "{stats:?}");
+    }
+}
+
+/// While renewals fail (the store cannot be reached), the keeper writes no reservation, though
+/// one is due: it has not confirmed that the node is still its own, and a write then could
+/// land on a record someone else holds by now. Issuing runs on the reservation it has.
+#[test]
+fn no_reservation_is_written_while_renewals_fail() {
+    let (_dir, store, clock, leased) = manual_holder("unconfirmed-no-write");
+    leased.next_id().unwrap();
+    store.fail_renew.store(1, Ordering::SeqCst);
+    let writes = leased.stats().reservation_writes;
+    // Past half the 200 ms window: a healthy round would extend now.
+    clock.advance_ms(150);
+    // Four rounds or more (one every 50 ms, a quarter of the window).
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(leased.stats().reservation_writes, writes);
+    // Once the store answers again, the next round writes it.
+    store.fail_renew.store(0, Ordering::SeqCst);
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while leased.stats().reservation_writes == writes {
+        assert!(std::time::Instant::now() < give_up, "never extended");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }

@@ -550,9 +550,13 @@ fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick()
         .unwrap()
         .as_millis() as u64;
     let ahead = Arc::new(ManualClock::new(now + 2_000));
-    let layout = Layout::twitter();
+    // Sonyflake's layout: 10 ms ticks from its own epoch, so a write-back that read the
+    // slots' ticks in any other layout (Twitter's, the default) would be far off.
+    let layout = Layout::sonyflake();
     let holder = Generator::builder(layout.clone())
         .clock(Arc::clone(&ahead))
+        // Room for each thread's first thousand IDs on the stopped clock (256 a tick).
+        .max_lead(Duration::from_secs(1))
         .build_leased_per_thread(Arc::clone(&store), monoflake::NodeRequest::Exact(1), 4)
         .unwrap();
     // Set once the records are gone and a claimant holds the node; a worker waits for it

@@ -56,22 +56,33 @@ fn rare_events_are_reported() {
     WALL.fetch_add(60_000_000_000, Ordering::Relaxed);
     clock.reanchor();
 
-    // A store that fails: the keeper reports the failed renewal and the lost lease.
+    // A store that fails: each keeper reports the failed renewal and the lost lease, naming
+    // its node — a generator's (5), a PerThread's (6), a PerCore's (7).
     let dir = std::env::temp_dir().join(format!("monoflake-test-tracing-{}", std::process::id()));
     let store = common::Flaky::new(&dir, Some(Duration::from_secs(60)));
-    let leased = Generator::builder(Layout::twitter())
-        .clock(Arc::new(ManualClock::new(1_700_000_000_000)))
-        .reservation_window(Duration::from_millis(40))
-        .build_leased(store.clone(), NodeRequest::Any)
+    let builder = || {
+        Generator::builder(Layout::twitter())
+            .clock(Arc::new(ManualClock::new(1_700_000_000_000)))
+            .reservation_window(Duration::from_millis(40))
+    };
+    let leased = builder()
+        .build_leased(store.clone(), NodeRequest::Exact(5))
+        .unwrap();
+    let per_thread = builder()
+        .build_leased_per_thread(store.clone(), NodeRequest::Exact(6), 2)
+        .unwrap();
+    let per_core = builder()
+        .build_leased_per_core(store.clone(), NodeRequest::Exact(7), 2)
         .unwrap();
     store.fail_renew.store(2, Ordering::SeqCst);
     let start = std::time::Instant::now();
-    while !events
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|e| e.contains("lease lost"))
-    {
+    let lost =
+        |node: u64| {
+            events.lock().unwrap().iter().any(|e| {
+                e.contains("lease lost") && e.split(' ').any(|f| f == format!("node={node}"))
+            })
+        };
+    while !(lost(5) && lost(6) && lost(7)) {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "{:?}",
@@ -79,8 +90,19 @@ fn rare_events_are_reported() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(matches!(leased.try_next_id(), Err(Error::LeaseLost { .. })));
-    drop(leased);
+    assert!(matches!(
+        leased.try_next_id(),
+        Err(Error::LeaseLost { node: 5, .. })
+    ));
+    assert!(matches!(
+        per_thread.try_next_id(),
+        Err(Error::LeaseLost { node: 6, .. })
+    ));
+    assert!(matches!(
+        per_core.try_next_id(),
+        Err(Error::LeaseLost { node: 7, .. })
+    ));
+    drop((leased, per_thread, per_core));
     let _ = std::fs::remove_dir_all(&dir);
 
     let events = events.lock().unwrap();
@@ -93,6 +115,7 @@ fn rare_events_are_reported() {
     assert!(
         events.iter().any(|e| e.starts_with("WARN")
             && e.contains("renewal failed")
+            && e.contains(" node=5 ")
             && e.contains("taken over")),
         "{events:?}"
     );
