@@ -13,7 +13,8 @@
 # For each mutant it builds the check with RUSTFLAGS="--cfg <cfg>" in a target directory of its
 # own ($CARGO_TARGET_DIR/mutants/<name>, or target/mutants/<name>; about 0.6-1 GB for a test's,
 # 0.3 GB for a loom model's), runs the check, and then removes that directory unless --keep is
-# given: thirty builds kept would fill a small disk (a CI run once lost half its mutants so). A mutant is killed when the check builds and then fails; a check that does not
+# given: thirty builds kept would fill a small disk (a CI run once lost half its mutants so).
+# A mutant is killed when the check builds and then fails; a check that does not
 # build is an error of the suite, never a kill; and first, each check must pass on the
 # unmutated build (in $CARGO_TARGET_DIR/mutants/baseline-<kind>), else the run stops: a check
 # that fails anyway kills nothing. It prints one line per mutant and, last,
@@ -86,7 +87,7 @@ MUTANTS=(
     "slots                    monoflake_broken_slots                     slow  loom slots"
 )
 
-usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Why a build failed, on the suite's own output: its last lines, and the disk's free space.
 why() {

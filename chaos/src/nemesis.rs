@@ -466,20 +466,18 @@ impl Nemesis {
             }
             FaultKind::ClockStep => {
                 let step = self.world.clocks.step(p.slot, p.delta_s);
-                let detail = format!("{} by {:+} s: offset now {step:?}", slot.name, p.delta_s);
+                let mut detail = format!("{} by {:+} s: offset now {step:?}", slot.name, p.delta_s);
                 begin(&detail);
-                if p.hold.is_zero() {
-                    (vec![p.slot], detail)
-                } else {
+                if !p.hold.is_zero() {
                     // A step back on a store with a clock, undone after its hold.
                     tokio::time::sleep(p.hold).await;
                     let undo = self.world.clocks.step(p.slot, -p.delta_s);
-                    let detail = format!(
-                        "{detail}; undone after {} ms: offset now {undo:?}",
+                    detail += &format!(
+                        "; undone after {} ms: offset now {undo:?}",
                         p.hold.as_millis()
                     );
-                    (vec![p.slot], detail)
                 }
+                (vec![p.slot], detail)
             }
             FaultKind::DiskFull => {
                 let _busy = self.disk_busy.lock().await;
