@@ -192,3 +192,154 @@ fn a_claimant_refused_at_its_first_check_leaves_the_node_as_it_was() {
         "the next claimant on an honest clock: {honest:?}"
     );
 }
+
+/// etcd's members a second apart (`EtcdOptions::max_member_skew`, the placement the claim's
+/// floor is built for): the holder's checks reach a member whose clock is 1 s ahead, and the
+/// holder runs 1.2 s ahead of the true time — confirmed at every check, since that is within
+/// the 250 ms lead of its member. Its keys are deleted under it (`etcdctl del --prefix`); a
+/// successor 1 s behind the true time claims the node through a member on the true time and
+/// finds no record. The successor's first ID is above every ID the holder issued, before the
+/// deletion or after it (until its next check finds the claim gone). etcd is a Go program,
+/// which libfaketime cannot move, so the member ahead is a proxy that moves the `Date` of the
+/// gateway's answers by a second; the gRPC calls pass through it unchanged.
+#[test]
+fn members_a_second_apart_never_put_a_successor_below_the_holder() {
+    let etcd = common::Etcd::shared();
+    let ahead = date_shift::Proxy::start(&etcd.endpoint, 1);
+    let prefix = prefix("member-skew");
+    let layout = layout();
+    let holder_store =
+        EtcdStore::connect(&[&ahead.endpoint], &prefix, Duration::from_secs(3)).unwrap();
+    let g = Generator::builder(layout.clone())
+        .clock(common::Skewed::by(1_200))
+        .build_leased(
+            Arc::new(holder_store) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(1),
+        )
+        .unwrap();
+    // The holder issues for 2 s (about 20 checks), then its keys are deleted, and it issues
+    // on until a check finds that out.
+    let mut last = g.next_id().unwrap();
+    let ahead_by = last.parts(&layout).unwrap().unix_ms() as i64 - common::system_ms() as i64;
+    assert!(
+        ahead_by >= 1_100,
+        "the holder's IDs must run more than a second ahead: {ahead_by} ms"
+    );
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        match g.try_next_id() {
+            Ok(id) => last = id,
+            Err(Error::WouldBlock { .. }) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("a holder 200 ms ahead of its member lost its claim: {e}"),
+        }
+    }
+    assert_eq!(g.stats().lease_losses, 0);
+    let (ok, out) = etcd.ctl(None, &["del", "--prefix", &prefix]);
+    assert!(ok, "{out}");
+    loop {
+        match g.try_next_id() {
+            Ok(id) => last = id,
+            Err(Error::WouldBlock { .. }) => std::thread::sleep(Duration::from_millis(1)),
+            Err(Error::LeaseLost { .. }) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let successor = Generator::builder(layout.clone())
+        .clock(common::Skewed::by(-1_000))
+        .build_leased(
+            store(&etcd, &prefix) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(1),
+        )
+        .unwrap();
+    let first = successor.next_id().unwrap();
+    assert!(
+        first > last,
+        "the successor's first ID {first:?} (at {} ms) is not above the holder's last {last:?} \
+         (at {} ms)",
+        first.parts(&layout).unwrap().unix_ms(),
+        last.parts(&layout).unwrap().unix_ms()
+    );
+}
+
+/// A member of etcd whose clock is off by whole seconds, as its HTTP gateway shows it: a TCP
+/// proxy in front of a real member that moves the `Date` header of every HTTP/1 answer and
+/// passes everything else (the gRPC calls, over HTTP/2) through unchanged.
+mod date_shift {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::time::Duration;
+
+    pub struct Proxy {
+        pub endpoint: String,
+    }
+
+    impl Proxy {
+        /// A proxy on a free port of 127.0.0.1 in front of `upstream` (`http://host:port`),
+        /// its `Date` moved by `seconds`. Its threads end with the test process.
+        pub fn start(upstream: &str, seconds: i64) -> Proxy {
+            let upstream = upstream.trim_start_matches("http://").to_owned();
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let endpoint = format!("http://{}", listener.local_addr().unwrap());
+            std::thread::spawn(move || {
+                for client in listener.incoming().flatten() {
+                    let upstream = upstream.clone();
+                    std::thread::spawn(move || {
+                        let _ = serve(client, &upstream, seconds);
+                    });
+                }
+            });
+            Proxy { endpoint }
+        }
+    }
+
+    fn serve(client: TcpStream, upstream: &str, seconds: i64) -> std::io::Result<()> {
+        let server = TcpStream::connect(upstream)?;
+        let mut first = [0u8; 4];
+        client.set_read_timeout(Some(Duration::from_secs(10)))?;
+        client.peek(&mut first)?;
+        client.set_read_timeout(None)?;
+        let (mut c_in, mut s_out) = (client.try_clone()?, server.try_clone()?);
+        let up = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut c_in, &mut s_out);
+            let _ = s_out.shutdown(Shutdown::Write);
+        });
+        let (mut s_in, mut c_out) = (server, client);
+        if &first == b"GET " {
+            // The answer's head, its Date moved; then the rest as it comes.
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+                if s_in.read(&mut byte)? == 0 {
+                    break;
+                }
+                head.push(byte[0]);
+            }
+            c_out.write_all(&moved(&head, seconds))?;
+        }
+        let _ = std::io::copy(&mut s_in, &mut c_out);
+        let _ = c_out.shutdown(Shutdown::Write);
+        let _ = up.join();
+        Ok(())
+    }
+
+    /// `head` with its `Date` header `seconds` later.
+    fn moved(head: &[u8], seconds: i64) -> Vec<u8> {
+        let text = String::from_utf8_lossy(head);
+        let mut out = String::new();
+        for line in text.split_inclusive("\r\n") {
+            match line.split_once(':') {
+                Some((name, value)) if name.eq_ignore_ascii_case("date") => {
+                    let at = httpdate::parse_http_date(value.trim()).unwrap();
+                    let at = if seconds >= 0 {
+                        at + Duration::from_secs(seconds.unsigned_abs())
+                    } else {
+                        at - Duration::from_secs(seconds.unsigned_abs())
+                    };
+                    out.push_str(&format!("Date: {}\r\n", httpdate::fmt_http_date(at)));
+                }
+                _ => out.push_str(line),
+            }
+        }
+        out.into_bytes()
+    }
+}
