@@ -76,6 +76,9 @@ MUTANTS=(
     # The same two on etcd, whose clock is the Date of its HTTP gateway.
     "db_floor_etcd            monoflake_broken_db_floor                  cheap test --features etcd --test etcd_clock a_claimant_behind_etcd_that_finds_no_record"
     "db_lead_etcd             monoflake_broken_db_lead                   cheap test --features etcd --test etcd_clock a_holder_further_ahead_of_etcd"
+    # And the soak's scenario of case 4 on etcd (a holder 1 s ahead, stopped, the prefix cleared).
+    "db_floor_etcd_soak       monoflake_broken_db_floor                  slow  chaos 0 7 --scenarios ahead-paused-etcd"
+    "db_lead_etcd_soak        monoflake_broken_db_lead                   slow  chaos 0 7 --scenarios ahead-paused-etcd"
     # Records of one bit shape keyed by state name and compared as Unix ms (issue 34, case 3).
     "epoch_blind              monoflake_mutant_epoch_blind               cheap test --lib an_epoch_one_second_later_reads_the_record_one_second_later"
     "epoch_blind_restart      monoflake_mutant_epoch_blind               slow  test --test epochs"

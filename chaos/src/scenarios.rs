@@ -15,6 +15,7 @@
 //! | `clock-back-file` | a holder issues on the file store; the wall clock steps back 1 s (the holder's locked clock does not follow: it slews); the state directory is deleted; a holder started after the step claims |
 //! | `clock-back-etcd` | the same on etcd with a 2 s step, the prefix cleared |
 //! | `ahead-paused-file` | a holder's wall clock steps 1 s forward (its locked clock follows), it is stopped (SIGSTOP), its state directory deleted, and a successor on an honest clock asks for its node (seed 4404's 158 duplicates). Passes only if the successor was refused while the holder was stopped, naming it, and took its node after |
+//! | `ahead-paused-etcd` | the same on etcd (issue 34, case 4: 38,936 duplicates), the prefix cleared, the successor's clock 2 s behind. etcd's clock is the common one: passes only if the holder lost its claim for its lead over etcd's clock and the successor took its node |
 
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use crate::slots::{Pace, Proc, Spec, StoreArgs, start_holder, start_serve};
 use crate::world::{RENAMED_SPEC, World};
 
 /// Every scenario, in the order they run.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 10] = [
     "deleted-dir",
     "cleared-prefix",
     "paused-etcd",
@@ -39,6 +40,7 @@ pub const ALL: [&str; 9] = [
     "clock-back-file",
     "clock-back-etcd",
     "ahead-paused-file",
+    "ahead-paused-etcd",
 ];
 
 /// The table a scenario's IDs go to.
@@ -77,6 +79,7 @@ pub async fn run(world: &Arc<World>, name: &'static str) -> Outcome {
         "clock-back-file" => clock_back(world, table, false).await,
         "clock-back-etcd" => clock_back(world, table, true).await,
         "ahead-paused-file" => ahead_paused(world, table).await,
+        "ahead-paused-etcd" => ahead_paused_etcd(world, table).await,
         _ => Err(format!("no scenario {name}")),
     };
     let ran = ran.unwrap_or_else(|e| Ran {
@@ -549,6 +552,75 @@ async fn ahead_paused(world: &Arc<World>, table: usize) -> Result<Ran, String> {
                 "a: node {node}, its wall clock stepped +1 s, stopped; records deleted; b on an \
                  honest clock refused while a was stopped: {refused_while_stopped}; b then \
                  claimed node {node_b:?}"
+            ),
+            format!("exits: a {sa}, b {sb}"),
+        ],
+        failed,
+    })
+}
+
+/// `ahead-paused-etcd`: issue 34's case 4 on etcd (a holder 5 s ahead, stopped, `etcdctl del
+/// --prefix`, a successor: 38,936 IDs issued again before etcd's clock was read). A holder's
+/// wall clock steps a second forward and its locked clock follows, past the 250 ms it may
+/// lead etcd's clock (the `Date` of its gateway); it is stopped (SIGSTOP), the prefix
+/// cleared, a successor whose clock is 2 s behind asks for its node, and the holder resumes
+/// 1.3 s later. No host-wide claim stands between them here: etcd's clock does — the holder is
+/// confirmed only near it, and a claimant that finds no record starts above it. Fails unless
+/// the holder lost its claim for its lead over etcd's clock (the step reached it) and the
+/// successor took its node.
+async fn ahead_paused_etcd(world: &Arc<World>, table: usize) -> Result<Ran, String> {
+    if !world.clocks.available() {
+        return Err("libfaketime is not installed".into());
+    }
+    let tag = "ahead-paused-etcd";
+    let clock = 103;
+    let store = own_store(world, true, "ahead-paused")?;
+    let mut holder = spec(&format!("{tag}-a"), table, store.clone(), "auto");
+    holder.clock = Some(clock);
+    let a = start_holder(world, &holder, Pace::Flat)?;
+    let node = issuing(&a).await?;
+    world
+        .clocks
+        .step(clock, 1)
+        .map_err(|e| format!("step the clock: {e}"))?;
+    // The holder's locked clock follows the wall clock within a second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    signal(a.pid, Signal::SIGSTOP);
+    delete_records(world, &store).await?;
+    // The successor's clock is 2 s behind the true time: only a floor from etcd's clock
+    // lifts it above the holder's IDs.
+    let behind = 104;
+    world
+        .clocks
+        .step(behind, -2)
+        .map_err(|e| format!("step the clock: {e}"))?;
+    let mut successor = spec(&format!("{tag}-b"), table, store.clone(), &node.to_string());
+    successor.clock = Some(behind);
+    let b = start_holder(world, &successor, Pace::Flat)?;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    signal(a.pid, Signal::SIGCONT);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let sa = a.stop(world).await;
+    let node_b = issuing(&b).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let sb = b.stop(world).await;
+    let loss = event_with(world, &holder.name, "ahead of etcd's");
+    let mut failed = successor_on(node, &node_b);
+    if loss.is_none() {
+        failed.push(format!(
+            "vacuous: the holder never lost its claim for its lead over etcd's clock ({:?})",
+            events(world, &holder.name)
+                .lines()
+                .take(3)
+                .collect::<Vec<_>>()
+        ));
+    }
+    Ok(Ran {
+        notes: vec![
+            format!(
+                "a: node {node}, its wall clock stepped +1 s, stopped; prefix cleared; b, 2 s \
+                 behind, claimed node {node_b:?}; a's loss: {}",
+                loss.as_deref().unwrap_or("none")
             ),
             format!("exits: a {sa}, b {sb}"),
         ],
