@@ -78,8 +78,8 @@ pub async fn run(world: &Arc<World>, name: &'static str) -> Outcome {
         "raw-fork" => raw_fork(world, table).await,
         "clock-back-file" => clock_back(world, table, false).await,
         "clock-back-etcd" => clock_back(world, table, true).await,
-        "ahead-paused-file" => ahead_paused(world, table).await,
-        "ahead-paused-etcd" => ahead_paused_etcd(world, table).await,
+        "ahead-paused-file" => ahead_paused(world, table, false).await,
+        "ahead-paused-etcd" => ahead_paused(world, table, true).await,
         _ => Err(format!("no scenario {name}")),
     };
     let ran = ran.unwrap_or_else(|e| Ran {
@@ -492,22 +492,36 @@ async fn clock_back(world: &Arc<World>, table: usize, etcd: bool) -> Result<Ran,
     })
 }
 
-/// `ahead-paused-file`: the sequence of seed 4404 (issue 39). A holder's wall clock steps a
-/// second forward and its locked clock follows, so its IDs run ahead of every honest clock;
-/// it is stopped (SIGSTOP), its state directory deleted, and a successor on an honest clock
-/// asks for its node. No floor the successor could compute from its own clock is above the
-/// holder's last IDs: on one host the node's host-wide claim refuses the successor while the
-/// holder exists (the successor retries every 500 ms); resumed, the holder finds its claim
-/// lost, writes back what it used and lets go, and is stopped; the successor then takes the
-/// node above it. Fails unless the step was applied, the successor was refused naming the
-/// holder while it was stopped, and then took the holder's node.
-async fn ahead_paused(world: &Arc<World>, table: usize) -> Result<Ran, String> {
+/// `ahead-paused-file` / `ahead-paused-etcd`: the sequence of seed 4404 (issue 39), and
+/// issue 34's case 4 on etcd (a holder 5 s ahead, stopped, `etcdctl del --prefix`, a
+/// successor: 38,936 IDs issued again before etcd's clock was read). A holder's wall clock
+/// steps a second forward and its locked clock follows, so its IDs run ahead of every honest
+/// clock; it is stopped (SIGSTOP), its records deleted, and a successor asks for its node; the
+/// holder resumes 1.3 s later and is stopped.
+///
+/// * **File store.** No floor the successor could compute from its own (honest) clock is above
+///   the holder's last IDs: on one host the node's host-wide claim refuses the successor while
+///   the holder exists (it retries every 500 ms); resumed, the holder finds its claim lost,
+///   writes back what it used and lets go; the successor then takes the node above it. Fails
+///   unless the successor was refused naming the holder while it was stopped.
+/// * **etcd.** No host-wide claim stands between them: etcd's clock (the `Date` of its
+///   gateway) does — a holder is confirmed only within 250 ms of it, and a claimant that finds
+///   no record starts above it. The successor's clock is 2 s behind, so that only that floor
+///   lifts it above the holder. Fails unless the holder lost its claim for its lead over
+///   etcd's clock (the step reached it).
+///
+/// Both fail unless the successor took the holder's node.
+async fn ahead_paused(world: &Arc<World>, table: usize, etcd: bool) -> Result<Ran, String> {
     if !world.clocks.available() {
         return Err("libfaketime is not installed".into());
     }
-    let tag = "ahead-paused-file";
-    let clock = 102;
-    let store = own_store(world, false, "ahead-paused")?;
+    let tag = if etcd {
+        "ahead-paused-etcd"
+    } else {
+        "ahead-paused-file"
+    };
+    let clock = if etcd { 103 } else { 102 };
+    let store = own_store(world, etcd, "ahead-paused")?;
     let mut holder = spec(&format!("{tag}-a"), table, store.clone(), "auto");
     holder.clock = Some(clock);
     let a = start_holder(world, &holder, Pace::Flat)?;
@@ -516,112 +530,68 @@ async fn ahead_paused(world: &Arc<World>, table: usize) -> Result<Ran, String> {
         .clocks
         .step(clock, 1)
         .map_err(|e| format!("step the clock: {e}"))?;
-    // The holder compares with the wall clock every second and steps forward with it.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The holder compares with the wall clock every second and steps forward with it (on
+    // etcd it loses its claim at a check soon after, so it is stopped sooner).
+    let settle_ms = if etcd { 1100 } else { 1500 };
+    tokio::time::sleep(Duration::from_millis(settle_ms)).await;
     signal(a.pid, Signal::SIGSTOP);
     delete_records(world, &store).await?;
-    let successor = spec(&format!("{tag}-b"), table, store.clone(), &node.to_string());
-    let b = start_holder(world, &successor, Pace::Flat)?;
-    tokio::time::sleep(Duration::from_millis(1300)).await;
-    let refusal = format!("node {node} is held by process {} of user", a.pid);
-    let refused_while_stopped = events(world, &successor.name).contains(&refusal);
-    signal(a.pid, Signal::SIGCONT);
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    let sa = a.stop(world).await;
-    let node_b = issuing(&b).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let sb = b.stop(world).await;
-    let mut failed = Vec::new();
-    if !refused_while_stopped {
-        failed.push(format!(
-            "the successor was not refused while the holder was stopped ({:?})",
-            events(world, &successor.name)
-                .lines()
-                .take(3)
-                .collect::<Vec<_>>()
-        ));
-    }
-    if node_b.as_ref().ok() != Some(&node) {
-        failed.push(format!(
-            "the successor did not take node {node}: {node_b:?}"
-        ));
-    }
-    Ok(Ran {
-        notes: vec![
-            format!(
-                "a: node {node}, its wall clock stepped +1 s, stopped; records deleted; b on an \
-                 honest clock refused while a was stopped: {refused_while_stopped}; b then \
-                 claimed node {node_b:?}"
-            ),
-            format!("exits: a {sa}, b {sb}"),
-        ],
-        failed,
-    })
-}
-
-/// `ahead-paused-etcd`: issue 34's case 4 on etcd (a holder 5 s ahead, stopped, `etcdctl del
-/// --prefix`, a successor: 38,936 IDs issued again before etcd's clock was read). A holder's
-/// wall clock steps a second forward and its locked clock follows, past the 250 ms it may
-/// lead etcd's clock (the `Date` of its gateway); it is stopped (SIGSTOP), the prefix
-/// cleared, a successor whose clock is 2 s behind asks for its node, and the holder resumes
-/// 1.3 s later. No host-wide claim stands between them here: etcd's clock does — the holder is
-/// confirmed only near it, and a claimant that finds no record starts above it. Fails unless
-/// the holder lost its claim for its lead over etcd's clock (the step reached it) and the
-/// successor took its node.
-async fn ahead_paused_etcd(world: &Arc<World>, table: usize) -> Result<Ran, String> {
-    if !world.clocks.available() {
-        return Err("libfaketime is not installed".into());
-    }
-    let tag = "ahead-paused-etcd";
-    let clock = 103;
-    let store = own_store(world, true, "ahead-paused")?;
-    let mut holder = spec(&format!("{tag}-a"), table, store.clone(), "auto");
-    holder.clock = Some(clock);
-    let a = start_holder(world, &holder, Pace::Flat)?;
-    let node = issuing(&a).await?;
-    world
-        .clocks
-        .step(clock, 1)
-        .map_err(|e| format!("step the clock: {e}"))?;
-    // The holder's locked clock follows the wall clock within a second.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    signal(a.pid, Signal::SIGSTOP);
-    delete_records(world, &store).await?;
-    // The successor's clock is 2 s behind the true time: only a floor from etcd's clock
-    // lifts it above the holder's IDs.
-    let behind = 104;
-    world
-        .clocks
-        .step(behind, -2)
-        .map_err(|e| format!("step the clock: {e}"))?;
     let mut successor = spec(&format!("{tag}-b"), table, store.clone(), &node.to_string());
-    successor.clock = Some(behind);
+    if etcd {
+        let behind = 104;
+        world
+            .clocks
+            .step(behind, -2)
+            .map_err(|e| format!("step the clock: {e}"))?;
+        successor.clock = Some(behind);
+    }
     let b = start_holder(world, &successor, Pace::Flat)?;
     tokio::time::sleep(Duration::from_millis(1300)).await;
+    let while_stopped = events(world, &successor.name);
+    let holder_pid = a.pid;
     signal(a.pid, Signal::SIGCONT);
     tokio::time::sleep(Duration::from_millis(700)).await;
     let sa = a.stop(world).await;
     let node_b = issuing(&b).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let sb = b.stop(world).await;
-    let loss = event_with(world, &holder.name, "ahead of etcd's");
     let mut failed = successor_on(node, &node_b);
-    if loss.is_none() {
-        failed.push(format!(
-            "vacuous: the holder never lost its claim for its lead over etcd's clock ({:?})",
-            events(world, &holder.name)
-                .lines()
-                .take(3)
-                .collect::<Vec<_>>()
-        ));
-    }
+    let first_events = |name: &str| {
+        events(world, name)
+            .lines()
+            .take(3)
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let what = if etcd {
+        let loss = event_with(world, &holder.name, "ahead of etcd's");
+        if loss.is_none() {
+            failed.push(format!(
+                "vacuous: the holder never lost its claim for its lead over etcd's clock ({:?})",
+                first_events(&holder.name)
+            ));
+        }
+        format!(
+            "prefix cleared; b, 2 s behind, claimed node {node_b:?}; a's loss: {}",
+            loss.as_deref().unwrap_or("none")
+        )
+    } else {
+        let refusal = format!("node {node} is held by process {holder_pid} of user");
+        let refused = while_stopped.contains(&refusal);
+        if !refused {
+            failed.push(format!(
+                "the successor was not refused while the holder was stopped ({:?})",
+                first_events(&successor.name)
+            ));
+        }
+        format!(
+            "records deleted; b on an honest clock refused while a was stopped: {refused}; b \
+             then claimed node {node_b:?}"
+        )
+    };
     Ok(Ran {
         notes: vec![
-            format!(
-                "a: node {node}, its wall clock stepped +1 s, stopped; prefix cleared; b, 2 s \
-                 behind, claimed node {node_b:?}; a's loss: {}",
-                loss.as_deref().unwrap_or("none")
-            ),
+            format!("a: node {node}, its wall clock stepped +1 s, stopped; {what}"),
             format!("exits: a {sa}, b {sb}"),
         ],
         failed,
