@@ -758,11 +758,11 @@ fn read_node(
 /// cannot create it, open it, or trust it), rather than that something is broken.
 fn this_user_cannot_use(e: &Error) -> bool {
     match e {
-        Error::StateDir { source, .. } => {
-            source.kind() == std::io::ErrorKind::PermissionDenied
-                || source.raw_os_error() == Some(Errno::ROFS.raw_os_error())
-                || source.kind() == std::io::ErrorKind::ReadOnlyFilesystem
-        }
+        // `EACCES`/`EPERM` and `EROFS`, as std names them.
+        Error::StateDir { source, .. } => matches!(
+            source.kind(),
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        ),
         Error::UntrustedState { .. } => true,
         _ => false,
     }
@@ -983,6 +983,35 @@ mod tests {
             Ok(Some(Parsed::Good(until))) => until,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A reservation is read up to 4,096 bytes (empty lines after its text are allowed) and
+    /// refused as damaged past that, naming its length: never half-read.
+    #[test]
+    fn a_reservation_is_read_up_to_its_limit_and_no_further() {
+        let dir = temp_dir("record-limit");
+        let store = FileStore::open(&dir).unwrap();
+        let claim = store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap();
+        store.extend(&claim, 1_700_000_005_000).unwrap();
+        let good = std::fs::read_to_string(dir.join("twitter/node-0.reservation")).unwrap();
+        let state = store.current().unwrap();
+        let (layout_fd, _) = open_subdir(&state, &dir, OsStr::new("twitter")).unwrap();
+        for len in [4096, 4097] {
+            let padded = format!("{good}{}", "\n".repeat(len - good.len()));
+            std::fs::write(dir.join("twitter/node-0.reservation"), padded).unwrap();
+            let read = record::read(&layout_fd, &record::name(0), &state.trust);
+            match (len, read) {
+                (4096, Ok(Some(Parsed::Good(1_700_000_005_000)))) => {}
+                (4097, Err(record::ReadError::Damaged(why))) => {
+                    assert_eq!(why, "it is 4097 bytes long");
+                }
+                (len, other) => panic!("{len} bytes: {other:?}"),
+            }
+        }
+        drop(claim);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The fix an error about the default directory suggests works for several users under
