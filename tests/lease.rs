@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use monoflake::{
-    BlockedOn, Error, FileStore, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore,
+    BlockedOn, Claim, Error, FileStore, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore,
     TimeSource,
 };
 
@@ -479,6 +479,78 @@ fn a_state_directory_path_longer_than_path_max_is_refused_at_open() {
     }
     // Nothing was created.
     assert!(!dir.path().join("d".repeat(200)).exists());
+    // Exactly 4,095 bytes is the longest the system resolves: taken, and used.
+    let mut longest = dir.path().to_path_buf();
+    while longest.as_os_str().len() + 201 <= 4095 {
+        longest.push("d".repeat(200));
+    }
+    let last = 4095 - longest.as_os_str().len() - 1;
+    longest.push("e".repeat(last));
+    assert_eq!(longest.as_os_str().len(), 4095);
+    let store = FileStore::open(&longest).unwrap();
+    drop(
+        store
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap(),
+    );
+    assert!(longest.is_dir());
+}
+
+/// A state directory's path is resolved a component at a time, as the system would: `..`
+/// goes up (and stays at the root there), and symbolic links this user or root owns are
+/// followed, forty at most, as the kernel's own limit.
+#[test]
+fn a_state_directory_path_resolves_dot_dot_and_links_as_the_system_does() {
+    let dir = common::TempDir::new("resolve");
+    std::fs::create_dir(dir.path().join("a")).unwrap();
+    let claim_in = |path: &std::path::Path| {
+        let store = FileStore::open(path).unwrap();
+        drop(
+            store
+                .claim(&Layout::twitter(), NodeRequest::Exact(0))
+                .unwrap(),
+        );
+    };
+    // Up from `a`, and up past the root (which is the root).
+    claim_in(&dir.path().join("a/../state"));
+    assert!(dir.path().join("state/twitter").is_dir());
+    assert!(!dir.path().join("a/state").exists());
+    let from_root = std::path::Path::new("/../..").join(dir.path().strip_prefix("/").unwrap());
+    claim_in(&from_root.join("state2"));
+    assert!(dir.path().join("state2/twitter").is_dir());
+    // A chain of forty links is followed; of forty-one, refused as a loop would be.
+    let chain = |n: usize, tag: &str| {
+        let target = dir.path().join(format!("{tag}-target"));
+        std::fs::create_dir(&target).unwrap();
+        let mut next = target;
+        for i in 0..n {
+            let link = dir.path().join(format!("{tag}-{i}"));
+            std::os::unix::fs::symlink(&next, &link).unwrap();
+            next = link;
+        }
+        next
+    };
+    claim_in(&chain(40, "forty"));
+    assert!(dir.path().join("forty-target/twitter").is_dir());
+    let too_long = chain(41, "forty-one");
+    match FileStore::open(&too_long) {
+        Err(Error::StateDir {
+            action: "resolve",
+            source,
+            ..
+        }) => assert_eq!(source.raw_os_error(), Some(40), "ELOOP: {source}"),
+        other => panic!("{other:?}"),
+    }
+    // Two links that point at each other: the same refusal, not a hang.
+    std::os::unix::fs::symlink(dir.path().join("loop-b"), dir.path().join("loop-a")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("loop-a"), dir.path().join("loop-b")).unwrap();
+    assert!(matches!(
+        FileStore::open(dir.path().join("loop-a")),
+        Err(Error::StateDir {
+            action: "resolve",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -1137,4 +1209,139 @@ fn no_reservation_is_written_while_renewals_fail() {
         assert!(std::time::Instant::now() < give_up, "never extended");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// A process the holder starts (a hook, a shell-out) inherits none of its claim's descriptors:
+/// once the holder lets go, the node is free again though that process still runs. The lock
+/// files are opened `O_CLOEXEC`; a copy inherited across `exec` would keep their `flock` for as
+/// long as the child lives.
+#[test]
+fn a_process_started_by_the_holder_does_not_keep_its_node() {
+    let dir = common::TempDir::new("inherit");
+    let layout = Layout::twitter();
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let holder = Generator::builder(layout.clone())
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(5))
+        .unwrap();
+    holder.try_next_id().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    drop(holder);
+    let next = Generator::builder(layout).build_leased(store, NodeRequest::Exact(5));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(next.unwrap().node(), 5);
+}
+
+/// A file store names its directory, and refuses a claim it did not make (a custom store's,
+/// handed to it by mistake) at every call that takes one, saying so: it never drops, renews or
+/// writes for a claim it cannot check.
+#[test]
+fn a_file_store_names_its_directory_and_refuses_claims_it_did_not_make() {
+    let dir = common::TempDir::new("foreign");
+    let store = FileStore::open(dir.path()).unwrap();
+    assert_eq!(store.describe(), format!("file {}", dir.path().display()));
+    let foreign = || Claim::new(7, None, "another store's token");
+    let results = [
+        ("renew", store.renew(&foreign()).map(|_| ())),
+        ("extend", store.extend(&foreign(), 1_700_000_000_000)),
+        ("release", store.release(foreign(), 1_700_000_000_000)),
+        ("abandon", store.abandon(foreign())),
+    ];
+    for (call, result) in results {
+        match result {
+            Err(Error::LeaseLost {
+                node: 7, reason, ..
+            }) => {
+                assert_eq!(reason, "the claim was not made by a file store", "{call}");
+            }
+            other => panic!("{call}: {other:?}"),
+        }
+    }
+}
+
+/// The re-read a claimant makes after its wait (`NodeStore::reservation`) reads the node's own
+/// record, in the claim's layout's milliseconds, not only the host's anchor: with the anchor
+/// gone (`/var/tmp` cleaned, or a host without one), the record alone gives the exact value.
+#[test]
+fn a_reread_finds_the_nodes_record_without_its_anchor() {
+    let base = common::TempDir::new("reread");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    // An epoch a second after Twitter's: records hold ID values, read back as this layout's ms.
+    let layout = Layout::builder()
+        .node_field("n", 3)
+        .epoch_ms(1_288_834_975_657)
+        .build()
+        .unwrap();
+    let claim = store.claim(&layout, NodeRequest::Exact(2)).unwrap();
+    store.extend(&claim, 1_800_000_000_123).unwrap();
+    // The tests' host scope keeps this host's anchors beside the state directory.
+    let anchors = base.path().join(".state.host-anchors");
+    let mut removed = 0;
+    for entry in std::fs::read_dir(&anchors).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+        removed += 1;
+    }
+    assert_eq!(removed, 1, "the extension wrote one anchor");
+    assert_eq!(store.reservation(&claim).unwrap(), Some(1_800_000_000_123));
+}
+
+/// A holder whose layout's directory was moved away (an operator's `mv`), and then made
+/// again, has lost its claim, and says which: a successor would claim in the new directory,
+/// blind to the holder's lock and records in the old one.
+#[test]
+fn a_layout_directory_moved_away_or_replaced_ends_the_claim_in_it() {
+    let dir = common::TempDir::new("layout-moved");
+    let store = FileStore::open(dir.path()).unwrap();
+    let layout = Layout::twitter();
+    let claim = store.claim(&layout, NodeRequest::Exact(4)).unwrap();
+    store.renew(&claim).unwrap();
+    let layout_dir = dir.path().join(&*layout.shape_key());
+    std::fs::rename(&layout_dir, dir.path().join("moved")).unwrap();
+    let lost = |how: &str| match store.renew(&claim) {
+        Err(Error::LeaseLost {
+            node: 4, reason, ..
+        }) => assert_eq!(reason, format!("{} was {how}", layout_dir.display())),
+        other => panic!("{how}: {other:?}"),
+    };
+    lost("removed");
+    std::fs::create_dir(&layout_dir).unwrap();
+    std::fs::set_permissions(
+        &layout_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    lost("replaced");
+}
+
+/// Restored records (lost holders' write-backs) are files of their own, one per write-back,
+/// so a lower one never replaces a higher one; each stays until the node's reservation covers
+/// it, and is removed then.
+#[test]
+fn restored_records_never_replace_each_other_and_go_once_covered() {
+    let dir = common::TempDir::new("restored");
+    let store = FileStore::open(dir.path()).unwrap();
+    let layout = Layout::twitter();
+    let restored = || {
+        std::fs::read_dir(dir.path().join("twitter"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().starts_with("node-6.restored.")
+            })
+            .count()
+    };
+    let claim = store.claim(&layout, NodeRequest::Exact(6)).unwrap();
+    store.restore(&claim, 1_700_000_010_000).unwrap();
+    store.restore(&claim, 1_700_000_005_000).unwrap();
+    assert_eq!(restored(), 2);
+    assert_eq!(store.reservation(&claim).unwrap(), Some(1_700_000_010_000));
+    store.extend(&claim, 1_700_000_007_000).unwrap();
+    assert_eq!(restored(), 1, "the lower one is covered");
+    store.extend(&claim, 1_700_000_010_000).unwrap();
+    assert_eq!(restored(), 0);
+    assert_eq!(store.reservation(&claim).unwrap(), Some(1_700_000_010_000));
 }

@@ -314,6 +314,17 @@ fn untrusted_records_are_refused_and_any_node_skips_them() {
                 ..
             },
         ) => {
+            // The first three are named, in the order tried; the count says the rest.
+            let Error::AllNodesHeld {
+                unusable_reasons, ..
+            } = &e
+            else {
+                unreachable!()
+            };
+            assert_eq!(unusable_reasons.len(), 3, "{unusable_reasons:?}");
+            for (node, reason) in unusable_reasons.iter().enumerate() {
+                assert!(reason.starts_with(&format!("node {node}: ")), "{reason}");
+            }
             let text = e.to_string();
             assert!(text.contains("6 cannot be used"), "{text}");
             assert!(
@@ -572,15 +583,31 @@ fn a_hard_linked_reservation_is_refused() {
 /// a mask that lets it): what `setfacl -m u:UID:rwx PATH` does. False where the file system
 /// keeps no such lists.
 fn grant_acl_write(path: &Path, uid: u32) -> bool {
+    set_acl(path, NamedEntry::User(uid), 7)
+}
+
+/// The one named entry of [`set_acl`]'s list.
+enum NamedEntry {
+    User(u32),
+    Group(u32),
+}
+
+/// Sets a POSIX access control list with one named user or group given `perm` (7 is rwx)
+/// and a mask of rwx: `setfacl -m u:UID:PERM` or `g:GID:PERM`.
+fn set_acl(path: &Path, named: NamedEntry, perm: u16) -> bool {
     const UNDEFINED: u32 = u32::MAX;
-    // Entries in the order the kernel wants: owner, named user, owning group, mask, others.
-    let entries: [(u16, u16, u32); 5] = [
-        (0x01, 7, UNDEFINED),
-        (0x02, 7, uid),
-        (0x04, 7, UNDEFINED),
-        (0x10, 7, UNDEFINED),
-        (0x20, 0, UNDEFINED),
-    ];
+    let (named_user, named_group) = match named {
+        NamedEntry::User(uid) => (Some((0x02, perm, uid)), None),
+        NamedEntry::Group(gid) => (None, Some((0x08, perm, gid))),
+    };
+    // Entries in the order the kernel wants: owner, named users, owning group, named groups,
+    // mask, others.
+    let entries: Vec<(u16, u16, u32)> = [Some((0x01, 7, UNDEFINED))]
+        .into_iter()
+        .chain([named_user, Some((0x04, 7, UNDEFINED)), named_group])
+        .chain([Some((0x10, 7, UNDEFINED)), Some((0x20, 0, UNDEFINED))])
+        .flatten()
+        .collect();
     let mut value = 2u32.to_le_bytes().to_vec();
     for (tag, perm, id) in entries {
         value.extend_from_slice(&tag.to_le_bytes());
@@ -640,4 +667,21 @@ fn an_access_control_list_letting_another_user_write_is_refused() {
         &state,
         "access control list lets uid 65534 write it",
     );
+    // A named group outside the directory's own may not write it either.
+    assert!(set_acl(&state, NamedEntry::Group(12345), 7));
+    untrusted(
+        FileStore::open(&state),
+        &state,
+        "access control list lets group 12345 write it",
+    );
+    // Entries that may not write, and the directory's own group, are no one untrusted.
+    let own_group = std::fs::metadata(&state).unwrap().gid();
+    for (named, perm) in [
+        (NamedEntry::User(NOBODY), 5),
+        (NamedEntry::Group(12345), 5),
+        (NamedEntry::Group(own_group), 7),
+    ] {
+        assert!(set_acl(&state, named, perm));
+        FileStore::open(&state).unwrap();
+    }
 }

@@ -464,5 +464,9 @@ mod tests {
         );
         assert!(parse("monoflake-reservation v1\nuntil_ms=5\nmore\n").is_err());
         assert!(parse(&format!("{good}extra\n")).is_err());
+        // Digits only: a sign Rust's parser would take is damage, even under a good checksum.
+        let signed = "until_ms=+5";
+        let text = format!("{HEADER}\n{signed}\nsum={:016x}\n", sum(signed));
+        assert!(parse(&text).unwrap_err().contains("no until_ms=<digits>"));
     }
 }
