@@ -27,7 +27,7 @@ OTHER_TOOLS = {
     "--all-targets", "--lib", "--doc", "--python_out", "--grpc_python_out", "--proto_path",
     "--js_out", "--java_out", "--go_out", "--go-grpc_out", "--go_opt", "--go-grpc_opt",
     "--plaintext", "--import-path", "--proto", "--connections", "--duration-s",
-    "--flavour", "--cheap", "--list", "--no-baseline", "--keep",
+    "--flavour", "--cheap", "--list", "--no-baseline", "--keep", "--full", "--iterate", "--re",
 }
 
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
