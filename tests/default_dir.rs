@@ -117,6 +117,12 @@ fn child() -> bool {
     true
 }
 
+/// True in the parent of a host that can run the cases; in the child (which has printed its
+/// result) or where cases cannot run, false, and the test returns.
+fn parent_can_run_cases() -> bool {
+    !child() && can_run_cases()
+}
+
 /// Set in the child: claim a node in the default directory, not only open it.
 const CLAIM: &str = "MONOFLAKE_DEFAULT_DIR_CLAIM";
 
@@ -151,7 +157,7 @@ const VAR_TMP_SHARED: &str = "mount -t tmpfs -o mode=1777 none /var/tmp";
 
 #[test]
 fn a_user_who_cannot_use_the_host_wide_directory_gets_their_own_and_a_note() {
-    if child() || !can_run_cases() {
+    if !parent_can_run_cases() {
         return;
     }
     let own = Path::new(HOME).join(".local/state/monoflake");
@@ -210,7 +216,7 @@ fn a_user_who_cannot_use_the_host_wide_directory_gets_their_own_and_a_note() {
 
 #[test]
 fn a_user_who_can_use_the_host_wide_directory_uses_it_without_a_note() {
-    if child() || !can_run_cases() {
+    if !parent_can_run_cases() {
         return;
     }
     let test = "a_user_who_can_use_the_host_wide_directory_uses_it_without_a_note";
@@ -221,7 +227,7 @@ fn a_user_who_can_use_the_host_wide_directory_uses_it_without_a_note() {
 
 #[test]
 fn a_directory_named_in_monoflake_state_dir_is_never_swapped_for_another() {
-    if child() || !can_run_cases() {
+    if !parent_can_run_cases() {
         return;
     }
     let test = "a_directory_named_in_monoflake_state_dir_is_never_swapped_for_another";
@@ -237,7 +243,7 @@ fn a_directory_named_in_monoflake_state_dir_is_never_swapped_for_another() {
 
 #[test]
 fn root_is_never_given_a_directory_of_its_own() {
-    if child() || !can_run_cases() {
+    if !parent_can_run_cases() {
         return;
     }
     let test = "root_is_never_given_a_directory_of_its_own";
@@ -251,7 +257,7 @@ fn root_is_never_given_a_directory_of_its_own() {
 
 #[test]
 fn a_host_wide_directory_broken_another_way_is_an_error_not_a_fallback() {
-    if child() || !can_run_cases() {
+    if !parent_can_run_cases() {
         return;
     }
     let test = "a_host_wide_directory_broken_another_way_is_an_error_not_a_fallback";
@@ -263,7 +269,7 @@ fn a_host_wide_directory_broken_another_way_is_an_error_not_a_fallback() {
 
 #[test]
 fn without_the_hosts_anchors_a_user_keeps_the_error() {
-    if child() || !can_run_cases() {
+    if !parent_can_run_cases() {
         return;
     }
     let test = "without_the_hosts_anchors_a_user_keeps_the_error";
@@ -279,7 +285,7 @@ fn without_the_hosts_anchors_a_user_keeps_the_error() {
 /// writable by the group, and trusts its own records when it claims again.
 #[test]
 fn a_group_member_shares_the_host_wide_directory_and_trusts_its_own_records() {
-    if child() || !can_run_cases() {
+    if !parent_can_run_cases() {
         return;
     }
     let test = "a_group_member_shares_the_host_wide_directory_and_trusts_its_own_records";
