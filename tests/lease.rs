@@ -496,6 +496,42 @@ fn a_state_directory_path_longer_than_path_max_is_refused_at_open() {
     assert!(longest.is_dir());
 }
 
+/// A component the system cannot name (longer than NAME_MAX, 255 bytes) is refused with the
+/// system's own error, ENAMETOOLONG: not reported as permission denied, which would send a
+/// user to set up group access that cannot help (and, for the default directory, to a
+/// directory of their own).
+#[test]
+fn a_state_directory_component_longer_than_name_max_is_the_systems_error() {
+    let dir = common::TempDir::new("long-name");
+    for (path, action) in [
+        // Looked up, as a directory on the way and as the state directory itself.
+        (dir.path().join("n".repeat(256)).join("state"), "look up"),
+        (dir.path().join("n".repeat(256)), "look up"),
+    ] {
+        match FileStore::open(&path) {
+            Err(Error::StateDir {
+                action: got,
+                source,
+                ..
+            }) => {
+                assert_eq!(got, action);
+                assert_eq!(source.raw_os_error(), Some(36), "{source}"); // ENAMETOOLONG
+                assert_ne!(source.kind(), std::io::ErrorKind::PermissionDenied);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // Exactly 255 bytes is a name: taken.
+    let longest = dir.path().join("n".repeat(255));
+    drop(
+        FileStore::open(&longest)
+            .unwrap()
+            .claim(&Layout::twitter(), NodeRequest::Exact(0))
+            .unwrap(),
+    );
+    assert!(longest.join("twitter").is_dir());
+}
+
 /// A state directory's path is resolved a component at a time, as the system would: `..`
 /// goes up (and stays at the root there), and symbolic links this user or root owns are
 /// followed, forty at most, as the kernel's own limit.
