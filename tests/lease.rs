@@ -382,6 +382,47 @@ fn a_dropped_generator_s_node_comes_back_at_once() {
     assert!(!dir.path().join("twitter/node-1.reservation").exists());
 }
 
+/// On a real clock, a node reserved ahead of it by more than the lead is waited for in the
+/// build: the generator it returns issues at once, at or past the reservation and within its
+/// lead of the clock. (A build that skipped the wait would hand back a
+/// generator whose first tick lies ahead of the clock by the whole reservation: it issues
+/// there, far past `max_lead`.)
+#[test]
+fn a_node_reserved_ahead_of_a_real_clock_is_waited_for_in_the_build() {
+    let dir = common::TempDir::new("wait-real");
+    let layout = small_layout("waitreal", 2);
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let reserved = now() + 1_500;
+    leave_record(&*store, &layout, 0, reserved);
+    let g = Generator::builder(layout.clone())
+        .max_lead(Duration::from_millis(100))
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(0))
+        .unwrap();
+    assert!(g.stats().claim_wait_ms > 0, "{:?}", g.stats());
+    // Issued at once: the clock is within the lead of the reservation.
+    let id = g.try_next_id().unwrap();
+    let ms = id.parts(&layout).unwrap().unix_ms();
+    assert!(ms >= reserved, "{ms} below the reservation {reserved}");
+    // And not ahead of the clock by more than the lead (200 ms allowed for the library's clock
+    // against the system's; a build that did not wait issues 1.4 s ahead).
+    let later = now();
+    assert!(ms <= later + 100 + 200, "{ms} is {} ms ahead", ms - later);
+    // The accessors say what was built.
+    assert_eq!((g.node(), g.layout().name()), (0, "waitreal"));
+    assert_eq!(g.last_tick(), id.parts(&layout).unwrap().tick());
+    assert!(g.max_wait() >= monoflake::DEFAULT_RESERVATION_WINDOW + layout.tick());
+    assert_eq!(
+        format!("{g:?}"),
+        "Leased { node: 0, layout: \"waitreal\", .. }"
+    );
+}
+
 /// A node reserved further ahead than this generator's lead costs the time until it is
 /// `max_lead` ahead: it is taken over a never-used node when that is the shorter wait, and the
 /// never-used node that ended the search is given back untouched — no record — so that its
