@@ -43,8 +43,8 @@ NO_SERVERS='not test(/etcd|postgres|pg_/)'
 # | nextest filter. A first pass tests each mutant with the quick selection (the tests made for
 # that code, seconds each); `--full` passes test what is left (with --iterate: what the quick
 # pass missed) with every test binary that reaches the code.
-LEASE_QUICK="--lib --test trust --test store_conformance --test epochs --test lease --test default_dir"
-LEASE_FULL="$LEASE_QUICK --test conformance --test per_core_lease --test per_thread --test prefork --test prefork_building --test per_thread_processes --test stale_retry --test tracing_events --test fork --test inputs --test features"
+LEASE_QUICK="--lib --test trust --test store_conformance --test epochs --test lease --test default_dir --test tracing_events"
+LEASE_FULL="$LEASE_QUICK --test conformance --test per_core_lease --test per_thread --test prefork --test prefork_building --test per_thread_processes --test stale_retry --test fork --test inputs --test features"
 GEN_QUICK="--lib --test generator --test per_core --test per_thread --test fork --test inputs --test features --test layouts --test alloc"
 GEN_FULL="$GEN_QUICK --test common_case --test per_core_lease --test conformance --test lease --test epochs --test stale_retry --test prefork --test prefork_building --test per_thread_processes --test locked_clock"
 GROUPS_TABLE=(

@@ -1,5 +1,5 @@
 //! The rare events reach `tracing` (feature `tracing`): a re-anchor, a failed reservation write,
-//! a lost lease.
+//! a lost lease, a claim that passed over nodes reserved ahead of its clock.
 #![cfg(feature = "tracing")]
 
 mod common;
@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use monoflake::{Error, Generator, Layout, LockedClock, ManualClock, NodeRequest};
+use monoflake::{
+    Error, FileStore, Generator, Layout, LockedClock, ManualClock, NodeRequest, NodeStore,
+};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Metadata, Subscriber, span};
 
@@ -105,6 +107,22 @@ fn rare_events_are_reported() {
     drop((leased, per_thread, per_core));
     let _ = std::fs::remove_dir_all(&dir);
 
+    // A node reserved an hour ahead of this clock is passed over for another, with a warning:
+    // this generator's IDs sort below those issued up to an hour before.
+    let ahead_dir = dir.with_extension("ahead");
+    let ahead_store = Arc::new(FileStore::open(&ahead_dir).unwrap());
+    let claim = ahead_store
+        .claim(&Layout::twitter(), NodeRequest::Exact(0))
+        .unwrap();
+    ahead_store.release(claim, 1_700_003_600_000).unwrap();
+    let passed_over = builder()
+        .build_leased(ahead_store, NodeRequest::Any)
+        .unwrap();
+    assert_eq!(passed_over.node(), 1);
+    assert_eq!(passed_over.stats().sorts_below_ms, 3_600_000);
+    drop(passed_over);
+    let _ = std::fs::remove_dir_all(&ahead_dir);
+
     let events = events.lock().unwrap();
     assert!(
         events
@@ -123,6 +141,13 @@ fn rare_events_are_reported() {
         events
             .iter()
             .any(|e| e.starts_with("ERROR") && e.contains("lease lost")),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|e| e.starts_with("WARN")
+            && e.contains("sort below")
+            && e.contains(" node=1 ")
+            && e.contains(" sorts_below_ms=3600000")),
         "{events:?}"
     );
 }
