@@ -423,6 +423,105 @@ fn a_node_reserved_ahead_of_a_real_clock_is_waited_for_in_the_build() {
     );
 }
 
+/// A file store whose every node is held (by the test) until a given number of searches for
+/// any node have found none; the next search finds one free. It counts the searches.
+#[derive(Debug)]
+struct Crowded {
+    inner: FileStore,
+    held: std::sync::Mutex<Vec<Claim>>,
+    searches: std::sync::atomic::AtomicU32,
+    free_after: u32,
+}
+
+impl NodeStore for Crowded {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn check_interval(&self) -> Duration {
+        self.inner.check_interval()
+    }
+    fn claim(&self, layout: &Layout, request: NodeRequest) -> Result<Claim, Error> {
+        if request == NodeRequest::Any
+            && self.searches.fetch_add(1, Ordering::SeqCst) == self.free_after
+        {
+            let freed = self.held.lock().unwrap().pop().unwrap();
+            self.inner.abandon(freed).unwrap();
+        }
+        self.inner.claim(layout, request)
+    }
+    fn extend(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        self.inner.extend(claim, until_ms)
+    }
+    fn renew(&self, claim: &Claim) -> Result<Option<Duration>, Error> {
+        self.inner.renew(claim)
+    }
+    fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
+        self.inner.reservation(claim)
+    }
+    fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
+        self.inner.restore(claim, until_ms)
+    }
+    fn abandon(&self, claim: Claim) -> Result<(), Error> {
+        self.inner.abandon(claim)
+    }
+    fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
+        self.inner.release(claim, until_ms)
+    }
+}
+
+/// A claim of any node that finds every node held searches again, eight times more, after a
+/// growing randomized wait (another claimant's search may hold free nodes for a moment):
+/// a node freed before the ninth search is taken, and the wait is counted; one freed only
+/// after it is not, and the claim reports every node held after exactly nine searches.
+#[test]
+fn a_claim_of_any_node_searches_nine_times_when_every_node_is_held() {
+    let dir = common::TempDir::new("crowded");
+    let layout = small_layout("crowded", 1);
+    let crowded = |free_after| {
+        let inner = FileStore::open(dir.path()).unwrap();
+        // Records in the past: the node freed costs no wait of its own.
+        for node in 0..2 {
+            leave_record(&inner, &layout, node, T0 - 1_000);
+        }
+        let held = (0..2)
+            .map(|n| inner.claim(&layout, NodeRequest::Exact(n)).unwrap())
+            .collect();
+        Arc::new(Crowded {
+            inner,
+            held: std::sync::Mutex::new(held),
+            searches: Default::default(),
+            free_after,
+        })
+    };
+    let build = |store: &Arc<Crowded>| {
+        Generator::builder(layout.clone())
+            .clock(ManualClock::new(T0))
+            .build_leased(Arc::clone(store) as Arc<dyn NodeStore>, NodeRequest::Any)
+    };
+    // Freed after eight searches: the ninth takes it.
+    let store = crowded(8);
+    let g = build(&store).unwrap();
+    assert_eq!(g.node(), 1);
+    assert_eq!(store.searches.load(Ordering::SeqCst), 9);
+    // Eight waits, each at least half of 1, 2, 4 ... 128 times a search's length (1 ms at
+    // least): 127 ms at the very least.
+    assert!(g.stats().claim_wait_ms >= 127, "{:?}", g.stats());
+    drop(g);
+    drop(store);
+    // Freed only after nine: never searched for again.
+    let store = crowded(9);
+    match build(&store) {
+        Err(Error::AllNodesHeld {
+            count: 2,
+            ahead: 0,
+            unusable: 0,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.searches.load(Ordering::SeqCst), 9);
+}
+
 /// A node reserved further ahead than this generator's lead costs the time until it is
 /// `max_lead` ahead: it is taken over a never-used node when that is the shorter wait, and the
 /// never-used node that ended the search is given back untouched — no record — so that its
