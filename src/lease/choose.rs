@@ -265,6 +265,8 @@ mod tests {
         evidence: Vec<Option<u64>>,
         /// How many claims of any node were answered.
         claims: Mutex<usize>,
+        /// What a claim of any node that finds none free says it could not use.
+        unusable: u64,
     }
 
     impl Nodes {
@@ -273,6 +275,7 @@ mod tests {
                 nodes: Mutex::new(records.iter().map(|r| (false, *r)).collect()),
                 evidence: Vec::new(),
                 claims: Mutex::new(0),
+                unusable: 0,
             }
         }
 
@@ -310,8 +313,10 @@ mod tests {
                             return Err(Error::AllNodesHeld {
                                 count: layout.max_node() + 1,
                                 ahead: 0,
-                                unusable: 0,
-                                unusable_reasons: Vec::new(),
+                                unusable: self.unusable,
+                                unusable_reasons: (0..self.unusable)
+                                    .map(|n| format!("reason {n}"))
+                                    .collect(),
                             });
                         }
                     }
@@ -459,6 +464,60 @@ mod tests {
         assert_eq!(chosen.claim.node(), 0);
         assert_eq!(*store.claims.lock().unwrap(), MAX_PASSED_OVER);
         assert_eq!(store.held(), vec![0]);
+    }
+
+    #[test]
+    fn every_node_held_reports_what_the_store_could_not_use() {
+        // Both nodes held, and the store could not use two more: the search ends, after its
+        // retries, with the store's count and reasons, and nothing held.
+        let mut store = Nodes::new(&[None, None]);
+        store.unusable = 2;
+        for node in 0..2 {
+            store.nodes.lock().unwrap()[node].0 = true;
+        }
+        match choose(&store, &layout(), NodeRequest::Any, &|| NOW, &LIMITS) {
+            Err(Error::AllNodesHeld {
+                count: 8,
+                ahead: 0,
+                unusable: 2,
+                unusable_reasons,
+            }) => assert_eq!(unusable_reasons, ["reason 0", "reason 1"]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(*store.claims.lock().unwrap(), 1 + RACE_RETRIES as usize);
+        assert_eq!(store.held(), vec![0, 1], "only the test's own holds");
+    }
+
+    #[test]
+    fn a_race_wait_is_random_between_half_and_all_of_the_doubled_round() {
+        for round_ns in [1, 1_000, 1_000_000, 3_000_000, 100_000_000] {
+            let round = Duration::from_nanos(round_ns);
+            for attempt in 0..20 {
+                let d = round
+                    .saturating_mul(1 << attempt.min(16))
+                    .min(RACE_WAIT_CAP)
+                    .max(Duration::from_nanos(2));
+                let waits: Vec<Duration> = (0..64).map(|_| race_wait(round, attempt)).collect();
+                for &w in &waits {
+                    assert!(
+                        w >= d / 2 && w <= d,
+                        "{w:?} for {d:?} ({round:?}, {attempt})"
+                    );
+                }
+                if d >= Duration::from_micros(1) {
+                    // 64 draws from the whole range (a thousand values or more): they spread
+                    // over more than an eighth of it.
+                    let spread = *waits.iter().max().unwrap() - *waits.iter().min().unwrap();
+                    assert!(spread > d / 16, "{round:?}, {attempt}: {waits:?}");
+                }
+            }
+        }
+        // Doubled at each attempt, up to the cap.
+        let round = Duration::from_millis(1);
+        assert!(race_wait(round, 3) >= Duration::from_millis(4));
+        assert!(race_wait(round, 3) <= Duration::from_millis(8));
+        assert!(race_wait(Duration::from_secs(1), 0) >= RACE_WAIT_CAP / 2);
+        assert!(race_wait(Duration::from_secs(1), 0) <= RACE_WAIT_CAP);
     }
 
     fn layout_wide() -> Layout {
