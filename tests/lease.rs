@@ -421,6 +421,19 @@ fn a_node_reserved_ahead_of_a_real_clock_is_waited_for_in_the_build() {
         format!("{g:?}"),
         "Leased { node: 0, layout: \"waitreal\", .. }"
     );
+    drop(g);
+    // A leased PerCore's debug output names its holding: the node and the store.
+    let per_core = Generator::builder(layout.clone())
+        .clock(Arc::new(ManualClock::new(T0)))
+        .build_leased_per_core(Arc::clone(&store), NodeRequest::Exact(1), 2)
+        .unwrap();
+    assert_eq!(
+        format!("{per_core:?}"),
+        format!(
+            "PerCore {{ slots: 2, owner: Some(Holding {{ node: 1, store: {:?}, .. }}), .. }}",
+            store.describe()
+        )
+    );
 }
 
 /// A file store whose every node is held (by the test) until a given number of searches for
