@@ -1377,6 +1377,104 @@ fn a_burst_ahead_of_the_clock_is_reserved_from_its_last_tick() {
     }
 }
 
+/// The same for a host's own state word (`build_state_lease`): the keeper extends from the
+/// word's last tick, so a burst ahead of a stopped clock is reserved, and the fence raised,
+/// up to the lead's end; the release seals the word and reserves past the burst, so the next
+/// holder on the same stopped clock starts above it.
+#[test]
+fn a_state_lease_burst_ahead_of_the_clock_is_reserved_from_its_last_tick() {
+    use monoflake::{OutsideState, StateStep};
+    use std::sync::atomic::AtomicU64;
+    const SEALED: u64 = u64::MAX;
+    const SEQUENCE_BITS: u32 = 4;
+    /// The word, and the tick it was sealed at.
+    struct Word(AtomicU64, AtomicU64);
+    impl OutsideState for Word {
+        fn start(&self, step: &StateStep) {
+            self.1.store(step.tick_of(step.start()), Ordering::Relaxed);
+            self.0.store(step.start(), Ordering::Release);
+        }
+        fn last_tick(&self) -> u64 {
+            match self.0.load(Ordering::Relaxed) {
+                SEALED => self.1.load(Ordering::Relaxed),
+                s => s >> SEQUENCE_BITS,
+            }
+        }
+        fn seal(&self) -> u64 {
+            let tick = self.last_tick();
+            match self.0.swap(SEALED, Ordering::Relaxed) {
+                SEALED => tick,
+                s => s >> SEQUENCE_BITS,
+            }
+        }
+    }
+    let layout = Layout::builder()
+        .epoch_ms(Layout::discord().epoch_ms()) // not the default layout's
+        .node_field("worker", 10)
+        .sequence_bits(SEQUENCE_BITS)
+        .build()
+        .unwrap();
+    let dir = common::TempDir::new("state-burst");
+    let store: Arc<dyn NodeStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    leave_record(&*store, &layout, 0, T0);
+    let builder = || {
+        Generator::builder(layout.clone())
+            .clock(Arc::new(ManualClock::new(T0)))
+            .reservation_window(Duration::from_millis(200))
+            .max_lead(Duration::from_secs(1))
+    };
+    let word = Arc::new(Word(AtomicU64::new(SEALED), AtomicU64::new(0)));
+    let lease = builder()
+        .build_state_lease(Arc::clone(&store), NodeRequest::Exact(0), word.clone())
+        .unwrap();
+    assert_eq!((lease.node(), lease.layout().name()), (0, layout.name()));
+    let mut last: Option<Id> = None;
+    // A liveness bound only: the keeper extends every 50 ms (a quarter of the window).
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        // The host's issue: load, step, fence, compare-exchange.
+        let now_ns = lease.clock().precise_now_ns();
+        let cur = word.0.load(Ordering::Acquire);
+        match lease.step().next(cur, now_ns, 1) {
+            Ok((first, _)) => {
+                let (limit, deadline) = lease.fence();
+                let now_tick = lease.layout().tick_at(now_ns / 1_000_000);
+                if lease.step().tick_of(first) <= limit && now_tick < deadline {
+                    word.0
+                        .compare_exchange(cur, first, Ordering::Relaxed, Ordering::Relaxed)
+                        .unwrap();
+                    let id = lease.step().id(first);
+                    assert!(last < Some(id));
+                    last = Some(id);
+                } else {
+                    std::thread::sleep(Duration::from_millis(1)); // the keeper raises it
+                }
+            }
+            Err(Error::WouldBlock {
+                blocked_on: BlockedOn::LeadLimit,
+                ..
+            }) => break,
+            Err(other) => panic!("{other:?}"),
+        }
+        let at = last.map_or(T0, |id| id.parts(&layout).unwrap().unix_ms());
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the reservation never passed the burst: its last ID is at T0 + {} ms",
+            at - T0
+        );
+    }
+    let last = last.unwrap();
+    let at = last.parts(&layout).unwrap().unix_ms();
+    assert!((T0 + 999..=T0 + 1_000).contains(&at), "T0 + {} ms", at - T0);
+    assert!(lease.stats().reservation_writes >= 5, "{:?}", lease.stats());
+    lease.release().unwrap();
+    assert_eq!(word.0.load(Ordering::Relaxed), SEALED);
+    let next = builder()
+        .build_leased(Arc::clone(&store), NodeRequest::Exact(0))
+        .unwrap();
+    assert!(next.next_id().unwrap() > last);
+}
+
 /// While renewals fail (the store cannot be reached), the keeper writes no reservation, though
 /// one is due: it has not confirmed that the node is still its own, and a write then could
 /// land on a record someone else holds by now. Issuing runs on the reservation it has.

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use monoflake::{
     Error, FileStore, Generator, Layout, LockedClock, ManualClock, NodeRequest, NodeStore,
+    OutsideState, StateStep,
 };
 use tracing::field::{Field, Visit};
 use tracing::{Event, Metadata, Subscriber, span};
@@ -43,6 +44,22 @@ impl Subscriber for Recorder {
     fn exit(&self, _: &span::Id) {}
 }
 
+/// A host's state word that never issues: its last tick is the start's.
+#[derive(Default)]
+struct StartTick(AtomicU64);
+
+impl OutsideState for StartTick {
+    fn start(&self, step: &StateStep) {
+        self.0.store(step.tick_of(step.start()), Ordering::Relaxed);
+    }
+    fn last_tick(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn seal(&self) -> u64 {
+        self.last_tick()
+    }
+}
+
 #[test]
 fn rare_events_are_reported() {
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -59,7 +76,7 @@ fn rare_events_are_reported() {
     clock.reanchor();
 
     // A store that fails: each keeper reports the failed renewal and the lost lease, naming
-    // its node — a generator's (5), a PerThread's (6), a PerCore's (7).
+    // its node — a generator's (5), a PerThread's (6), a PerCore's (7), a host state word's (8).
     let dir = std::env::temp_dir().join(format!("monoflake-test-tracing-{}", std::process::id()));
     let store = common::Flaky::new(&dir, Some(Duration::from_secs(60)));
     let builder = || {
@@ -76,6 +93,13 @@ fn rare_events_are_reported() {
     let per_core = builder()
         .build_leased_per_core(store.clone(), NodeRequest::Exact(7), 2)
         .unwrap();
+    let state_lease = builder()
+        .build_state_lease(
+            store.clone(),
+            NodeRequest::Exact(8),
+            Arc::new(StartTick::default()),
+        )
+        .unwrap();
     store.fail_renew.store(2, Ordering::SeqCst);
     let start = std::time::Instant::now();
     let lost =
@@ -84,7 +108,7 @@ fn rare_events_are_reported() {
                 e.contains("lease lost") && e.split(' ').any(|f| f == format!("node={node}"))
             })
         };
-    while !(lost(5) && lost(6) && lost(7)) {
+    while !(lost(5) && lost(6) && lost(7) && lost(8)) {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "{:?}",
@@ -104,7 +128,8 @@ fn rare_events_are_reported() {
         per_core.try_next_id(),
         Err(Error::LeaseLost { node: 7, .. })
     ));
-    drop((leased, per_thread, per_core));
+    assert_eq!(state_lease.fence(), (0, 0), "closed once lost");
+    drop((leased, per_thread, per_core, state_lease));
     let _ = std::fs::remove_dir_all(&dir);
 
     // A node reserved an hour ahead of this clock is passed over for another, with a warning:
