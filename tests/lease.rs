@@ -1428,6 +1428,10 @@ fn a_state_lease_burst_ahead_of_the_clock_is_reserved_from_its_last_tick() {
         .build_state_lease(Arc::clone(&store), NodeRequest::Exact(0), word.clone())
         .unwrap();
     assert_eq!((lease.node(), lease.layout().name()), (0, layout.name()));
+    // Its debug output: the node, the layout and the fence's words (which the keeper moves).
+    let debug = format!("{lease:?}");
+    let fence = format!("StateLease {{ node: 0, layout: {:?}, fence: (", layout.name());
+    assert!(debug.starts_with(&fence) && debug.ends_with("), .. }"), "{debug}");
     let mut last: Option<Id> = None;
     // A liveness bound only: the keeper extends every 50 ms (a quarter of the window).
     let give_up = std::time::Instant::now() + Duration::from_secs(30);
