@@ -12,6 +12,8 @@
 #   --out DIR       where each group's results go (default target/cargo-mutants/<group>)
 #   --re REGEX      only the mutants whose name matches (repeatable; cargo mutants -F), e.g.
 #                   to test again, after writing tests, what a run missed
+#   --servers       run the selection's tests that need etcd or PostgreSQL too (left out of
+#                   the file store's and the claim's groups otherwise); needs both servers
 #
 # Each mutant is built in cargo-mutants' own copy of the tree and tested with cargo-nextest,
 # which runs the group's test binaries side by side and stops at the first failure: a caught
@@ -52,14 +54,15 @@ GROUPS_TABLE=(
     "claim|src/lease/build.rs src/lease/choose.rs src/lease/outside.rs src/lease/store.rs src/lease/shape.rs src/lease/mod.rs src/lease/holding.rs||$LEASE_QUICK|$LEASE_FULL|$NO_SERVERS"
     "per-thread|src/generator/per_thread/**||$GEN_QUICK|$GEN_FULL|$NO_SERVERS"
     "generator|src/generator/**|src/generator/per_thread/** src/generator/step.rs src/generator/fence.rs|$GEN_QUICK|$GEN_FULL|$NO_SERVERS"
-    "postgres|src/lease/postgres/** src/lease/postgres_options.rs||--lib --test postgres|--lib --test postgres --test store_conformance|test(/postgres|pg_|lease::postgres/)"
-    "etcd|src/lease/etcd.rs src/lease/etcd_options.rs||--lib --test etcd_clock|--lib --test etcd_clock --test store_conformance|test(/etcd/)"
+    "postgres|src/lease/postgres/** src/lease/postgres_options.rs||--lib --test postgres --test store_conformance|--lib --test postgres --test store_conformance|binary(postgres) | test(/postgres|pg_/)"
+    "etcd|src/lease/etcd.rs src/lease/etcd_options.rs||--lib --test etcd_clock --test store_conformance|--lib --test etcd_clock --test store_conformance|binary(etcd_clock) | test(/etcd/)"
 )
 
 jobs=2
 iterate=()
 only=()
 full=false
+servers=false
 out=""
 list=false
 want=()
@@ -68,10 +71,11 @@ while [ $# -gt 0 ]; do
         -j) jobs="$2"; shift 2 ;;
         --iterate) iterate=(--iterate); shift ;;
         --full) full=true; shift ;;
+        --servers) servers=true; shift ;;
         --out) out="$2"; shift 2 ;;
         --re) only+=(-F "$2"); shift 2 ;;
         --list) list=true; shift ;;
-        -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
         -*) echo "cargo-mutants.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) want+=("$1"); shift ;;
     esac
@@ -107,6 +111,11 @@ for g in "${want[@]}"; do
     IFS='|' read -r _ _ _ quick all filter <<<"$row"
     select=$quick
     ! $full || select=$all
+    if $servers; then
+        [ -n "${MONOFLAKE_TEST_ETCD:-}" ] && [ -n "${MONOFLAKE_TEST_PG:-}" ] ||
+            { echo "cargo-mutants.sh: --servers needs MONOFLAKE_TEST_ETCD and MONOFLAKE_TEST_PG" >&2; exit 2; }
+        filter='all()'
+    fi
     mapfile -t a < <(args_of "$row")
     dir="${out:-target/cargo-mutants}/$g"
     mkdir -p "$dir"
