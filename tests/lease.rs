@@ -1430,8 +1430,14 @@ fn a_state_lease_burst_ahead_of_the_clock_is_reserved_from_its_last_tick() {
     assert_eq!((lease.node(), lease.layout().name()), (0, layout.name()));
     // Its debug output: the node, the layout and the fence's words (which the keeper moves).
     let debug = format!("{lease:?}");
-    let fence = format!("StateLease {{ node: 0, layout: {:?}, fence: (", layout.name());
-    assert!(debug.starts_with(&fence) && debug.ends_with("), .. }"), "{debug}");
+    let fence = format!(
+        "StateLease {{ node: 0, layout: {:?}, fence: (",
+        layout.name()
+    );
+    assert!(
+        debug.starts_with(&fence) && debug.ends_with("), .. }"),
+        "{debug}"
+    );
     let mut last: Option<Id> = None;
     // A liveness bound only: the keeper extends every 50 ms (a quarter of the window).
     let give_up = std::time::Instant::now() + Duration::from_secs(30);
@@ -1477,6 +1483,62 @@ fn a_state_lease_burst_ahead_of_the_clock_is_reserved_from_its_last_tick() {
         .build_leased(Arc::clone(&store), NodeRequest::Exact(0))
         .unwrap();
     assert!(next.next_id().unwrap() > last);
+}
+
+/// A StateLease's `check` says whether its host may issue, and why not, as `Leased::check`
+/// does: `Ok` while held; past the fence's deadline with the store unreachable, the claim not
+/// confirmed; once the store says it is gone, lost with the store's reason.
+#[test]
+fn a_state_lease_check_says_why_its_host_may_not_issue() {
+    let dir = common::TempDir::new("state-check");
+    let store = common::Flaky::new(dir.path(), None);
+    leave_record(&*store, &Layout::twitter(), 0, T0);
+    let clock = Arc::new(ManualClock::new(T0));
+    let lease = Generator::builder(Layout::twitter())
+        .clock(Arc::clone(&clock))
+        .reservation_window(Duration::from_millis(200))
+        .build_state_lease(
+            store.clone(),
+            NodeRequest::Exact(0),
+            Arc::new(common::StartTick::default()),
+        )
+        .unwrap();
+    lease.check().unwrap();
+    // Unreachable, and the clock a minute past the deadline: not confirmed. (The first
+    // answers may be the keeper's to give, until its round has failed.)
+    store.fail_renew.store(1, Ordering::SeqCst);
+    clock.advance_ms(60_000);
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match lease.check() {
+            Err(Error::ReservationUnavailable {
+                node: 0, reason, ..
+            }) if reason.contains("has not been confirmed") => {
+                break;
+            }
+            Err(Error::WouldBlock {
+                blocked_on: BlockedOn::LeaseKeeper,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(std::time::Instant::now() < give_up, "never refused");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Taken over: lost, with the store's reason, and the fence closed.
+    store.fail_renew.store(2, Ordering::SeqCst);
+    loop {
+        match lease.check() {
+            Err(Error::LeaseLost {
+                node: 0, reason, ..
+            }) if reason == "taken over" => break,
+            Err(Error::ReservationUnavailable { node: 0, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(std::time::Instant::now() < give_up, "never lost");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(lease.fence(), (0, 0));
 }
 
 /// While renewals fail (the store cannot be reached), the keeper writes no reservation, though

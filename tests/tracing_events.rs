@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use monoflake::{
     Error, FileStore, Generator, Layout, LockedClock, ManualClock, NodeRequest, NodeStore,
-    OutsideState, StateStep,
 };
 use tracing::field::{Field, Visit};
 use tracing::{Event, Metadata, Subscriber, span};
@@ -42,22 +41,6 @@ impl Subscriber for Recorder {
     }
     fn enter(&self, _: &span::Id) {}
     fn exit(&self, _: &span::Id) {}
-}
-
-/// A host's state word that never issues: its last tick is the start's.
-#[derive(Default)]
-struct StartTick(AtomicU64);
-
-impl OutsideState for StartTick {
-    fn start(&self, step: &StateStep) {
-        self.0.store(step.tick_of(step.start()), Ordering::Relaxed);
-    }
-    fn last_tick(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-    fn seal(&self) -> u64 {
-        self.last_tick()
-    }
 }
 
 #[test]
@@ -97,7 +80,7 @@ fn rare_events_are_reported() {
         .build_state_lease(
             store.clone(),
             NodeRequest::Exact(8),
-            Arc::new(StartTick::default()),
+            Arc::new(common::StartTick::default()),
         )
         .unwrap();
     store.fail_renew.store(2, Ordering::SeqCst);

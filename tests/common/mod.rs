@@ -832,3 +832,19 @@ pub fn first_ms_of_a_successor_behind(
         .unwrap()
         .unix_ms()
 }
+
+/// A host's state word (`build_state_lease`) that never issues: its last tick is the start's.
+#[derive(Debug, Default)]
+pub struct StartTick(AtomicU64);
+
+impl monoflake::OutsideState for StartTick {
+    fn start(&self, step: &monoflake::StateStep) {
+        self.0.store(step.tick_of(step.start()), Ordering::Relaxed);
+    }
+    fn last_tick(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn seal(&self) -> u64 {
+        self.last_tick()
+    }
+}
