@@ -535,6 +535,28 @@ fn a_claim_of_any_node_searches_nine_times_when_every_node_is_held() {
     assert_eq!(store.searches.load(Ordering::SeqCst), 9);
 }
 
+/// What a claim says of itself, for a store's author: its accessors and its debug output.
+#[test]
+fn a_claim_says_what_it_holds() {
+    let claim = Claim::new(3, Some(T0), ());
+    assert_eq!(
+        (claim.node(), claim.reserved_until_ms(), claim.store_clock()),
+        (3, Some(T0), None)
+    );
+    let claim = claim
+        .with_unusable(2)
+        .with_store_clock(T0 + 5, Duration::from_millis(7));
+    assert_eq!(claim.store_clock(), Some((T0 + 5, 7)));
+    assert_eq!(
+        format!("{claim:?}"),
+        format!(
+            "Claim {{ node: 3, reserved_until_ms: Some({T0}), recorded: true, unusable: 2, \
+             store_clock: Some(({}, 7)), .. }}",
+            T0 + 5
+        )
+    );
+}
+
 /// A node reserved further ahead than this generator's lead costs the time until it is
 /// `max_lead` ahead: it is taken over a never-used node when that is the shorter wait, and the
 /// never-used node that ended the search is given back untouched — no record — so that its
