@@ -391,3 +391,59 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     /// As [`NodeStore::extend`]; the claim is given up even when the write fails.
     fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error>;
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A store that implements only what it must: the defaults do the rest.
+    #[derive(Debug, Default)]
+    struct Minimal {
+        released: Mutex<Vec<(u64, u64)>>,
+    }
+
+    impl NodeStore for Minimal {
+        fn describe(&self) -> String {
+            "minimal".into()
+        }
+        fn claim(&self, _: &Layout, _: NodeRequest) -> Result<Claim, Error> {
+            unreachable!("not claimed through")
+        }
+        fn extend(&self, _: &Claim, _: u64) -> Result<(), Error> {
+            Ok(())
+        }
+        fn renew(&self, _: &Claim) -> Result<Option<Duration>, Error> {
+            Ok(None)
+        }
+        fn release(&self, claim: Claim, until_ms: u64) -> Result<(), Error> {
+            self.released.lock().unwrap().push((claim.node(), until_ms));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_defaults_read_again_what_the_claim_read_and_abandon_without_a_new_record() {
+        let store = Minimal::default();
+        assert_eq!(store.check_interval(), DEFAULT_CHECK_INTERVAL);
+        // Read again: what the claim read, a record or none (evidence included).
+        let recorded = Claim::new(1, Some(1_700_000_000_123), ());
+        assert_eq!(
+            store.reservation(&recorded).unwrap(),
+            Some(1_700_000_000_123)
+        );
+        assert_eq!(store.reservation(&Claim::new(2, None, ())).unwrap(), None);
+        let evidence = Claim::new(3, Some(1_700_000_000_456), ()).evidence_only();
+        assert_eq!(
+            store.reservation(&evidence).unwrap(),
+            Some(1_700_000_000_456)
+        );
+        // A write-back does nothing; an abandon writes back what the claim read, and a node
+        // that had no record is dropped without one.
+        store.restore(&recorded, 1_800_000_000_000).unwrap();
+        store.abandon(recorded).unwrap();
+        store.abandon(Claim::new(2, None, ())).unwrap();
+        assert_eq!(*store.released.lock().unwrap(), [(1, 1_700_000_000_123)]);
+    }
+}
