@@ -1545,13 +1545,15 @@ fn a_state_lease_check_says_why_its_host_may_not_issue() {
         assert!(std::time::Instant::now() < give_up, "never refused");
         std::thread::sleep(Duration::from_millis(5));
     }
-    // Taken over: lost, with the store's reason, and the fence closed.
+    // Taken over: lost, with the store's reason, and the fence closed. (Its write-back
+    // fails, so the release has an error to report.)
+    store.fail_restore.store(true, Ordering::SeqCst);
     store.fail_renew.store(2, Ordering::SeqCst);
     loop {
         match lease.check() {
             Err(Error::LeaseLost {
                 node: 0, reason, ..
-            }) if reason == "taken over" => break,
+            }) if reason.starts_with("taken over") => break,
             Err(Error::ReservationUnavailable { node: 0, .. }) => {}
             other => panic!("{other:?}"),
         }
@@ -1559,6 +1561,16 @@ fn a_state_lease_check_says_why_its_host_may_not_issue() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(lease.fence(), (0, 0));
+    // Its release reports the keeper's failure.
+    match lease.release() {
+        Err(Error::LeaseLost {
+            node: 0, reason, ..
+        }) => assert!(
+            reason.ends_with("the node stays held on this host until this process exits"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// While renewals fail (the store cannot be reached), the keeper writes no reservation, though
