@@ -12,8 +12,9 @@
 #   --out DIR       where each group's results go (default target/cargo-mutants/<group>)
 #   --re REGEX      only the mutants whose name matches (repeatable; cargo mutants -F), e.g.
 #                   to test again, after writing tests, what a run missed
-#   --servers       run the selection's tests that need etcd or PostgreSQL too (left out of
-#                   the file store's and the claim's groups otherwise); needs both servers
+#   --servers       run the tests that need etcd or PostgreSQL too (left out of the file
+#                   store's and the claim's groups otherwise), and the stores' own test
+#                   binaries (etcd_clock, postgres); needs both servers
 #
 # Each mutant is built in cargo-mutants' own copy of the tree and tested with cargo-nextest,
 # which runs the group's test binaries side by side and stops at the first failure: a caught
@@ -75,7 +76,7 @@ while [ $# -gt 0 ]; do
         --out) out="$2"; shift 2 ;;
         --re) only+=(-F "$2"); shift 2 ;;
         --list) list=true; shift ;;
-        -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
         -*) echo "cargo-mutants.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) want+=("$1"); shift ;;
     esac
@@ -115,6 +116,10 @@ for g in "${want[@]}"; do
         [ -n "${MONOFLAKE_TEST_ETCD:-}" ] && [ -n "${MONOFLAKE_TEST_PG:-}" ] ||
             { echo "cargo-mutants.sh: --servers needs MONOFLAKE_TEST_ETCD and MONOFLAKE_TEST_PG" >&2; exit 2; }
         filter='all()'
+        # The stores' own test binaries, where the selection lacks them.
+        for t in etcd_clock postgres; do
+            case " $select " in *" --test $t "*) ;; *) select="$select --test $t" ;; esac
+        done
     fi
     mapfile -t a < <(args_of "$row")
     dir="${out:-target/cargo-mutants}/$g"
