@@ -111,11 +111,14 @@ for g in "${want[@]}"; do
     [ -n "$row" ] || { echo "cargo-mutants.sh: no group $g (--list names them)" >&2; exit 2; }
     IFS='|' read -r _ _ _ quick all filter <<<"$row"
     select=$quick
+    timeout=90
     ! $full || select=$all
     if $servers; then
         [ -n "${MONOFLAKE_TEST_ETCD:-}" ] && [ -n "${MONOFLAKE_TEST_PG:-}" ] ||
             { echo "cargo-mutants.sh: --servers needs MONOFLAKE_TEST_ETCD and MONOFLAKE_TEST_PG" >&2; exit 2; }
         filter='all()'
+        # The stores' tests make a run slower than the 90 s a mutant may take otherwise.
+        timeout=300
         # The stores' own test binaries, where the selection lacks them.
         for t in etcd_clock postgres; do
             case " $select " in *" --test $t "*) ;; *) select="$select --test $t" ;; esac
@@ -127,7 +130,7 @@ for g in "${want[@]}"; do
     echo "== group $g: cargo mutants ${a[*]} (results in $dir/mutants.out)"
     set -f
     # shellcheck disable=SC2086 # the selection is a list of words
-    cargo mutants --test-tool nextest --features "$FEATURES" -j "$jobs" --timeout 90 \
+    cargo mutants --test-tool nextest --features "$FEATURES" -j "$jobs" --timeout "$timeout" \
         --build-timeout 300 "${iterate[@]}" "${only[@]}" -o "$dir" "${a[@]}" -- $select -E "$filter" ||
         true # cargo mutants exits 2 when a mutant is missed: the summary says so
     set +f

@@ -28,6 +28,7 @@ OTHER_TOOLS = {
     "--js_out", "--java_out", "--go_out", "--go-grpc_out", "--go_opt", "--go-grpc_opt",
     "--plaintext", "--import-path", "--proto", "--connections", "--duration-s",
     "--flavour", "--cheap", "--list", "--no-baseline", "--keep", "--full", "--iterate", "--re",
+    "--servers",
 }
 
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
