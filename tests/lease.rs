@@ -1190,19 +1190,25 @@ fn a_write_back_that_fails_is_reported_and_the_node_stays_held() {
         }
         other => panic!("{other:?}"),
     }
-    match leased.release() {
+    assert_held_until_exit(leased.release());
+    assert!(store.restored.lock().unwrap().is_empty());
+    let successor = FileStore::open(dir.path()).unwrap();
+    match successor.claim(&Layout::twitter(), NodeRequest::Exact(0)) {
+        Err(Error::NodeHeld { node: 0, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A release of node 0 whose write-back failed: lost, and the node kept on this host (its
+/// host-wide claim) until the process exits.
+fn assert_held_until_exit(released: Result<(), Error>) {
+    match released {
         Err(Error::LeaseLost {
             node: 0, reason, ..
         }) => assert!(
             reason.ends_with("the node stays held on this host until this process exits"),
             "{reason}"
         ),
-        other => panic!("{other:?}"),
-    }
-    assert!(store.restored.lock().unwrap().is_empty());
-    let successor = FileStore::open(dir.path()).unwrap();
-    match successor.claim(&Layout::twitter(), NodeRequest::Exact(0)) {
-        Err(Error::NodeHeld { node: 0, .. }) => {}
         other => panic!("{other:?}"),
     }
 }
@@ -1562,15 +1568,7 @@ fn a_state_lease_check_says_why_its_host_may_not_issue() {
     }
     assert_eq!(lease.fence(), (0, 0));
     // Its release reports the keeper's failure.
-    match lease.release() {
-        Err(Error::LeaseLost {
-            node: 0, reason, ..
-        }) => assert!(
-            reason.ends_with("the node stays held on this host until this process exits"),
-            "{reason}"
-        ),
-        other => panic!("{other:?}"),
-    }
+    assert_held_until_exit(lease.release());
 }
 
 /// While renewals fail (the store cannot be reached), the keeper writes no reservation, though
