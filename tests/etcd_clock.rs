@@ -261,6 +261,235 @@ fn members_a_second_apart_never_put_a_successor_below_the_holder() {
     );
 }
 
+/// A store shows its endpoints, its prefix without the trailing `/`, and its TTL raised to the
+/// whole second it must be; it checks its claim every third of that TTL when that is shorter
+/// than half a second.
+#[test]
+fn an_etcd_store_shows_its_endpoints_prefix_and_ttl() {
+    let etcd = common::Etcd::shared();
+    let store = EtcdStore::connect(
+        &[&etcd.endpoint],
+        "/debug-shown/",
+        Duration::from_millis(300),
+    )
+    .unwrap();
+    assert_eq!(
+        format!("{store:?}"),
+        format!(
+            "EtcdStore {{ endpoints: [{:?}], prefix: \"/debug-shown\", ttl: 1s, .. }}",
+            etcd.endpoint
+        )
+    );
+    assert_eq!(store.describe(), format!("etcd {}", etcd.endpoint));
+    assert_eq!(store.check_interval(), Duration::from_secs(1) / 3);
+    let store = EtcdStore::connect(&[&etcd.endpoint], "/", Duration::from_secs(10)).unwrap();
+    assert_eq!(store.check_interval(), Duration::from_millis(500));
+}
+
+/// A node whose reservation key holds no reservation is passed over by a claim of any node,
+/// and the node key the claim made for it is deleted again at once: the node is not left
+/// looking held (by this holder's lease) while the holder works on another.
+#[test]
+fn a_node_whose_reservation_is_damaged_is_passed_over_and_left_unclaimed() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("damaged");
+    let layout = layout();
+    let base = format!("{prefix}/{}", layout.shape_key());
+    let (ok, out) = etcd.ctl(None, &["put", &format!("{base}/reservation/0"), "garbage"]);
+    assert!(ok, "{out}");
+    let g = Generator::builder(layout.clone())
+        .build_leased(
+            store(&etcd, &prefix) as Arc<dyn NodeStore>,
+            NodeRequest::Any,
+        )
+        .unwrap();
+    assert_eq!(g.node(), 1, "node 0's record is damaged");
+    assert_eq!(g.stats().nodes_skipped_unusable, 1);
+    g.next_id().unwrap();
+    let (ok, keys) = etcd.ctl(
+        None,
+        &["get", "--prefix", "--keys-only", &format!("{base}/node/")],
+    );
+    assert!(ok, "{keys}");
+    let keys: Vec<&str> = keys.split_whitespace().collect();
+    assert_eq!(
+        keys,
+        [format!("{base}/node/1")],
+        "only the node taken is held"
+    );
+}
+
+/// Every node's record damaged: a claim of any node finds each unusable, says so with the
+/// first three reasons, and leaves no node key behind.
+#[test]
+fn every_node_damaged_is_every_node_unusable_the_first_three_named() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("all-damaged");
+    let layout = layout();
+    let base = format!("{prefix}/{}", layout.shape_key());
+    for node in 0..4 {
+        let (ok, out) = etcd.ctl(
+            None,
+            &[
+                "put",
+                &format!("{base}/reservation/{node}"),
+                &format!("bad{node}"),
+            ],
+        );
+        assert!(ok, "{out}");
+    }
+    let store = store(&etcd, &prefix);
+    match store.claim(&layout, NodeRequest::Any) {
+        Err(Error::AllNodesHeld {
+            count: 4,
+            ahead: 0,
+            unusable: 4,
+            unusable_reasons,
+            ..
+        }) => {
+            assert_eq!(unusable_reasons.len(), 3, "{unusable_reasons:?}");
+            for (node, reason) in unusable_reasons.iter().enumerate() {
+                assert!(
+                    reason.starts_with(&format!("node {node}: "))
+                        && reason.contains(&format!("\"bad{node}\"")),
+                    "{reason}"
+                );
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+    let (ok, keys) = etcd.ctl(
+        None,
+        &["get", "--prefix", "--keys-only", &format!("{base}/node/")],
+    );
+    assert!(ok && keys.trim().is_empty(), "{keys}");
+}
+
+/// The claim key rewritten by hand (`etcdctl put`, which detaches it from its lease) and the
+/// lease revoked: the key is still the claim's (the same create revision), but the lease is
+/// gone, and etcd answers the keep-alive with a TTL of 0. That is a lost claim, sealed at once,
+/// not a renewal that confirms nothing.
+#[test]
+fn a_claim_whose_lease_is_revoked_under_a_rewritten_key_is_lost() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("revoked");
+    let layout = layout();
+    let g = Generator::builder(layout.clone())
+        .build_leased(
+            store(&etcd, &prefix) as Arc<dyn NodeStore>,
+            NodeRequest::Exact(3),
+        )
+        .unwrap();
+    g.next_id().unwrap();
+    let key = format!("{prefix}/{}/node/3", layout.shape_key());
+    let (ok, value) = etcd.ctl(None, &["get", "--print-value-only", &key]);
+    assert!(ok, "{value}");
+    let lease = value
+        .trim()
+        .rsplit_once("lease ")
+        .map(|(_, lease)| lease.to_owned())
+        .unwrap_or_else(|| panic!("the claim key holds {value:?}"));
+    let (ok, out) = etcd.ctl(None, &["put", &key, "rewritten by hand"]);
+    assert!(ok, "{out}");
+    let (ok, out) = etcd.ctl(None, &["lease", "revoke", &lease]);
+    assert!(ok, "{out}");
+    let started = Instant::now();
+    loop {
+        match g.try_next_id() {
+            Ok(_) => {}
+            Err(Error::WouldBlock { .. }) => std::thread::sleep(Duration::from_millis(1)),
+            Err(Error::LeaseLost {
+                node: 3, reason, ..
+            }) => {
+                assert_eq!(reason, format!("lease {lease} expired"));
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the holder still issues 30 s after its lease was revoked"
+        );
+    }
+    assert_eq!(g.stats().lease_losses, 1);
+}
+
+/// `EtcdOptions` shows what it holds and never the password.
+#[test]
+fn etcd_options_show_what_they_hold_but_not_the_password() {
+    let options = monoflake::EtcdOptions::new();
+    assert_eq!(
+        format!("{options:?}"),
+        "EtcdOptions { ca: false, client_identity: false, user: None, max_clock_lead: 250ms, \
+         max_member_skew: 1s }"
+    );
+    let options = options
+        .ca_pem(b"ca".to_vec())
+        .client_identity_pem(b"cert".to_vec(), b"key".to_vec())
+        .user("ids", "hunter22")
+        .max_clock_lead(Duration::from_millis(400))
+        .max_member_skew(Duration::from_millis(50));
+    assert_eq!(
+        format!("{options:?}"),
+        "EtcdOptions { ca: true, client_identity: true, user: Some(\"ids\"), \
+         max_clock_lead: 400ms, max_member_skew: 50ms }"
+    );
+    assert_eq!(options.clock_lead(), Duration::from_millis(400));
+    assert_eq!(options.member_skew(), Duration::from_millis(50));
+    let defaults = monoflake::EtcdOptions::default();
+    assert_eq!(defaults.clock_lead(), Duration::from_millis(250));
+    assert_eq!(defaults.member_skew(), monoflake::DEFAULT_MAX_MEMBER_SKEW);
+}
+
+/// An etcd that takes 1.2 s to answer — a member far away, or busy — is reached: the first
+/// request (and, with credentials, the authentication inside the connect) may take twice the
+/// request timeout (2 s for a TTL of 10 s), not less than that timeout.
+#[test]
+fn a_member_slow_to_answer_is_reached_within_twice_the_request_timeout() {
+    let delay = Duration::from_millis(1_200);
+    let shared = common::Etcd::shared();
+    let slow = date_shift::Proxy::slow(&shared.endpoint, delay);
+    let started = Instant::now();
+    let store = EtcdStore::connect(&[&slow.endpoint], &prefix("slow"), Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("a member 1.2 s slow was not reached: {e}"));
+    assert!(
+        started.elapsed() >= delay,
+        "the proxy did not hold the answer"
+    );
+    let claim = store.claim(&layout(), NodeRequest::Exact(1)).unwrap();
+    assert_eq!(claim.node(), 1);
+    store.abandon(claim).unwrap();
+
+    // With credentials, etcd-client authenticates inside `Client::connect`: that answer too
+    // comes 1.2 s late.
+    let etcd = common::Etcd::start();
+    for args in [
+        &["user", "add", "root:root-secret"][..],
+        &["user", "grant-role", "root", "root"],
+        &["auth", "enable"],
+    ] {
+        let (ok, out) = etcd.ctl(None, args);
+        assert!(ok, "etcdctl {args:?}: {out}");
+    }
+    let slow = date_shift::Proxy::slow(&etcd.endpoint, delay);
+    let options = monoflake::EtcdOptions::new().user("root", "root-secret");
+    let started = Instant::now();
+    let store = EtcdStore::connect_with(
+        &[&slow.endpoint],
+        "/slow-auth",
+        Duration::from_secs(10),
+        &options,
+    )
+    .unwrap_or_else(|e| panic!("a member 1.2 s slow, with credentials: {e}"));
+    assert!(
+        started.elapsed() >= delay,
+        "the proxy did not hold the answer"
+    );
+    let claim = store.claim(&layout(), NodeRequest::Exact(2)).unwrap();
+    assert_eq!(claim.node(), 2);
+    store.abandon(claim).unwrap();
+}
+
 /// A member of etcd whose clock is off by whole seconds, as its HTTP gateway shows it: a TCP
 /// proxy in front of a real member that moves the `Date` header of every HTTP/1 answer and
 /// passes everything else (the gRPC calls, over HTTP/2) through unchanged.
@@ -277,6 +506,16 @@ mod date_shift {
         /// A proxy on a free port of 127.0.0.1 in front of `upstream` (`http://host:port`),
         /// its `Date` moved by `seconds`. Its threads end with the test process.
         pub fn start(upstream: &str, seconds: i64) -> Proxy {
+            Proxy::start_with(upstream, seconds, Duration::ZERO)
+        }
+
+        /// A member slow to answer: nothing of the server's reaches a client until `delay`
+        /// after it connected; then everything as it comes.
+        pub fn slow(upstream: &str, delay: Duration) -> Proxy {
+            Proxy::start_with(upstream, 0, delay)
+        }
+
+        fn start_with(upstream: &str, seconds: i64, delay: Duration) -> Proxy {
             let upstream = upstream.trim_start_matches("http://").to_owned();
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let endpoint = format!("http://{}", listener.local_addr().unwrap());
@@ -284,7 +523,7 @@ mod date_shift {
                 for client in listener.incoming().flatten() {
                     let upstream = upstream.clone();
                     std::thread::spawn(move || {
-                        let _ = serve(client, &upstream, seconds);
+                        let _ = serve(client, &upstream, seconds, delay);
                     });
                 }
             });
@@ -292,7 +531,13 @@ mod date_shift {
         }
     }
 
-    fn serve(client: TcpStream, upstream: &str, seconds: i64) -> std::io::Result<()> {
+    fn serve(
+        client: TcpStream,
+        upstream: &str,
+        seconds: i64,
+        delay: Duration,
+    ) -> std::io::Result<()> {
+        let held_until = std::time::Instant::now() + delay;
         let server = TcpStream::connect(upstream)?;
         let mut first = [0u8; 4];
         client.set_read_timeout(Some(Duration::from_secs(10)))?;
@@ -304,6 +549,7 @@ mod date_shift {
             let _ = s_out.shutdown(Shutdown::Write);
         });
         let (mut s_in, mut c_out) = (server, client);
+        std::thread::sleep(held_until.saturating_duration_since(std::time::Instant::now()));
         if &first == b"GET " {
             // The answer's head, its Date moved; then the rest as it comes.
             let mut head = Vec::new();
