@@ -410,6 +410,27 @@ impl Unanswered {
     }
 }
 
+/// Why a keep-alive renewed nothing, short of the lease being gone.
+enum KeepAliveFailure {
+    /// etcd, or the connection to it, answered with an error.
+    Etcd(etcd_client::Error),
+    /// No answer within the request timeout.
+    Unanswered(Duration),
+    /// The keep-alive stream ended.
+    Closed,
+}
+
+/// The reason a store error gives for a keep-alive that renewed nothing.
+fn keep_alive_failure(failure: KeepAliveFailure) -> String {
+    match failure {
+        KeepAliveFailure::Etcd(e) => format!("keep-alive: {e}"),
+        KeepAliveFailure::Unanswered(limit) => {
+            format!("keep-alive: no answer within {} ms", limit.as_millis())
+        }
+        KeepAliveFailure::Closed => "keep-alive: the stream closed".to_owned(),
+    }
+}
+
 impl NodeStore for EtcdStore {
     fn describe(&self) -> String {
         format!("etcd {}", self.endpoints.join(","))
@@ -579,17 +600,19 @@ impl NodeStore for EtcdStore {
                 node: claim.node(),
                 reason: format!("lease {:x} expired", token.lease),
             }),
-            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
-                let reason = match answer {
-                    Ok(Err(e)) => format!("keep-alive: {e}"),
-                    Err(_) => format!(
-                        "keep-alive: no answer within {} ms",
-                        self.timeout.as_millis()
-                    ),
-                    _ => "keep-alive: the stream closed".to_owned(),
-                };
+            Ok(Ok(None)) => {
                 *slot = None; // reopen next time
-                Err(self.fail(reason))
+                Err(self.fail(keep_alive_failure(KeepAliveFailure::Closed)))
+            }
+            Ok(Err(e)) => {
+                *slot = None;
+                Err(self.fail(keep_alive_failure(KeepAliveFailure::Etcd(e))))
+            }
+            Err(_) => {
+                *slot = None;
+                Err(self.fail(keep_alive_failure(KeepAliveFailure::Unanswered(
+                    self.timeout,
+                ))))
             }
         }
     }
@@ -666,5 +689,30 @@ impl NodeStore for EtcdStore {
                 ),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A keep-alive that renewed nothing says why: etcd's error, the time it waited, or the
+    /// stream's end.
+    #[test]
+    fn a_failed_keep_alive_says_why() {
+        assert_eq!(
+            keep_alive_failure(KeepAliveFailure::Etcd(etcd_client::Error::InvalidArgs(
+                "no such lease".into()
+            ))),
+            "keep-alive: invalid arguments: no such lease"
+        );
+        assert_eq!(
+            keep_alive_failure(KeepAliveFailure::Unanswered(Duration::from_secs(2))),
+            "keep-alive: no answer within 2000 ms"
+        );
+        assert_eq!(
+            keep_alive_failure(KeepAliveFailure::Closed),
+            "keep-alive: the stream closed"
+        );
     }
 }
