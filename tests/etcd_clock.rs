@@ -441,6 +441,30 @@ fn etcd_options_show_what_they_hold_but_not_the_password() {
     assert_eq!(defaults.member_skew(), monoflake::DEFAULT_MAX_MEMBER_SKEW);
 }
 
+/// An etcd that speaks TLS, reached with its CA alone (no client certificate): the client
+/// speaks TLS when it has either, and the store claims and gives back a node there.
+#[test]
+fn an_etcd_over_tls_is_reached_with_its_ca_alone() {
+    let dir = common::TempDir::new("etcd-ca-only");
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let (cert, key) = (dir.path().join("etcd.pem"), dir.path().join("etcd-key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let etcd = common::Etcd::start_with_tls(Some((&cert, &key)));
+    let options = monoflake::EtcdOptions::new().ca_pem(certified.cert.pem());
+    let store = EtcdStore::connect_with(
+        &[&etcd.endpoint],
+        "/ca-only",
+        Duration::from_secs(3),
+        &options,
+    )
+    .unwrap_or_else(|e| panic!("{} with its CA: {e}", etcd.endpoint));
+    let claim = store.claim(&layout(), NodeRequest::Exact(0)).unwrap();
+    store.abandon(claim).unwrap();
+}
+
 /// An etcd that takes 1.2 s to answer — a member far away, or busy — is reached: the first
 /// request (and, with credentials, the authentication inside the connect) may take twice the
 /// request timeout (2 s for a TTL of 10 s), not less than that timeout.
