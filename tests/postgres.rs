@@ -453,6 +453,145 @@ fn stores_with_different_search_paths_share_one_table() {
     ));
 }
 
+/// A guarded write that matches no row says why, from what the row holds now: each way an
+/// operator or another claimant can change a held row, and the reason the holder is given.
+#[test]
+fn a_lost_claim_says_how_it_was_lost() {
+    let pg = common::Pg::shared();
+    let options = table("lostwhy");
+    let t = options.table_name();
+    let store = PgStore::connect_with(&pg.url, &options).unwrap();
+    let layout = layout(3);
+    let fence = |node: u64| -> i64 {
+        pg.psql(&format!("SELECT fence FROM {t} WHERE node = {node}"))
+            .parse()
+            .unwrap()
+    };
+    // How the reason ends, from the row's fencing counter before the change.
+    type Reason = fn(i64) -> String;
+    // (what is done to the held row, how the reason ends)
+    let cases: [(&str, Reason); 6] = [
+        (
+            "UPDATE {t} SET lease_expires_at = clock_timestamp() - interval '1 second'",
+            |_| "its lease expired in the database (no renewal within the TTL)".into(),
+        ),
+        (
+            "UPDATE {t} SET claimant = NULL, lease_expires_at = NULL",
+            |_| " was released".into(),
+        ),
+        (
+            "UPDATE {t} SET claimant = 'another', fence = fence + 1",
+            |f| format!(" was taken over (fencing counter {}, ours {f})", f + 1),
+        ),
+        (
+            // The same claimant token, a higher counter: not this claim either.
+            "UPDATE {t} SET fence = fence + 1",
+            |f| format!(" was taken over (fencing counter {}, ours {f})", f + 1),
+        ),
+        ("UPDATE {t} SET claimant = 'another'", |f| {
+            format!(
+                " was deleted, and the node claimed again since (fencing counter {f}, ours {f})"
+            )
+        }),
+        ("DELETE FROM {t}", |_| " was deleted".into()),
+    ];
+    for (node, (change, reason_ends)) in cases.iter().enumerate() {
+        let node = node as u64;
+        let claim = store.claim(&layout, NodeRequest::Exact(node)).unwrap();
+        store.extend(&claim, 1).unwrap();
+        let f = fence(node);
+        pg.psql(&format!("{} WHERE node = {node}", change.replace("{t}", t)));
+        match store.extend(&claim, 2) {
+            Err(Error::LeaseLost {
+                node: lost, reason, ..
+            }) => {
+                assert_eq!(lost, node);
+                let want = reason_ends(f);
+                assert!(
+                    reason.ends_with(&want)
+                        && (!want.starts_with(' ') || reason.starts_with("its row in ")),
+                    "{change}: {reason:?}, not ending {want:?}"
+                );
+            }
+            other => panic!("{change}: {other:?}"),
+        }
+    }
+}
+
+/// A store told not to make its table (`create_table(false)`) does not make it again when it
+/// is dropped after the store connected: its claim fails, naming the missing table, and the
+/// table stays gone.
+#[test]
+fn a_table_dropped_is_not_made_again_by_a_store_that_may_not_create_it() {
+    let pg = common::Pg::shared();
+    let options = table("nocreate");
+    let t = options.table_name().to_owned();
+    drop(PgStore::connect_with(&pg.url, &options).unwrap()); // makes the table
+    let store = PgStore::connect_with(&pg.url, &options.clone().create_table(false)).unwrap();
+    let layout = layout(1);
+    let claim = store.claim(&layout, NodeRequest::Exact(0)).unwrap();
+    store.release(claim, 0).unwrap();
+    pg.psql(&format!("DROP TABLE {t}"));
+    for request in [NodeRequest::Exact(1), NodeRequest::Any] {
+        match store.claim(&layout, request) {
+            Err(e @ Error::Store { .. }) => {
+                assert!(e.to_string().contains("does not exist"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            pg.psql(&format!("SELECT to_regclass('{t}') IS NULL")),
+            "t",
+            "the table was made again"
+        );
+    }
+}
+
+/// A reservation of 0 is a reservation, not damage; a claim that renews without having
+/// written one leaves the row's reservation empty (it writes back only what the database
+/// acknowledged to it).
+#[test]
+fn a_row_holds_only_the_reservations_its_holders_wrote() {
+    let pg = common::Pg::shared();
+    let options = table("zero");
+    let t = options.table_name();
+    let store = PgStore::connect_with(&pg.url, &options).unwrap();
+    let layout = layout(1);
+    let claim = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+    assert!(store.renew(&claim).unwrap().is_some());
+    assert_eq!(
+        pg.psql(&format!(
+            "SELECT reserved_until_ms IS NULL FROM {t} WHERE node = 1"
+        )),
+        "t",
+        "a renewal wrote a reservation nobody made"
+    );
+    store.release(claim, 0).unwrap();
+    pg.psql(&format!(
+        "UPDATE {t} SET reserved_until_ms = 0 WHERE node = 1"
+    ));
+    let claim = store
+        .claim(&layout, NodeRequest::Exact(1))
+        .unwrap_or_else(|e| panic!("a reservation of 0 refused: {e}"));
+    assert_eq!(claim.node(), 1);
+    store.release(claim, 0).unwrap();
+}
+
+/// A store checks its claim every half second, or every third of a TTL shorter than 1.5 s
+/// (a TTL is at least a second).
+#[test]
+fn a_pg_store_checks_every_third_of_a_short_ttl() {
+    let pg = common::Pg::shared();
+    let short = table("interval").lease_ttl(Duration::from_millis(1_200));
+    let store = PgStore::connect_with(&pg.url, &short).unwrap();
+    assert_eq!(store.check_interval(), Duration::from_millis(400));
+    let shortest = table("interval").lease_ttl(Duration::from_millis(300));
+    let store = PgStore::connect_with(&pg.url, &shortest).unwrap();
+    assert_eq!(store.check_interval(), Duration::from_secs(1) / 3);
+    let store = PgStore::connect_with(&pg.url, &table("interval")).unwrap();
+    assert_eq!(store.check_interval(), Duration::from_millis(500));
+}
+
 /// A table dropped under a holder and made again by a successor: the holder's loss says the
 /// table was dropped, not that its row was taken over.
 #[test]
