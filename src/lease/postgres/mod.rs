@@ -671,11 +671,7 @@ impl NodeStore for PgStore {
             |s| &s.renew,
             &[&ttl, &acknowledged],
         )?;
-        // What the database has left of the lease, less 1 % (its clock may run faster than
-        // ours) and 10 ms: counted from the start of this call, which came before the
-        // database set the expiry, the holder's deadline falls before the database's.
-        let left_ms = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
-        let valid = left_ms.saturating_sub(left_ms / 100 + 10);
+        let valid = confirmed_ms(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0));
         // A holder whose clock runs further ahead of the database's than allowed loses the
         // claim here: its keeper seals it at once and writes back what it used. (A refusal
         // the keeper would retry is not enough: its fence's deadline is recomputed each round
@@ -767,6 +763,14 @@ impl NodeStore for PgStore {
 }
 
 /// Whether a store error says the table does not exist (SQLSTATE 42P01).
+/// How long a renewal lets the holder issue, from what the database has left of the lease
+/// (`left_ms`): less 1 % (its clock may run faster than ours) and 10 ms. Counted from the
+/// start of the renewal, which came before the database set the expiry, the holder's deadline
+/// falls before the database's.
+fn confirmed_ms(left_ms: u64) -> u64 {
+    left_ms.saturating_sub(left_ms / 100 + 10)
+}
+
 fn table_gone(e: &Error) -> bool {
     matches!(
         e,
@@ -776,4 +780,20 @@ fn table_gone(e: &Error) -> bool {
                 .and_then(tokio_postgres::Error::code)
                 == Some(&SqlState::UNDEFINED_TABLE)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::confirmed_ms;
+
+    /// A renewal confirms what the database has left of the lease, less 1 % and 10 ms; never
+    /// less than nothing.
+    #[test]
+    fn a_renewal_confirms_the_lease_left_less_a_hundredth_and_10_ms() {
+        assert_eq!(confirmed_ms(9_999), 9_999 - 99 - 10);
+        assert_eq!(confirmed_ms(4_999), 4_999 - 49 - 10);
+        assert_eq!(confirmed_ms(1_000), 1_000 - 10 - 10);
+        assert_eq!(confirmed_ms(10), 0);
+        assert_eq!(confirmed_ms(0), 0);
+    }
 }
