@@ -592,6 +592,40 @@ fn a_pg_store_checks_every_third_of_a_short_ttl() {
     assert_eq!(store.check_interval(), Duration::from_millis(500));
 }
 
+/// A holder that lost its claim to a dropped table writes back what it used (`restore`):
+/// into the table made again when the store may create it, and not otherwise.
+#[test]
+fn a_restore_into_a_dropped_table_makes_it_again_only_when_allowed() {
+    let pg = common::Pg::shared();
+    let layout = layout(1);
+    for create in [true, false] {
+        let options = table("restoredrop");
+        let t = options.table_name().to_owned();
+        drop(PgStore::connect_with(&pg.url, &options).unwrap()); // makes the table
+        let store = PgStore::connect_with(&pg.url, &options.create_table(create)).unwrap();
+        let claim = store.claim(&layout, NodeRequest::Exact(1)).unwrap();
+        // Unix ms, as the keeper writes them (values below the layout's epoch store as 0).
+        let now = common::system_ms();
+        store.extend(&claim, now).unwrap();
+        pg.psql(&format!("DROP TABLE {t}"));
+        let restored = store.restore(&claim, now + 1_000);
+        let row = format!("SELECT count(*) FROM pg_catalog.pg_class WHERE relname = '{t}'");
+        if create {
+            restored.unwrap();
+            assert_eq!(pg.psql(&row), "1");
+            assert_eq!(
+                pg.psql(&format!(
+                    "SELECT node, claimant IS NULL, reserved_until_ms > 0 FROM {t}"
+                )),
+                "1|t|t"
+            );
+        } else {
+            assert!(matches!(restored, Err(Error::Store { .. })), "{restored:?}");
+            assert_eq!(pg.psql(&row), "0", "the table was made again");
+        }
+    }
+}
+
 /// A table dropped under a holder and made again by a successor: the holder's loss says the
 /// table was dropped, not that its row was taken over.
 #[test]
