@@ -614,6 +614,76 @@ mod tests {
 
     const T: Duration = Duration::from_secs(2);
 
+    /// `PgFailover` reads what it writes, takes `auto` for `automatic`, and refuses anything
+    /// else as an invalid `failover` setting.
+    #[test]
+    fn failover_modes_read_what_they_write() {
+        for mode in [PgFailover::Automatic, PgFailover::Manual] {
+            assert_eq!(mode.to_string().parse::<PgFailover>().unwrap(), mode);
+        }
+        assert_eq!(PgFailover::Automatic.to_string(), "automatic");
+        assert_eq!(PgFailover::Manual.to_string(), "manual");
+        assert_eq!("auto".parse::<PgFailover>().unwrap(), PgFailover::Automatic);
+        for bad in ["", "Manual", "sometimes"] {
+            match bad.parse::<PgFailover>() {
+                Err(crate::Error::InvalidConfig {
+                    setting: "failover",
+                    value,
+                    allowed,
+                }) => {
+                    assert_eq!(value, format!("{bad:?}"));
+                    assert_eq!(allowed, "automatic or manual");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
+    /// Each setter sets what its accessor (or field) shows, and nothing else.
+    #[test]
+    fn options_keep_what_they_are_given() {
+        let d = PgOptions::new();
+        assert_eq!(
+            (
+                d.table_name(),
+                d.ttl,
+                d.create_table,
+                d.failover_mode(),
+                d.clock_lead()
+            ),
+            (
+                DEFAULT_PG_TABLE,
+                DEFAULT_PG_LEASE_TTL,
+                true,
+                PgFailover::Automatic,
+                Duration::from_millis(250)
+            )
+        );
+        let o = PgOptions::new()
+            .table("ids.nodes")
+            .unwrap()
+            .lease_ttl(Duration::from_secs(4))
+            .create_table(false)
+            .failover(PgFailover::Manual)
+            .max_clock_lead(Duration::from_millis(40));
+        assert_eq!(
+            (
+                o.table_name(),
+                o.ttl,
+                o.create_table,
+                o.failover_mode(),
+                o.clock_lead()
+            ),
+            (
+                "ids.nodes",
+                Duration::from_secs(4),
+                false,
+                PgFailover::Manual,
+                Duration::from_millis(40)
+            )
+        );
+    }
+
     #[test]
     fn a_url_keeps_its_settings_and_gives_up_its_tls_ones() {
         let c = parse(
