@@ -684,6 +684,46 @@ mod tests {
         );
     }
 
+    /// A read connection string shows where it goes and its TLS, never its password.
+    #[test]
+    fn a_connection_shows_where_it_goes_but_not_its_password() {
+        let c = parse(
+            "postgres://ids:s3cret@db.example:6432/ids?sslmode=verify-full&sslrootcert=/ca.pem",
+            T,
+        )
+        .unwrap();
+        assert_eq!(
+            format!("{c:?}"),
+            "Connection { where: \"db.example:6432/ids\", tls: VerifyFull { roots: \
+             File(\"/ca.pem\"), identity: None }, .. }"
+        );
+    }
+
+    /// What is wrong with a connection string is named when it is an option or its value,
+    /// never with the string itself; a client certificate or CA without TLS is refused.
+    #[test]
+    fn a_bad_connection_string_says_what_is_wrong() {
+        let e = parse("host=127.0.0.1 nosuch=1 password=s3cret", T).unwrap_err();
+        assert!(
+            e.starts_with("the connection string cannot be read (unknown option")
+                && !e.contains("s3cret"),
+            "{e}"
+        );
+        let e = parse("host=127.0.0.1 port=notaport password=s3cret", T).unwrap_err();
+        assert!(
+            e.starts_with("the connection string cannot be read (invalid value for option")
+                && !e.contains("s3cret"),
+            "{e}"
+        );
+        for extra in ["sslrootcert=/ca.pem", "sslcert=/c.pem sslkey=/k.pem"] {
+            let e = parse(&format!("host=127.0.0.1 sslmode=disable {extra}"), T).unwrap_err();
+            assert_eq!(
+                e,
+                "sslrootcert, sslcert and sslkey need sslmode=verify-full"
+            );
+        }
+    }
+
     #[test]
     fn a_url_keeps_its_settings_and_gives_up_its_tls_ones() {
         let c = parse(
