@@ -684,6 +684,26 @@ mod tests {
         );
     }
 
+    /// A URL's query part, percent-decoded: escapes anywhere, `+` as a space, and refusals
+    /// of a short or non-hex escape and of bytes that are not UTF-8.
+    #[test]
+    fn a_query_part_is_percent_decoded() {
+        assert_eq!(decode("ab%2Fcd+e%41%42f").unwrap(), "ab/cd eABf");
+        assert_eq!(decode("x%C3%A9y").unwrap(), "x\u{e9}y");
+        assert_eq!(decode("").unwrap(), "");
+        for bad in ["ab%4", "ab%zz", "%", "a%2"] {
+            assert_eq!(
+                decode(bad).unwrap_err(),
+                "the connection string has a bad %-escape (it is not shown here)",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            decode("a%FFb").unwrap_err(),
+            "the connection string is not UTF-8 once decoded (it is not shown here)"
+        );
+    }
+
     /// A read connection string shows where it goes and its TLS, never its password.
     #[test]
     fn a_connection_shows_where_it_goes_but_not_its_password() {
