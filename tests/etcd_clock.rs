@@ -446,14 +446,8 @@ fn etcd_options_show_what_they_hold_but_not_the_password() {
 #[test]
 fn an_etcd_over_tls_is_reached_with_its_ca_alone() {
     let dir = common::TempDir::new("etcd-ca-only");
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .unwrap();
-    let (cert, key) = (dir.path().join("etcd.pem"), dir.path().join("etcd-key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).unwrap();
-    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
-    let etcd = common::Etcd::start_with_tls(Some((&cert, &key)));
-    let options = monoflake::EtcdOptions::new().ca_pem(certified.cert.pem());
+    let (etcd, cert) = common::Etcd::start_self_signed(dir.path());
+    let options = monoflake::EtcdOptions::new().ca_pem(std::fs::read(&cert).unwrap());
     let store = EtcdStore::connect_with(
         &[&etcd.endpoint],
         "/ca-only",
@@ -473,16 +467,12 @@ fn a_member_slow_to_answer_is_reached_within_twice_the_request_timeout() {
     let delay = Duration::from_millis(1_200);
     let shared = common::Etcd::shared();
     let slow = date_shift::Proxy::slow(&shared.endpoint, delay);
-    let started = Instant::now();
-    let store = EtcdStore::connect(&[&slow.endpoint], &prefix("slow"), Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("a member 1.2 s slow was not reached: {e}"));
-    assert!(
-        started.elapsed() >= delay,
-        "the proxy did not hold the answer"
+    claim_through(
+        &slow.endpoint,
+        &prefix("slow"),
+        &monoflake::EtcdOptions::new(),
+        delay,
     );
-    let claim = store.claim(&layout(), NodeRequest::Exact(1)).unwrap();
-    assert_eq!(claim.node(), 1);
-    store.abandon(claim).unwrap();
 
     // With credentials, etcd-client authenticates inside `Client::connect`: that answer too
     // comes 1.2 s late.
@@ -497,20 +487,21 @@ fn a_member_slow_to_answer_is_reached_within_twice_the_request_timeout() {
     }
     let slow = date_shift::Proxy::slow(&etcd.endpoint, delay);
     let options = monoflake::EtcdOptions::new().user("root", "root-secret");
+    claim_through(&slow.endpoint, "/slow-auth", &options, delay);
+}
+
+/// Connects through a proxy that holds answers for `delay` (a TTL of 10 s: requests bounded
+/// by 2 s), then claims node 1 and gives it back.
+fn claim_through(endpoint: &str, prefix: &str, options: &monoflake::EtcdOptions, delay: Duration) {
     let started = Instant::now();
-    let store = EtcdStore::connect_with(
-        &[&slow.endpoint],
-        "/slow-auth",
-        Duration::from_secs(10),
-        &options,
-    )
-    .unwrap_or_else(|e| panic!("a member 1.2 s slow, with credentials: {e}"));
+    let store = EtcdStore::connect_with(&[endpoint], prefix, Duration::from_secs(10), options)
+        .unwrap_or_else(|e| panic!("a member {delay:?} slow was not reached: {e}"));
     assert!(
         started.elapsed() >= delay,
         "the proxy did not hold the answer"
     );
-    let claim = store.claim(&layout(), NodeRequest::Exact(2)).unwrap();
-    assert_eq!(claim.node(), 2);
+    let claim = store.claim(&layout(), NodeRequest::Exact(1)).unwrap();
+    assert_eq!(claim.node(), 1);
     store.abandon(claim).unwrap();
 }
 

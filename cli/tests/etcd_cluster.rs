@@ -282,13 +282,7 @@ fn a_holder_paused_with_its_keys_deleted_is_not_overlapped_by_a_successor_behind
 #[test]
 fn an_endpoint_without_a_scheme_and_a_ca_reads_etcds_clock_over_tls() {
     let dir = common::TempDir::new("etcd-bare-tls");
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .unwrap();
-    let (cert, key) = (dir.path().join("etcd.pem"), dir.path().join("etcd-key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).unwrap();
-    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
-    let etcd = common::Etcd::start_with_tls(Some((&cert, &key)));
+    let (etcd, cert) = common::Etcd::start_self_signed(dir.path());
     let bare = etcd.endpoint.trim_start_matches("https://");
     let out = generate(
         bare,

@@ -32,13 +32,7 @@ fn serve_reaches_etcd_over_tls_with_a_user_and_password() {
         return;
     }
     let dir = common::TempDir::new("serve-etcd-tls");
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .unwrap();
-    let (cert, key) = (dir.path().join("etcd.pem"), dir.path().join("etcd-key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).unwrap();
-    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
-    let etcd = Etcd::start_with_tls(Some((&cert, &key)));
+    let (etcd, cert) = Etcd::start_self_signed(dir.path());
     for args in [
         &["user", "add", "root:root-pass-1"][..],
         &["user", "add", "ids:ids-pass-22"],

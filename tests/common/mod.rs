@@ -187,6 +187,21 @@ mod etcd {
             etcd
         }
 
+        /// A private etcd serving https with a self-signed certificate for 127.0.0.1 and
+        /// localhost, written into `dir` (`etcd.pem`, `etcd-key.pem`); and that certificate's
+        /// file, to trust.
+        pub fn start_self_signed(dir: &std::path::Path) -> (Etcd, std::path::PathBuf) {
+            let certified = rcgen::generate_simple_self_signed(vec![
+                "127.0.0.1".to_owned(),
+                "localhost".to_owned(),
+            ])
+            .unwrap();
+            let (cert, key) = (dir.join("etcd.pem"), dir.join("etcd-key.pem"));
+            std::fs::write(&cert, certified.cert.pem()).unwrap();
+            std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+            (Etcd::start_with_tls(Some((&cert, &key))), cert)
+        }
+
         /// Runs etcdctl against this etcd (trusting `ca` for https): success and output.
         pub fn ctl(&self, ca: Option<&std::path::Path>, args: &[&str]) -> (bool, String) {
             let mut c = Command::new("etcdctl");
