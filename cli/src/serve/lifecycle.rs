@@ -70,6 +70,10 @@ pub async fn run(
         mut terminate,
         mut interrupt,
     } = signals;
+    // The health statuses are set before any listener serves: a health check that reaches a
+    // listener as soon as it runs (its socket was bound, and accepting into its backlog, before
+    // `run`) must find them, not "service not registered".
+    report_health(&app, app.issuer.ready().is_ok()).await;
     let mut tasks = tokio::task::JoinSet::new();
     for e in endpoints {
         tasks.spawn(listener::serve(
@@ -83,7 +87,6 @@ pub async fn run(
             stop_rx.clone(),
         ));
     }
-    report_health(&app, app.issuer.ready().is_ok()).await;
     let supervisor = tokio::spawn(supervise(Arc::clone(&app), reclaim_after));
     let signal = tokio::select! {
         _ = terminate.recv() => "SIGTERM",
