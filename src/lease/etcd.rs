@@ -592,29 +592,25 @@ impl NodeStore for EtcdStore {
             })
             .await
         });
-        match answer {
-            Ok(Ok(Some(response))) if response.ttl() > 0 => Ok(Some(Duration::from_secs(
-                u64::try_from(response.ttl()).unwrap_or(0),
-            ))),
-            Ok(Ok(Some(_))) => Err(Error::LeaseLost {
-                node: claim.node(),
-                reason: format!("lease {:x} expired", token.lease),
-            }),
-            Ok(Ok(None)) => {
-                *slot = None; // reopen next time
-                Err(self.fail(keep_alive_failure(KeepAliveFailure::Closed)))
+        let failure = match answer {
+            Ok(Ok(Some(response))) if response.ttl() > 0 => {
+                return Ok(Some(Duration::from_secs(
+                    u64::try_from(response.ttl()).unwrap_or(0),
+                )));
             }
-            Ok(Err(e)) => {
-                *slot = None;
-                Err(self.fail(keep_alive_failure(KeepAliveFailure::Etcd(e))))
+            Ok(Ok(Some(_))) => {
+                return Err(Error::LeaseLost {
+                    node: claim.node(),
+                    reason: format!("lease {:x} expired", token.lease),
+                });
             }
-            Err(_) => {
-                *slot = None;
-                Err(self.fail(keep_alive_failure(KeepAliveFailure::Unanswered(
-                    self.timeout,
-                ))))
-            }
-        }
+            Ok(Ok(None)) => KeepAliveFailure::Closed,
+            Ok(Err(e)) => KeepAliveFailure::Etcd(e),
+            Err(_) => KeepAliveFailure::Unanswered(self.timeout),
+        };
+        // The stream is closed or broken: the next check opens another.
+        *slot = None;
+        Err(self.fail(keep_alive_failure(failure)))
     }
 
     fn reservation(&self, claim: &Claim) -> Result<Option<u64>, Error> {
