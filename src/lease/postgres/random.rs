@@ -10,8 +10,10 @@ pub(super) fn claimant_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Fills `bytes` from the operating system's random source, or, should it fail, from
+/// [`fill_hashed`]: true when the system's source filled them.
 #[cfg(unix)]
-fn fill_random(bytes: &mut [u8]) {
+fn fill_random(bytes: &mut [u8]) -> bool {
     let mut filled = 0;
     while filled < bytes.len() {
         match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
@@ -22,12 +24,15 @@ fn fill_random(bytes: &mut [u8]) {
     }
     if filled < bytes.len() {
         fill_hashed(bytes);
+        return false;
     }
+    true
 }
 
 #[cfg(not(unix))]
-fn fill_random(bytes: &mut [u8]) {
+fn fill_random(bytes: &mut [u8]) -> bool {
     fill_hashed(bytes);
+    false
 }
 
 /// Randomness from `RandomState` (randomly keyed per process), the time and a counter.
@@ -43,5 +48,39 @@ fn fill_hashed(bytes: &mut [u8]) {
             .map_or(0, |d| d.as_nanos());
         let h = RandomState::new().hash_one((i, n, now, std::process::id()));
         chunk.copy_from_slice(&h.to_le_bytes()[..chunk.len()]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_hex(token: &str) -> bool {
+        token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit())
+    }
+
+    /// On Linux the system's source fills a token, every byte of it, and no two differ.
+    #[test]
+    #[cfg(unix)]
+    fn tokens_come_from_the_systems_source_and_never_repeat() {
+        let mut bytes = [0u8; 1024];
+        assert!(fill_random(&mut bytes));
+        // 1,024 random bytes are all zero with probability 2^-8192.
+        assert!(bytes.iter().any(|&b| b != 0));
+        let tokens: std::collections::HashSet<String> =
+            (0..100).map(|_| claimant_token()).collect();
+        assert_eq!(tokens.len(), 100);
+        assert!(tokens.iter().all(|t| is_hex(t)), "{tokens:?}");
+    }
+
+    /// The fallback fills a buffer of any length, differently each time.
+    #[test]
+    fn the_fallback_fills_any_length_and_never_repeats() {
+        let mut a = [0u8; 20];
+        let mut b = [0u8; 20];
+        fill_hashed(&mut a);
+        fill_hashed(&mut b);
+        assert_ne!(a, b);
+        assert!(a[16..].iter().any(|&x| x != 0) || b[16..].iter().any(|&x| x != 0));
     }
 }
