@@ -790,6 +790,9 @@ mod tests {
         ] {
             assert_eq!(parse(local, T).unwrap().tls, Tls::Disable, "{local}");
         }
+        // An IPv6 address is bracketed in messages, so its port stays readable.
+        let v6 = parse("postgres://u@[::1]:5433/db", T).unwrap();
+        assert_eq!(describe_target(&v6.config), "[::1]:5433/db");
         let e = parse("postgres://u:pw@db.example/db", T).unwrap_err();
         assert!(e.contains("sslmode=verify-full"), "{e}");
     }

@@ -148,6 +148,35 @@ mod tests {
         }
     }
 
+    /// The standbys a refusal names: the unsafe ones by name, then those it cannot see,
+    /// counted, joined by ", and " only when both are there.
+    #[test]
+    fn a_refusal_names_the_unsafe_standbys_then_counts_the_unseen() {
+        let unseen = Standby {
+            name: None,
+            sync_state: None,
+        };
+        let see = "whose state this role cannot see (grant it pg_monitor to let it look)";
+        for (standbys, named) in [
+            (
+                vec![standby("r1", Some("async")), standby("", Some("potential"))],
+                "r1 (async), unnamed (potential)".to_owned(),
+            ),
+            (vec![unseen.clone(), unseen.clone()], format!("2 {see}")),
+            (
+                vec![standby("r1", Some("async")), unseen],
+                format!("r1 (async), and 1 {see}"),
+            ),
+        ] {
+            let why = refusal(false, &standbys, PgFailover::Automatic).expect("refused");
+            let got = why
+                .strip_prefix("the server streams to standbys that are not synchronous: ")
+                .and_then(|rest| rest.split_once(". A standby promoted"))
+                .map(|(got, _)| got);
+            assert_eq!(got, Some(named.as_str()), "{why}");
+        }
+    }
+
     #[test]
     fn a_standby_server_is_refused_whatever_the_option() {
         for failover in [PgFailover::Automatic, PgFailover::Manual] {
