@@ -109,6 +109,14 @@ fn a_missing_table_is_created_or_reported() {
         matches!(e, Error::Store { .. }) && e.to_string().contains("does not exist"),
         "{e}"
     );
+    assert_eq!(
+        pg.psql(&format!(
+            "SELECT to_regclass('{}') IS NULL",
+            options.table_name()
+        )),
+        "t",
+        "a store that may not create its table made it"
+    );
     // An operator creates it with the SQL the store would have run.
     pg.psql(&PgStore::schema_sql(&options));
     let store = PgStore::connect_with(&pg.url, &options).unwrap();
@@ -696,4 +704,160 @@ fn a_claimant_behind_the_database_that_finds_no_row_starts_above_its_clock() {
         floor.is_some_and(|floor| first >= floor),
         "first ID at {first} ms, the database's floor {floor:?}"
     );
+}
+
+/// A TCP proxy on 127.0.0.1 in front of a server, which can hold what the server sends on a
+/// new connection for a while, and stop forwarding on the connections open at a moment. Its
+/// threads end with the test process.
+struct Proxy {
+    address: String,
+    /// Connections numbered below this forward nothing more from the server.
+    stalled: Arc<std::sync::atomic::AtomicUsize>,
+    opened: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Proxy {
+    /// In front of the server of `url` (`postgres://user:password@host:port/db`), holding
+    /// everything the server sends on a connection until `delay` after the connection opened.
+    fn start(url: &str, delay: Duration) -> Proxy {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy = Proxy {
+            address: listener.local_addr().unwrap().to_string(),
+            stalled: Arc::new(AtomicUsize::new(0)),
+            opened: Arc::new(AtomicUsize::new(0)),
+        };
+        let (stalled, opened) = (Arc::clone(&proxy.stalled), Arc::clone(&proxy.opened));
+        let upstream = url
+            .split_once('@')
+            .unwrap()
+            .1
+            .split_once('/')
+            .unwrap()
+            .0
+            .to_owned();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let number = opened.fetch_add(1, Ordering::SeqCst);
+                let held_until = Instant::now() + delay;
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let pump = |mut from: TcpStream, mut to: TcpStream, from_server: bool| {
+                    let stalled = Arc::clone(&stalled);
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 8192];
+                        while let Ok(n @ 1..) = from.read(&mut buf) {
+                            if from_server {
+                                std::thread::sleep(
+                                    held_until.saturating_duration_since(Instant::now()),
+                                );
+                                if number < stalled.load(Ordering::SeqCst) {
+                                    return; // the sockets stay open: the other pump has them
+                                }
+                            }
+                            if to.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                };
+                pump(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    false,
+                );
+                pump(server, client, true);
+            }
+        });
+        proxy
+    }
+
+    /// `url` with its `host:port` replaced by the proxy's.
+    fn through(&self, url: &str) -> String {
+        let (head, rest) = url.split_once('@').unwrap();
+        let (_, tail) = rest.split_once('/').unwrap();
+        format!("{head}@{}/{tail}", self.address)
+    }
+
+    /// From now on the connections open so far forward nothing more from the server.
+    fn stall_open_connections(&self) {
+        use std::sync::atomic::Ordering;
+        self.stalled
+            .store(self.opened.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+}
+
+/// A server slow to answer a new connection (4 s, more than the 2 s request timeout, less
+/// than the 5 s a connection gets on top of it) is reached, by the table's look-up at
+/// connect and by the session a claim opens.
+#[test]
+fn a_server_slow_to_answer_a_new_connection_is_reached() {
+    let pg = common::Pg::shared();
+    let proxy = Proxy::start(&pg.url, Duration::from_secs(4));
+    let options = table("slow");
+    let store = PgStore::connect_with(&proxy.through(&pg.url), &options)
+        .unwrap_or_else(|e| panic!("a slow server was not reached: {e}"));
+    let claim = store
+        .claim(&layout(1), NodeRequest::Exact(1))
+        .unwrap_or_else(|e| panic!("a slow server was not reached: {e}"));
+    assert_eq!(claim.node(), 1);
+    store.release(claim, 0).unwrap();
+}
+
+/// A session the server ended (`pg_terminate_backend`) is found closed at the next request,
+/// which is made again on a new connection: the renewal succeeds, on the same claim.
+#[test]
+fn a_session_the_server_ended_is_replaced_within_the_request() {
+    let pg = common::Pg::shared();
+    let name = format!("monoflake_retry_{}", std::process::id());
+    let sep = if pg.url.contains('?') { '&' } else { '?' };
+    let url = format!("{}{sep}application_name={name}", pg.url);
+    let options = table("retry");
+    let store = PgStore::connect_with(&url, &options).unwrap();
+    let claim = store.claim(&layout(1), NodeRequest::Exact(0)).unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            pg.psql(&format!(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) \
+                 FROM pg_stat_activity WHERE application_name = '{name}'"
+            )),
+            "1",
+            "the store's session was not found"
+        );
+        assert!(
+            store
+                .renew(&claim)
+                .unwrap_or_else(|e| panic!("the request was not made again: {e}"))
+                .is_some()
+        );
+    }
+    store.release(claim, 0).unwrap();
+}
+
+/// A session that stopped answering (a connection that forwards nothing more) fails its
+/// request at the timeout and is dropped: the next request opens a new one and succeeds.
+#[test]
+fn a_session_that_stopped_answering_is_replaced_at_the_next_request() {
+    let pg = common::Pg::shared();
+    let proxy = Proxy::start(&pg.url, Duration::ZERO);
+    let store = PgStore::connect_with(&proxy.through(&pg.url), &table("stall")).unwrap();
+    let claim = store.claim(&layout(1), NodeRequest::Exact(0)).unwrap();
+    proxy.stall_open_connections();
+    match store.renew(&claim) {
+        Err(e @ Error::Store { .. }) => {
+            assert!(e.to_string().contains("no answer within 2000 ms"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        store
+            .renew(&claim)
+            .unwrap_or_else(|e| panic!("the silent session was used again: {e}"))
+            .is_some()
+    );
+    store.release(claim, 0).unwrap();
 }
