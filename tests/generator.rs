@@ -498,3 +498,29 @@ fn per_thread_and_per_core_refuse_an_impossible_batch_too() {
     ));
     assert!(per_thread.next_id().is_ok());
 }
+
+/// What a generator shows in `Debug`: its layout's name, node, state word, fence, lead and
+/// clock.
+#[test]
+fn a_generator_shows_its_layout_node_state_fence_lead_and_clock() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(Layout::twitter())
+        .node(7)
+        .clock(Arc::clone(&clock))
+        .max_lead(Duration::from_millis(3))
+        .build()
+        .unwrap();
+    let first = g.try_next_id().unwrap();
+    // The state is the last ID's time and sequence: tick T0 (since Twitter's epoch), value 0.
+    let state = (T0 - Layout::twitter().epoch_ms()) << 12;
+    assert_eq!(first.as_u64(), (state << 10) | (7 << 12));
+    // Unleased, the fence never stops it: no limit, no deadline.
+    let max = u64::MAX;
+    assert_eq!(
+        format!("{g:?}"),
+        format!(
+            "Generator {{ layout: \"twitter\", node: 7, state: {state}, fence: ({max}, {max}), \
+             max_lead_ticks: 3, clock: {clock:?}, .. }}"
+        )
+    );
+}

@@ -52,3 +52,12 @@ fn threads_spread_over_the_slots_and_stats_add_up() {
     assert_eq!(stats.borrowed_ticks, 2, "{stats:?}");
     assert_eq!(stats.max_lead_ticks, 1, "{stats:?}");
 }
+
+/// What a per-core generator shows in `Debug`: its slot count and its lease, if any.
+#[test]
+fn a_per_core_generator_shows_its_slots_and_owner() {
+    assert_eq!(
+        format!("{:?}", two_slots()),
+        "PerCore { slots: 2, owner: None, .. }"
+    );
+}

@@ -848,3 +848,30 @@ fn a_clock_that_issues_from_another_generator_never_repeats_an_id() {
         assert!(inner[i].windows(2).all(|w| w[0] < w[1]), "{:?}", inner[i]);
     }
 }
+
+/// What a per-thread generator, a held slot and its iterator show in `Debug`: the layout,
+/// node, slot count and lease; the slot and its state; the slot and the last ID issued.
+#[test]
+fn a_per_thread_generator_its_slot_and_its_iterator_show_where_they_are() {
+    let (g, _clock) = frozen(two_bits(), 2, 0);
+    assert_eq!(
+        format!("{g:?}"),
+        "PerThread { layout: \"custom\", node: 0, slots: 2, leased: false, .. }"
+    );
+    let mut local = g.local().unwrap();
+    let first = local.next_id().unwrap();
+    // The slot's state: the last value's tick (T0) and sequence (0) in the slot's one bit.
+    let state = (T0 - Layout::twitter().epoch_ms()) << 1;
+    assert_eq!(decoded(first, &two_bits()), (0, 0, 0));
+    assert_eq!(
+        format!("{local:?}"),
+        format!("LocalSlot {{ slot: 0, state: {state}, .. }}")
+    );
+    let mut ids = local.ids();
+    let second = ids.next().unwrap().unwrap();
+    assert_eq!(second.as_u64(), first.as_u64() + 1);
+    assert_eq!(
+        format!("{ids:?}"),
+        format!("LocalIds {{ slot: 0, last: {second:?}, .. }}")
+    );
+}
