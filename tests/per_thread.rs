@@ -184,7 +184,14 @@ fn more_threads_than_slots_get_a_typed_error_or_wait() {
             assert!(e.is_retryable());
             let stats = g.stats();
             assert_eq!(stats.waiting_calls, 1, "{stats:?}");
-            assert!(stats.wait_sleeps >= 1, "{stats:?}");
+            // Six spins, ten yields, then naps from 50 us doubling to 5 ms, the last cut to
+            // what is left of the 50 ms: 50 + 100 + ... + 3,200 us (7), 5 ms eight times, and
+            // 3.65 ms. Counted by the time asked for, not the time slept.
+            assert_eq!(
+                (stats.wait_spins, stats.wait_yields, stats.wait_sleeps),
+                (6, 10, 16),
+                "{stats:?}"
+            );
             assert_eq!(
                 stats.wait_retries,
                 stats.wait_spins + stats.wait_yields + stats.wait_sleeps
@@ -868,10 +875,174 @@ fn a_per_thread_generator_its_slot_and_its_iterator_show_where_they_are() {
         format!("LocalSlot {{ slot: 0, state: {state}, .. }}")
     );
     let mut ids = local.ids();
+    assert_eq!(ids.size_hint(), (usize::MAX, None)); // endless
     let second = ids.next().unwrap().unwrap();
     assert_eq!(second.as_u64(), first.as_u64() + 1);
     assert_eq!(
         format!("{ids:?}"),
         format!("LocalIds {{ slot: 0, last: {second:?}, .. }}")
     );
+}
+
+/// A held slot answers as its generator does, called directly and through [`IdGenerator`]:
+/// the layout and node, IDs one at a time and in batches (each on the node, each above the
+/// last), and statistics that count every one of them.
+#[test]
+fn a_local_slot_answers_directly_and_through_the_trait() {
+    use monoflake::IdGenerator;
+    let g = Generator::builder(Layout::twitter())
+        .node(6)
+        .clock(Arc::new(ManualClock::new(T0)))
+        .build_per_thread(2)
+        .unwrap();
+    let local = g.local().unwrap();
+    assert_eq!((local.layout().name(), local.node()), ("twitter", 6));
+    fn issue(g: &impl IdGenerator) -> Vec<Id> {
+        assert_eq!((g.layout().name(), g.node()), ("twitter", 6));
+        let mut ids = vec![g.try_next_id().unwrap(), g.next_id().unwrap()];
+        ids.extend(g.try_next_ids(3).unwrap());
+        ids.extend(g.next_ids(2).unwrap());
+        assert_eq!(g.stats().issued, 7);
+        ids
+    }
+    let ids = issue(&local);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let twitter = Layout::twitter();
+    for id in &ids {
+        let parts = id.parts(&twitter).unwrap();
+        assert_eq!((parts.unix_ms(), parts.node()), (T0, 6));
+    }
+    assert_eq!(local.stats().issued, 7);
+    // The highest tick a slot moved into, as a keeper reads it to extend ahead of need.
+    assert_eq!(g.last_tick(), T0 - Layout::twitter().epoch_ms());
+    drop(local);
+    assert_eq!(g.stats().issued, 7);
+}
+
+/// A clock at `T0` that says when it is dropped: with its generator's last reference.
+struct Witness(Arc<std::sync::atomic::AtomicBool>);
+
+impl monoflake::TimeSource for Witness {
+    fn now_ms(&self) -> u64 {
+        T0
+    }
+}
+
+impl Drop for Witness {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A thread that used two generators through `next_id` holds a slot of the second until it
+/// exits (the call brought its numbers in, not a slot for one call), and a generator it
+/// dropped is let go at its next switch of generators (its slot given back, its clock
+/// dropped), not at its exit.
+#[test]
+fn a_thread_keeps_its_slots_and_lets_a_dropped_generator_go_at_its_next_switch() {
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let a = Generator::builder(Layout::twitter())
+        .clock(Witness(Arc::clone(&dropped)))
+        .build_per_thread(1)
+        .unwrap();
+    let (b, _clock) = frozen(Layout::twitter(), 1, 0);
+    let (c, _clock) = frozen(Layout::twitter(), 1, 0);
+    let (go, wait) = mpsc::channel::<()>();
+    let (done, used) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        // Moved in, so that a failed assertion here drops it and the worker ends too.
+        let go = go;
+        let (b, c) = (&b, &c);
+        let worker = s.spawn(move || {
+            a.next_id().unwrap();
+            b.next_id().unwrap();
+            b.next_id().unwrap();
+            done.send(()).unwrap();
+            wait.recv().unwrap();
+            drop(a);
+            c.next_id().unwrap(); // a switch: from `b` to `c`
+            done.send(()).unwrap();
+            wait.recv().unwrap();
+        });
+        used.recv().unwrap();
+        assert!(matches!(b.local(), Err(Error::NoFreeSlot { slots: 1, .. })));
+        go.send(()).unwrap();
+        used.recv().unwrap();
+        assert!(
+            dropped.load(std::sync::atomic::Ordering::SeqCst),
+            "a dropped generator is still held by a live thread"
+        );
+        go.send(()).unwrap();
+        worker.join().unwrap();
+    });
+    // The worker gave every slot back as it exited.
+    assert!(b.local().is_ok() && c.local().is_ok());
+}
+
+/// A thread exiting gives each slot back with that slot's own last state: the parked
+/// generator's (ahead of the other's clock) as well as the one in use. Its next holder goes
+/// on after the last value issued, never from the tick's start.
+#[test]
+fn an_exiting_thread_gives_each_generator_its_own_last_state() {
+    let (ahead, clock) = frozen(two_bits(), 1, 0);
+    clock.set_ms(T0 + 1_000);
+    let (behind, _clock) = frozen(two_bits(), 1, 0);
+    let layout = two_bits();
+    let first: Vec<Id> = std::thread::scope(|s| {
+        s.spawn(|| {
+            // Four values in the tick (two sequence bits, one slot): one published by the
+            // step that moved into the tick, three past it.
+            let ids: Vec<Id> = (0..4).map(|_| ahead.next_id().unwrap()).collect();
+            behind.next_id().unwrap(); // `ahead`'s numbers parked
+            ids
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(
+        first
+            .iter()
+            .map(|&id| decoded_one(id, &layout))
+            .collect::<Vec<_>>(),
+        [(1_000, 0), (1_000, 1), (1_000, 2), (1_000, 3)]
+    );
+    let next = std::thread::scope(|s| s.spawn(|| ahead.try_next_id()).join().unwrap());
+    // The tick is used up: the next value comes from the next tick, or not at all.
+    match next {
+        Ok(id) => assert!(
+            id > first[3],
+            "{:?} after {:?}",
+            decoded_one(id, &layout),
+            first
+        ),
+        Err(e) => assert!(matches!(e, Error::WouldBlock { .. }), "{e:?}"),
+    }
+}
+
+/// (ms after `T0`, sequence) of an ID on the two-bit layout with one slot.
+fn decoded_one(id: Id, layout: &Layout) -> (u64, u64) {
+    let p = id.parts(layout).unwrap();
+    (p.unix_ms() - T0, p.sequence())
+}
+
+/// The statistics a thread asks for count every ID it issued through `next_id`, none of
+/// another generator's, whichever generator's numbers are in use.
+#[test]
+fn a_threads_own_ids_are_counted_when_it_asks() {
+    let (g, _clock) = frozen(Layout::twitter(), 2, 0);
+    let (h, _clock) = frozen(Layout::twitter(), 2, 0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..5 {
+                g.next_id().unwrap();
+            }
+            assert_eq!((g.stats().issued, h.stats().issued), (5, 0));
+            for _ in 0..3 {
+                h.next_id().unwrap();
+            }
+            assert_eq!((g.stats().issued, h.stats().issued), (5, 3));
+        })
+        .join()
+        .unwrap();
+    });
 }
