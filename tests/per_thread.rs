@@ -897,6 +897,12 @@ fn a_local_slot_answers_directly_and_through_the_trait() {
         .unwrap();
     let local = g.local().unwrap();
     assert_eq!((local.layout().name(), local.node()), ("twitter", 6));
+    // Slots are taken lowest free first: a second handle holds slot 1, and its slot is free
+    // again once it drops.
+    let second = g.local().unwrap();
+    assert_eq!((local.slot(), second.slot()), (0, 1));
+    drop(second);
+    assert_eq!(g.local().unwrap().slot(), 1);
     fn issue(g: &impl IdGenerator) -> Vec<Id> {
         assert_eq!((g.layout().name(), g.node()), ("twitter", 6));
         let mut ids = vec![g.try_next_id().unwrap(), g.next_id().unwrap()];
