@@ -524,3 +524,74 @@ fn a_generator_shows_its_layout_node_state_fence_lead_and_clock() {
         )
     );
 }
+
+/// The pure step a host with its own state word uses ([`monoflake::StateStep`]), exactly: its
+/// first state, the values it reserves, their ticks and IDs, the lead's wait measured from the
+/// nanoseconds into the clock's tick, and its errors.
+#[test]
+fn a_state_step_reserves_exact_values_and_waits() {
+    let layout = Layout::twitter();
+    let tick = layout.tick_at(T0);
+    let step = Generator::builder(layout.clone())
+        .node(3)
+        .max_lead(Duration::from_millis(2))
+        .build_step()
+        .unwrap();
+    assert_eq!(
+        (step.start(), step.layout().name(), step.node()),
+        (0, "twitter", 3)
+    );
+    // A quarter of a millisecond into the tick of T0.
+    let now_ns = T0 * 1_000_000 + 250_000;
+    let (first, last) = step.next(step.start(), now_ns, 1).unwrap();
+    assert_eq!((first, last), (tick << 12, tick << 12));
+    assert_eq!(step.tick_of(last), tick);
+    let parts = step.id(first).parts(&layout).unwrap();
+    assert_eq!(
+        (parts.unix_ms(), parts.node(), parts.sequence()),
+        (T0, 3, 0)
+    );
+    assert_eq!(step.next(last, now_ns, 3).unwrap(), (first + 1, first + 3));
+    // The rest of this tick and the next: issued (the state is not written, so the same `cur`
+    // is asked again below).
+    let cur = first + 3;
+    let room = 2 * 4096 - 4;
+    assert_eq!(
+        step.next(cur, now_ns, room).unwrap(),
+        (first + 4, ((tick + 2) << 12) - 1)
+    );
+    let lead_wait = |n| match step.next(cur, now_ns, n) {
+        Err(Error::WouldBlock {
+            retry_after,
+            blocked_on: monoflake::BlockedOn::LeadLimit,
+            ..
+        }) => retry_after,
+        other => panic!("expected the lead's wait, got {other:?}"),
+    };
+    // Into the last tick the lead allows, paced: its value 2048 opens half a tick after the
+    // clock's tick starts, 250 µs (and 1 ns) after the reading.
+    assert_eq!(lead_wait(room + 2049), Duration::from_nanos(250_001));
+    // A tick beyond the lead: wait until the clock's next tick, 750 µs away.
+    assert_eq!(lead_wait(3 * 4096 - 3), Duration::from_micros(750));
+    assert!(matches!(
+        step.next(cur, now_ns, 0),
+        Err(Error::InvalidConfig { setting: "n", .. })
+    ));
+    let end_ns = (layout.expires_at_ms() + 1) * 1_000_000;
+    match step.next(cur, end_ns, 1) {
+        Err(Error::Exhausted { expired_at_ms, .. }) => {
+            assert_eq!(expired_at_ms, layout.expires_at_ms())
+        }
+        other => panic!("expected the layout's end, got {other:?}"),
+    }
+    // A step resuming after a reserved tick starts at that tick's last value.
+    let resumed = Generator::builder(layout.clone())
+        .node(3)
+        .resume_after(tick + 10)
+        .build_step()
+        .unwrap();
+    assert_eq!(resumed.start(), ((tick + 11) << 12) - 1);
+    assert_eq!(resumed.tick_of(resumed.start()), tick + 10);
+    let (first, _) = resumed.next(resumed.start(), now_ns, 1).unwrap();
+    assert_eq!(resumed.id(first).parts(&layout).unwrap().tick(), tick + 11);
+}
