@@ -890,13 +890,13 @@ fn a_per_thread_generator_its_slot_and_its_iterator_show_where_they_are() {
 #[test]
 fn a_local_slot_answers_directly_and_through_the_trait() {
     use monoflake::IdGenerator;
-    let g = Generator::builder(Layout::twitter())
+    let g = Generator::builder(Layout::discord())
         .node(6)
         .clock(Arc::new(ManualClock::new(T0)))
         .build_per_thread(2)
         .unwrap();
     let local = g.local().unwrap();
-    assert_eq!((local.layout().name(), local.node()), ("twitter", 6));
+    assert_eq!((local.layout().name(), local.node()), ("discord", 6));
     // Slots are taken lowest free first: a second handle holds slot 1, and its slot is free
     // again once it drops.
     let second = g.local().unwrap();
@@ -904,7 +904,7 @@ fn a_local_slot_answers_directly_and_through_the_trait() {
     drop(second);
     assert_eq!(g.local().unwrap().slot(), 1);
     fn issue(g: &impl IdGenerator) -> Vec<Id> {
-        assert_eq!((g.layout().name(), g.node()), ("twitter", 6));
+        assert_eq!((g.layout().name(), g.node()), ("discord", 6));
         let mut ids = vec![g.try_next_id().unwrap(), g.next_id().unwrap()];
         ids.extend(g.try_next_ids(3).unwrap());
         ids.extend(g.next_ids(2).unwrap());
@@ -913,14 +913,14 @@ fn a_local_slot_answers_directly_and_through_the_trait() {
     }
     let ids = issue(&local);
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
-    let twitter = Layout::twitter();
+    let discord = Layout::discord();
     for id in &ids {
-        let parts = id.parts(&twitter).unwrap();
+        let parts = id.parts(&discord).unwrap();
         assert_eq!((parts.unix_ms(), parts.node()), (T0, 6));
     }
     assert_eq!(local.stats().issued, 7);
     // The highest tick a slot moved into, as a keeper reads it to extend ahead of need.
-    assert_eq!(g.last_tick(), T0 - Layout::twitter().epoch_ms());
+    assert_eq!(g.last_tick(), T0 - Layout::discord().epoch_ms());
     drop(local);
     assert_eq!(g.stats().issued, 7);
 }
