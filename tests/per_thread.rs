@@ -1052,3 +1052,133 @@ fn a_threads_own_ids_are_counted_when_it_asks() {
         .unwrap();
     });
 }
+
+/// A clock frozen at `T0` that counts its readings, cheap and precise, and may say it is
+/// coarse (then generators read the precise reading before a general step).
+#[derive(Default)]
+struct Counting {
+    coarse: bool,
+    cheap: std::sync::atomic::AtomicU64,
+    precise: std::sync::atomic::AtomicU64,
+}
+
+impl monoflake::TimeSource for Counting {
+    fn now_ms(&self) -> u64 {
+        self.cheap
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        T0
+    }
+
+    fn precise_now_ms(&self) -> u64 {
+        self.precise
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        T0
+    }
+
+    fn is_coarse(&self) -> bool {
+        self.coarse
+    }
+}
+
+/// In the common case an ID costs one clock reading and no trip through the general step
+/// (which reads the clock again, the precise reading on a coarse clock): 1,000 IDs in one
+/// tick, asked for implicitly, from a held slot and from its iterator, take 1,000 readings and
+/// at most a few more, and on a coarse clock at most a few precise ones.
+#[test]
+fn the_common_case_reads_the_clock_once_an_id() {
+    let readings = |coarse: bool, issue: &dyn Fn(&PerThread<Arc<Counting>>)| {
+        let clock = Arc::new(Counting {
+            coarse,
+            ..Counting::default()
+        });
+        let g = Generator::builder(Layout::twitter())
+            .clock(Arc::clone(&clock))
+            .build_per_thread(2)
+            .unwrap();
+        // The first ID finds no numbers and takes the general step.
+        g.local().unwrap().next_id().unwrap();
+        g.next_id().unwrap();
+        let read = || {
+            let cheap = clock.cheap.load(std::sync::atomic::Ordering::Relaxed);
+            (
+                cheap,
+                clock.precise.load(std::sync::atomic::Ordering::Relaxed),
+            )
+        };
+        let before = read();
+        issue(&g);
+        let after = read();
+        (after.0 - before.0, after.1 - before.1)
+    };
+    let implicit = |g: &PerThread<Arc<Counting>>| {
+        for _ in 0..1000 {
+            g.next_id().unwrap();
+        }
+    };
+    let held = |g: &PerThread<Arc<Counting>>| {
+        let local = g.local().unwrap();
+        for _ in 0..1000 {
+            local.next_id().unwrap();
+        }
+    };
+    let iterated = |g: &PerThread<Arc<Counting>>| {
+        let mut local = g.local().unwrap();
+        assert_eq!(local.ids().take(1000).filter(Result::is_ok).count(), 1000);
+    };
+    type Issue<'a> = &'a dyn Fn(&PerThread<Arc<Counting>>);
+    let ways: [(&str, Issue); 3] = [
+        ("implicit", &implicit),
+        ("held", &held),
+        ("iterated", &iterated),
+    ];
+    for (how, issue) in ways {
+        let (cheap, precise) = readings(false, issue);
+        assert!(
+            (1000..=1003).contains(&(cheap + precise)),
+            "{how}: {cheap} + {precise} readings"
+        );
+        let (cheap, precise) = readings(true, issue);
+        assert!(
+            (1000..=1003).contains(&cheap),
+            "{how}, coarse: {cheap} readings"
+        );
+        assert!(
+            precise <= 3,
+            "{how}, coarse: {precise} precise readings for 1,000 IDs"
+        );
+    }
+}
+
+/// A thread's IDs reach the statistics when it moves to a later tick, gives its slot back or
+/// asks, not one by one (the common case writes nothing shared): seen from another thread, the
+/// 1,000 IDs a thread issued in one tick implicitly and 1,000 from a slot it holds are not
+/// counted until that thread asks and gives the slot back.
+#[test]
+fn a_threads_ids_in_one_tick_are_counted_when_it_asks_not_one_by_one() {
+    let (g, _clock) = frozen(Layout::twitter(), 2, 0);
+    let (asked, counted) = mpsc::channel::<()>();
+    let (go, ask) = mpsc::channel::<()>();
+    let g = &g;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let local = g.local().unwrap();
+            for _ in 0..1000 {
+                g.next_id().unwrap();
+                local.next_id().unwrap();
+            }
+            asked.send(()).unwrap();
+            ask.recv().unwrap();
+            assert_eq!(g.stats().issued, 1000);
+            drop(local);
+            asked.send(()).unwrap();
+            ask.recv().unwrap();
+        });
+        counted.recv().unwrap();
+        let before = g.stats().issued;
+        go.send(()).unwrap();
+        counted.recv().unwrap();
+        let after = g.stats().issued;
+        go.send(()).unwrap();
+        assert_eq!((before, after), (0, 2000));
+    });
+}
