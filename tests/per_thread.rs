@@ -613,9 +613,15 @@ fn a_per_thread_holder_whose_claim_is_lost_seals_and_writes_back_its_last_tick()
     }
     let all = runs.concat();
     assert_distinct(&all);
-    // A thread that takes a slot now finds it sealed.
+    // A thread that takes a slot now finds it sealed, and so does a handle, also after an
+    // iterator over it was forgotten (a sealed slot has no room to lend).
     std::thread::scope(|s| {
-        s.spawn(|| assert!(matches!(holder.try_next_id(), Err(Error::LeaseLost { .. }))));
+        s.spawn(|| {
+            assert!(matches!(holder.try_next_id(), Err(Error::LeaseLost { .. })));
+            let mut late = holder.local().unwrap();
+            std::mem::forget(late.ids());
+            assert!(matches!(late.try_next_id(), Err(Error::LeaseLost { .. })));
+        });
     });
     let last_ms = all
         .iter()
