@@ -1188,3 +1188,73 @@ fn a_threads_ids_in_one_tick_are_counted_when_it_asks_not_one_by_one() {
         assert_eq!((before, after), (0, 2000));
     });
 }
+
+/// A coarse source that lags: its cheap reading stays at `T0`, its precise one says `T0 + 1`.
+struct Lagging;
+
+impl monoflake::TimeSource for Lagging {
+    fn now_ms(&self) -> u64 {
+        T0
+    }
+
+    fn precise_now_ms(&self) -> u64 {
+        T0 + 1
+    }
+
+    fn is_coarse(&self) -> bool {
+        true
+    }
+}
+
+/// On a coarse clock the cheap reading serves while it suffices (IDs in its tick), and the
+/// precise one is read before a decision depends on the time (moving to a later tick, the
+/// lead limit): four values in the cheap reading's tick, four in the precise one's, then the
+/// lead's refusal — implicitly and from a held slot alike.
+#[test]
+fn a_coarse_reading_serves_until_a_decision_needs_the_precise_one() {
+    let layout = two_bits();
+    let at = |id: Id| {
+        let p = id.parts(&layout).unwrap();
+        (p.unix_ms() - T0, p.sequence())
+    };
+    let expected: Vec<(u64, u64)> = (0..2).flat_map(|ms| (0..4).map(move |s| (ms, s))).collect();
+    let build = || {
+        Generator::builder(layout.clone())
+            .clock(Lagging)
+            .max_lead(Duration::ZERO)
+            .build_per_thread(1)
+            .unwrap()
+    };
+    let g = build();
+    let implicit: Vec<_> = (0..8).map(|_| at(g.try_next_id().unwrap())).collect();
+    assert_eq!(implicit, expected);
+    assert!(matches!(g.try_next_id(), Err(Error::WouldBlock { .. })));
+    let g = build();
+    let local = g.local().unwrap();
+    let held: Vec<_> = (0..8).map(|_| at(local.try_next_id().unwrap())).collect();
+    assert_eq!(held, expected);
+    assert!(matches!(local.try_next_id(), Err(Error::WouldBlock { .. })));
+}
+
+/// Past the layout's last tick a per-thread generator is refused for good: the state is
+/// pinned at the layout's last value, so a clock stepped back afterwards issues nothing —
+/// implicitly and from a held slot alike.
+#[test]
+fn past_the_layouts_end_a_per_thread_generator_stays_refused_when_the_clock_goes_back() {
+    let layout = Layout::twitter();
+    let end = layout.expires_at_ms();
+    let exhausted = |answer: Result<Id, Error>| match answer {
+        Err(Error::Exhausted { expired_at_ms, .. }) => assert_eq!(expired_at_ms, end),
+        other => panic!("expected the layout's end, got {other:?}"),
+    };
+    let (g, clock) = frozen(layout.clone(), 2, 0);
+    let local = g.local().unwrap();
+    g.try_next_id().unwrap();
+    local.try_next_id().unwrap();
+    clock.set_ms(end + 1);
+    exhausted(g.try_next_id());
+    exhausted(local.try_next_id());
+    clock.set_ms(T0 + 1);
+    exhausted(g.try_next_id());
+    exhausted(local.try_next_id());
+}
