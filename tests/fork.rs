@@ -149,7 +149,8 @@ fn every_kind_of_fork_is_refused_on_the_common_path_in_the_parents_tick() {
 
 /// A per-thread generator, by its thread-local way in and by a handle, is refused on the
 /// common path by every kind of fork, in the very tick the parent was issuing in (the child's
-/// copy of the thread's numbers would go on where the parent's do); the parent goes on.
+/// copy of the thread's numbers would go on where the parent's do), and in the next tick; the
+/// parent goes on.
 #[test]
 fn every_kind_of_fork_is_refused_on_a_per_thread_generators_common_path() {
     let clock = Arc::new(monoflake::ManualClock::new(1_700_000_000_000));
@@ -171,6 +172,14 @@ fn every_kind_of_fork_is_refused_on_a_per_thread_generators_common_path() {
             }
             if !matches!(local.try_next_ids(3), Err(Error::Forked { .. })) {
                 issued += 1;
+            }
+            // And in a later tick, where the general step publishes the tick first.
+            clock.advance_ms(1);
+            if !matches!(
+                (g.try_next_id(), local.try_next_id()),
+                (Err(Error::Forked { .. }), Err(Error::Forked { .. }))
+            ) {
+                issued += 10;
             }
             issued.min(250)
         });
