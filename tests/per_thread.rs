@@ -1258,3 +1258,54 @@ fn past_the_layouts_end_a_per_thread_generator_stays_refused_when_the_clock_goes
     exhausted(g.try_next_id());
     exhausted(local.try_next_id());
 }
+
+/// A per-thread generator whose lease goes unconfirmed (its store unreachable) refuses a batch
+/// in the very tick it is issuing in, as it refuses one ID, implicitly and from a held slot:
+/// the fence's refusal decides for a batch too, not only the batch's own check.
+#[test]
+fn an_unconfirmed_lease_refuses_a_batch_in_the_current_tick() {
+    let dir = common::TempDir::new("per-thread-unconfirmed");
+    let store = common::Flaky::new(dir.path(), Some(Duration::from_millis(300)));
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(Layout::twitter())
+        .clock(Arc::clone(&clock))
+        .reservation_window(Duration::from_secs(60))
+        .build_leased_per_thread(store.clone(), monoflake::NodeRequest::Any, 2)
+        .unwrap();
+    let local = g.local().unwrap();
+    g.try_next_id().unwrap();
+    local.try_next_id().unwrap();
+    store
+        .fail_renew
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    // The clock stands still: every ID below is in the tick of `T0`. Real time passes until
+    // the fence refuses (a liveness bound of two minutes only).
+    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+    let refused = loop {
+        match g.try_next_id() {
+            Ok(_) | Err(Error::WouldBlock { .. }) => {}
+            Err(e) => break e,
+        }
+        assert!(std::time::Instant::now() < give_up, "never refused");
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(
+        matches!(
+            refused,
+            Error::ReservationUnavailable { .. } | Error::LeaseLost { .. }
+        ),
+        "{refused:?}"
+    );
+    for (how, batch) in [
+        ("implicit", g.try_next_ids(2)),
+        ("held", local.try_next_ids(2)),
+    ] {
+        assert!(
+            matches!(
+                batch,
+                Err(Error::ReservationUnavailable { .. } | Error::LeaseLost { .. })
+            ),
+            "{how}: {batch:?}"
+        );
+    }
+}
