@@ -24,6 +24,7 @@ fn a_reservation_that_cannot_be_extended_stops_issuing() {
     clock.advance_ms(150);
     let inside = leased.try_next_id().unwrap();
     assert!(inside > first);
+    leased.check().unwrap();
     // Past the reservation: the first refusals may only wake the keeper (WouldBlock); once
     // its write has failed, the refusal names the failure. Never an ID past the reservation.
     clock.advance_ms(100);
@@ -34,6 +35,11 @@ fn a_reservation_that_cannot_be_extended_stops_issuing() {
         } => assert!(reason.contains("disk full"), "{reason}"),
         other => panic!("{other:?}"),
     }
+    // A readiness check says so too.
+    assert!(matches!(
+        leased.check(),
+        Err(Error::ReservationUnavailable { node: 0, .. })
+    ));
     // Nothing issued beyond the reservation on disk.
     let on_disk = std::fs::read_to_string(dir.path().join("twitter/node-0.reservation")).unwrap();
     let until: u64 = on_disk
