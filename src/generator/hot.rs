@@ -525,6 +525,56 @@ mod tests {
 
     use super::scripted::{Hook, Scripted};
 
+    /// A generator of 2^32 values a tick (so shifting its state the wrong way wraps to a small
+    /// tick), no start offset, its clock in the middle of tick `tick`, 1 ms ticks from the
+    /// epoch, and no lease: a refusing fence says `LeaseLost`.
+    fn wide_sequence(tick: u64) -> Generator<NsClock> {
+        let layout = Layout::builder()
+            .time_bits(20)
+            .sequence_bits(32)
+            .node_field("n", 4)
+            .epoch_ms(EPOCH_MS)
+            .build()
+            .unwrap();
+        Generator::builder(layout)
+            .clock(NsClock(Arc::new(AtomicU64::new(at(tick, 500_000)))))
+            .start_offset_bits(0)
+            .build()
+            .unwrap()
+    }
+
+    /// The common case asks the fence about the state's tick: after the first ID of tick `T`
+    /// (its state `(T, 0)`), a limit of `T - 1` refuses the second, and nothing is issued.
+    /// Asked about another number (the state shifted the wrong way is `0` here), the fence
+    /// would let the common case issue past the limit.
+    #[test]
+    fn the_common_case_asks_the_fence_about_the_states_tick() {
+        let g = wide_sequence(T);
+        let first = g.try_next_id().unwrap();
+        let parts = first.parts(g.layout()).unwrap();
+        assert_eq!((parts.tick(), parts.sequence()), (T, 0));
+        assert_eq!(g.core.state.load(Relaxed), T << 32);
+        g.core.fence.set(T - 1, u64::MAX);
+        let got = g.try_next_id();
+        assert!(matches!(got, Err(Error::LeaseLost { .. })), "{got:?}");
+        assert_eq!(g.core.state.load(Relaxed), T << 32);
+        assert_eq!(g.stats().issued, 1);
+    }
+
+    /// `check` asks the fence about the tick the next ID would take: a fresh generator at
+    /// tick `T` would issue `(T, 0)`, which a limit of `T - 1` refuses; a limit of `T` lets it.
+    #[test]
+    fn check_asks_the_fence_about_the_next_ids_tick() {
+        let g = wide_sequence(T);
+        g.core.fence.set(T - 1, u64::MAX);
+        let got = g.check();
+        assert!(matches!(got, Err(Error::LeaseLost { .. })), "{got:?}");
+        g.core.fence.set(T, u64::MAX);
+        let got = g.check();
+        assert!(got.is_ok(), "{got:?}");
+        assert_eq!(g.stats().issued, 0);
+    }
+
     const EPOCH_MS: u64 = 1_700_000_000_000;
     /// A tick whose start offset (three offset bits) is 7.
     const T: u64 = 510;
