@@ -1059,44 +1059,14 @@ fn a_threads_own_ids_are_counted_when_it_asks() {
     });
 }
 
-/// A clock frozen at `T0` that counts its readings, cheap and precise, and may say it is
-/// coarse (then generators read the precise reading before a general step).
-#[derive(Default)]
-struct Counting {
-    coarse: bool,
-    cheap: std::sync::atomic::AtomicU64,
-    precise: std::sync::atomic::AtomicU64,
-}
-
-impl monoflake::TimeSource for Counting {
-    fn now_ms(&self) -> u64 {
-        self.cheap
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        T0
-    }
-
-    fn precise_now_ms(&self) -> u64 {
-        self.precise
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        T0
-    }
-
-    fn is_coarse(&self) -> bool {
-        self.coarse
-    }
-}
-
 /// In the common case an ID costs one clock reading and no trip through the general step
 /// (which reads the clock again, the precise reading on a coarse clock): 1,000 IDs in one
 /// tick, asked for implicitly, from a held slot and from its iterator, take 1,000 readings and
 /// at most a few more, and on a coarse clock at most a few precise ones.
 #[test]
 fn the_common_case_reads_the_clock_once_an_id() {
-    let readings = |coarse: bool, issue: &dyn Fn(&PerThread<Arc<Counting>>)| {
-        let clock = Arc::new(Counting {
-            coarse,
-            ..Counting::default()
-        });
+    let readings = |coarse: bool, issue: &dyn Fn(&PerThread<Arc<common::Counting>>)| {
+        let clock = Arc::new(common::Counting::new(T0, coarse));
         let g = Generator::builder(Layout::twitter())
             .clock(Arc::clone(&clock))
             .build_per_thread(2)
@@ -1104,34 +1074,27 @@ fn the_common_case_reads_the_clock_once_an_id() {
         // The first ID finds no numbers and takes the general step.
         g.local().unwrap().next_id().unwrap();
         g.next_id().unwrap();
-        let read = || {
-            let cheap = clock.cheap.load(std::sync::atomic::Ordering::Relaxed);
-            (
-                cheap,
-                clock.precise.load(std::sync::atomic::Ordering::Relaxed),
-            )
-        };
-        let before = read();
+        let before = clock.reads();
         issue(&g);
-        let after = read();
+        let after = clock.reads();
         (after.0 - before.0, after.1 - before.1)
     };
-    let implicit = |g: &PerThread<Arc<Counting>>| {
+    let implicit = |g: &PerThread<Arc<common::Counting>>| {
         for _ in 0..1000 {
             g.next_id().unwrap();
         }
     };
-    let held = |g: &PerThread<Arc<Counting>>| {
+    let held = |g: &PerThread<Arc<common::Counting>>| {
         let local = g.local().unwrap();
         for _ in 0..1000 {
             local.next_id().unwrap();
         }
     };
-    let iterated = |g: &PerThread<Arc<Counting>>| {
+    let iterated = |g: &PerThread<Arc<common::Counting>>| {
         let mut local = g.local().unwrap();
         assert_eq!(local.ids().take(1000).filter(Result::is_ok).count(), 1000);
     };
-    type Issue<'a> = &'a dyn Fn(&PerThread<Arc<Counting>>);
+    type Issue<'a> = &'a dyn Fn(&PerThread<Arc<common::Counting>>);
     let ways: [(&str, Issue); 3] = [
         ("implicit", &implicit),
         ("held", &held),

@@ -863,3 +863,55 @@ impl monoflake::OutsideState for StartTick {
         self.last_tick()
     }
 }
+
+/// A clock frozen at `ms` that counts the readings, cheap and precise, that the thread which
+/// made it takes (not a lease keeper's), and may say it is coarse (generators then take the
+/// precise reading before a general step).
+pub struct Counting {
+    ms: u64,
+    coarse: bool,
+    owner: std::thread::ThreadId,
+    cheap: AtomicU64,
+    precise: AtomicU64,
+}
+
+impl Counting {
+    pub fn new(ms: u64, coarse: bool) -> Counting {
+        Counting {
+            ms,
+            coarse,
+            owner: std::thread::current().id(),
+            cheap: AtomicU64::new(0),
+            precise: AtomicU64::new(0),
+        }
+    }
+
+    /// The owner's readings so far: (cheap, precise).
+    pub fn reads(&self) -> (u64, u64) {
+        (
+            self.cheap.load(Ordering::Relaxed),
+            self.precise.load(Ordering::Relaxed),
+        )
+    }
+
+    fn count(&self, readings: &AtomicU64) -> u64 {
+        if std::thread::current().id() == self.owner {
+            readings.fetch_add(1, Ordering::Relaxed);
+        }
+        self.ms
+    }
+}
+
+impl monoflake::TimeSource for Counting {
+    fn now_ms(&self) -> u64 {
+        self.count(&self.cheap)
+    }
+
+    fn precise_now_ms(&self) -> u64 {
+        self.count(&self.precise)
+    }
+
+    fn is_coarse(&self) -> bool {
+        self.coarse
+    }
+}
