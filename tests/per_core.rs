@@ -15,6 +15,19 @@ static NUMBERS: Mutex<()> = Mutex::new(());
 
 /// Two slots on two sequence bits (two values per tick per slot), at a clock frozen at `T0`.
 fn two_slots() -> PerCore<Arc<ManualClock>> {
+    two_slots_with(
+        Arc::new(ManualClock::new(T0)),
+        Duration::from_millis(10),
+        Duration::ZERO,
+    )
+}
+
+/// Two slots on two sequence bits (Twitter's epoch) on `clock`, with this lead and wait.
+fn two_slots_with<C: monoflake::TimeSource + Clone>(
+    clock: C,
+    max_lead: Duration,
+    max_wait: Duration,
+) -> PerCore<C> {
     Generator::builder(
         Layout::builder()
             .epoch_ms(Layout::twitter().epoch_ms())
@@ -22,9 +35,9 @@ fn two_slots() -> PerCore<Arc<ManualClock>> {
             .build()
             .unwrap(),
     )
-    .clock(Arc::new(ManualClock::new(T0)))
-    .max_lead(Duration::from_millis(10))
-    .max_wait(Duration::ZERO)
+    .clock(clock)
+    .max_lead(max_lead)
+    .max_wait(max_wait)
     .build_per_core(2)
     .unwrap()
 }
@@ -94,18 +107,11 @@ impl monoflake::TimeSource for Reporting {
 #[test]
 fn every_counter_adds_up_the_slots() {
     let _numbers = NUMBERS.lock().unwrap_or_else(|e| e.into_inner());
-    let g = Generator::builder(
-        Layout::builder()
-            .epoch_ms(Layout::twitter().epoch_ms())
-            .sequence_bits(2)
-            .build()
-            .unwrap(),
-    )
-    .clock(Reporting)
-    .max_lead(Duration::from_millis(1))
-    .max_wait(Duration::from_millis(3))
-    .build_per_core(2)
-    .unwrap();
+    let g = two_slots_with(
+        Reporting,
+        Duration::from_millis(1),
+        Duration::from_millis(3),
+    );
     let run = || {
         std::thread::scope(|s| {
             s.spawn(|| {
