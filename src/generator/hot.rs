@@ -561,6 +561,31 @@ mod tests {
         assert_eq!(g.stats().issued, 1);
     }
 
+    /// The general path asks the fence about every ID it issues: a jump to a tick past the
+    /// limit is refused, and so is an ID in the state's own tick once the deadline has come,
+    /// a single one or a batch; nothing is issued, and the error says why (`LeaseLost`: no
+    /// lease).
+    #[test]
+    fn the_general_path_refuses_past_the_limit_and_the_deadline() {
+        let g = wide_sequence(T);
+        g.try_next_id().unwrap();
+        g.core.fence.set(T, u64::MAX);
+        g.clock.0.store(at(T + 1, 500_000), Relaxed);
+        let got = g.try_next_id();
+        assert!(matches!(got, Err(Error::LeaseLost { .. })), "{got:?}");
+        assert_eq!(g.core.state.load(Relaxed), T << 32);
+        g.core.fence.set(u64::MAX, u64::MAX);
+        g.try_next_id().unwrap();
+        assert_eq!(g.core.state.load(Relaxed), (T + 1) << 32);
+        g.core.fence.set(u64::MAX, T + 1);
+        let one = g.try_next_id();
+        assert!(matches!(one, Err(Error::LeaseLost { .. })), "{one:?}");
+        let batch = g.try_next_ids(2);
+        assert!(matches!(batch, Err(Error::LeaseLost { .. })), "{batch:?}");
+        assert_eq!(g.core.state.load(Relaxed), (T + 1) << 32);
+        assert_eq!(g.stats().issued, 2);
+    }
+
     /// `check` asks the fence about the tick the next ID would take: a fresh generator at
     /// tick `T` would issue `(T, 0)`, which a limit of `T - 1` refuses; a limit of `T` lets it.
     #[test]
