@@ -171,6 +171,34 @@ fn exhausted_at_the_end_of_the_time_field_and_forever_after() {
     ));
 }
 
+/// A batch that does not fit before the time field's end is refused, and leaves the values
+/// that are left to calls that fit: the generator is not pinned at the end until the clock
+/// itself is past it.
+#[test]
+fn a_batch_past_the_end_of_the_time_field_leaves_the_rest_to_smaller_calls() {
+    let layout = Layout::builder()
+        .time_bits(4)
+        .sequence_bits(2)
+        .epoch_ms(T0)
+        .build()
+        .unwrap();
+    let g = Generator::builder(layout.clone())
+        .clock(ManualClock::new(T0 + 15)) // the last tick
+        .max_lead(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    assert_eq!(g.try_next_id().unwrap().as_u64(), 15 << 2);
+    let end = layout.expires_at_ms();
+    assert!(
+        matches!(g.try_next_ids(4), Err(Error::Exhausted { expired_at_ms, .. }) if expired_at_ms == end)
+    );
+    assert!(g.check().is_ok());
+    let rest: Vec<u64> = g.try_next_ids(3).unwrap().map(|id| id.as_u64()).collect();
+    assert_eq!(rest, [15 << 2 | 1, 15 << 2 | 2, 15 << 2 | 3]);
+    assert!(matches!(g.try_next_id(), Err(Error::Exhausted { .. })));
+    assert_eq!(g.stats().issued, 4);
+}
+
 #[test]
 fn batches_race_single_ids_without_overlap() {
     let layout = Layout::builder()
