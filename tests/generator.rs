@@ -506,6 +506,41 @@ fn a_batch_that_can_never_fit_is_refused_at_once_and_the_generator_goes_on() {
     assert_eq!(g.try_next_ids(409_000).unwrap().len(), 409_000);
 }
 
+/// A clock frozen at a nanosecond.
+struct AtNs(u64);
+
+impl TimeSource for AtNs {
+    fn now_ms(&self) -> u64 {
+        self.0 / 1_000_000
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The largest batch is not refused as too large: it fits once the last tick of the lead
+/// has opened whole (pacing opens it over the clock's tick; here at its last nanosecond), and
+/// runs from the clock's tick to the last value of the lead's last tick.
+#[test]
+fn the_largest_batch_fits_at_the_end_of_a_tick() {
+    let g = Generator::builder(Layout::twitter())
+        .clock(AtNs(T0 * 1_000_000 + 999_999))
+        .max_lead(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    assert_eq!(g.max_batch(), 413_696);
+    let ids: Vec<Id> = g.try_next_ids(413_696).unwrap().collect();
+    assert_eq!(ids.len(), 413_696);
+    let parts = |id: &Id| {
+        let p = id.parts(g.layout()).unwrap();
+        (p.tick(), p.sequence())
+    };
+    let tick = T0 - Layout::twitter().epoch_ms();
+    assert_eq!(parts(&ids[0]), (tick, 0));
+    assert_eq!(parts(&ids[413_695]), (tick + 100, 4095));
+}
+
 #[test]
 fn per_thread_and_per_core_refuse_an_impossible_batch_too() {
     let per_core = Generator::builder(Layout::twitter())
