@@ -17,7 +17,7 @@ const T0: u64 = 1_700_000_000_000;
 
 /// Two slots on two sequence bits (two values per tick per slot) at a frozen clock: two
 /// threads, on a slot each (the first two numbers taken), and a third on the first again,
-/// issue two IDs each — all six distinct, each thread's increasing.
+/// issue two IDs each — all six distinct, each thread's increasing, both slots used.
 #[test]
 fn threads_on_per_core_slots_never_share_an_id() {
     loom::model(|| {
@@ -44,6 +44,16 @@ fn threads_on_per_core_slots_never_share_an_id() {
             assert!(run[0] < run[1], "{run:?}");
         }
         let mut all: Vec<Id> = runs.concat();
+        // The slot is the sequence's top bit: the first two numbers land on both slots.
+        let slot = |id: &Id| id.parts(g.layout()).unwrap().sequence() >> 1;
+        assert!(
+            all.iter().any(|id| slot(id) == 0),
+            "slot 0 unused: {runs:?}"
+        );
+        assert!(
+            all.iter().any(|id| slot(id) == 1),
+            "slot 1 unused: {runs:?}"
+        );
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), 6, "an ID issued twice: {runs:?}");
