@@ -119,14 +119,18 @@ fn a_per_core_holder_whose_claim_is_lost_seals_every_slot_and_writes_back() {
     }
     let all = runs.concat();
     assert_distinct(&all);
-    // A thread on another slot finds it sealed too.
+    // A thread on another slot finds it sealed too, and its check says so.
     std::thread::scope(|s| {
         for _ in 0..4 {
             s.spawn(|| {
                 assert!(matches!(
                     holder.try_next_id(),
                     Err(Error::LeaseLost { node: 1, .. })
-                ))
+                ));
+                assert!(matches!(
+                    holder.check(),
+                    Err(Error::LeaseLost { node: 1, .. })
+                ));
             });
         }
     });
