@@ -199,6 +199,71 @@ fn a_batch_past_the_end_of_the_time_field_leaves_the_rest_to_smaller_calls() {
     assert_eq!(g.stats().issued, 4);
 }
 
+/// A waiting call at the lead limit, on a clock that stands still: a slot that opens within
+/// the spin bound (20 µs) is spun for, each spin counted and the time asked for added up; a
+/// later one is slept for, and the last nap is cut to what is left of `max_wait`, so the
+/// call gives up after exactly `max_wait` (the time asked for, not the time slept).
+#[test]
+fn a_wait_counts_its_spins_and_sleeps_no_longer_than_max_wait() {
+    let lead_limited = |sequence_bits: u32, max_wait: Duration| {
+        let layout = Layout::builder()
+            .epoch_ms(Layout::twitter().epoch_ms())
+            .sequence_bits(sequence_bits)
+            .build()
+            .unwrap();
+        let g = Generator::builder(layout)
+            .clock(ManualClock::new(T0))
+            .max_lead(Duration::from_millis(1))
+            .max_wait(max_wait)
+            .build()
+            .unwrap();
+        // The clock's tick, then the first value of the next (the last the lead allows):
+        // the second of that tick opens 1/2^bits of a tick (plus 1 ns) after the clock's.
+        g.try_next_ids((1 << sequence_bits) + 1).unwrap();
+        g
+    };
+    // 4096 values a tick: the next slot opens in 245 ns; five spins pass 1 µs.
+    let g = lead_limited(12, Duration::from_micros(1));
+    match g.next_id() {
+        Err(Error::TimedOut {
+            waited,
+            retry_after,
+            ..
+        }) => assert_eq!(
+            (waited, retry_after),
+            (Duration::from_nanos(5 * 245), Duration::from_nanos(245))
+        ),
+        other => panic!("{other:?}"),
+    }
+    let stats = g.stats();
+    assert_eq!(
+        (
+            stats.wait_spins,
+            stats.wait_yields,
+            stats.wait_sleeps,
+            stats.timed_out
+        ),
+        (5, 0, 0, 1),
+        "{stats:?}"
+    );
+    // 4 values a tick: the next slot opens in 250,001 ns; three naps of that, and a last one
+    // of the 249,997 ns left of the millisecond.
+    let g = lead_limited(2, Duration::from_millis(1));
+    match g.next_id() {
+        Err(Error::TimedOut {
+            waited,
+            retry_after,
+            ..
+        }) => assert_eq!(
+            (waited, retry_after),
+            (Duration::from_millis(1), Duration::from_nanos(250_001))
+        ),
+        other => panic!("{other:?}"),
+    }
+    let stats = g.stats();
+    assert_eq!((stats.wait_sleeps, stats.timed_out), (4, 1), "{stats:?}");
+}
+
 #[test]
 fn batches_race_single_ids_without_overlap() {
     let layout = Layout::builder()
