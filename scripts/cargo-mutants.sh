@@ -48,8 +48,8 @@ NO_SERVERS='not test(/etcd|postgres|pg_/)'
 # pass missed) with every test binary that reaches the code.
 LEASE_QUICK="--lib --test trust --test store_conformance --test epochs --test lease --test default_dir --test tracing_events"
 LEASE_FULL="$LEASE_QUICK --test conformance --test per_core_lease --test per_thread --test prefork --test prefork_building --test per_thread_processes --test stale_retry --test fork --test inputs --test features"
-GEN_QUICK="--lib --test generator --test per_core --test per_thread --test fork --test inputs --test features --test layouts --test alloc"
-GEN_FULL="$GEN_QUICK --test common_case --test per_core_lease --test conformance --test lease --test epochs --test stale_retry --test prefork --test prefork_building --test per_thread_processes --test locked_clock"
+GEN_QUICK="--lib --test generator --test per_core --test per_core_lease --test per_thread --test fork --test inputs --test features --test layouts --test alloc"
+GEN_FULL="$GEN_QUICK --test common_case --test conformance --test lease --test epochs --test stale_retry --test prefork --test prefork_building --test per_thread_processes --test locked_clock"
 GROUPS_TABLE=(
     "file|src/lease/file/**||$LEASE_QUICK|$LEASE_FULL|$NO_SERVERS"
     "claim|src/lease/build.rs src/lease/choose.rs src/lease/outside.rs src/lease/store.rs src/lease/shape.rs src/lease/mod.rs src/lease/holding.rs||$LEASE_QUICK|$LEASE_FULL|$NO_SERVERS"
