@@ -139,6 +139,7 @@ fn exhausted_at_the_end_of_the_time_field_and_forever_after() {
         .unwrap();
     assert_eq!(g.try_next_id().unwrap().as_u64(), 15 << 1);
     assert_eq!(g.try_next_id().unwrap().as_u64(), 15 << 1 | 1);
+    assert_eq!(g.last_tick(), 15);
     // The sequence is full in the last tick: no borrowing past the end.
     let end = layout.expires_at_ms();
     assert!(

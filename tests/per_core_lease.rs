@@ -119,6 +119,8 @@ fn a_per_core_holder_whose_claim_is_lost_seals_every_slot_and_writes_back() {
     }
     let all = runs.concat();
     assert_distinct(&all);
+    // Sealed, the slots still count what they issued.
+    assert_eq!(holder.stats().issued, all.len() as u64);
     // A thread on another slot finds it sealed too, and its check says so.
     std::thread::scope(|s| {
         for _ in 0..4 {
