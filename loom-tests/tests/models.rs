@@ -225,6 +225,12 @@ fn a_release_racing_issuers_never_lets_an_id_past_the_seal() {
                 "{id:?} past the seal"
             );
         }
+        // And it is the last of them, when any was issued (on a frozen clock the state holds
+        // nothing but the IDs issued).
+        if let Some(last) = issued.iter().max() {
+            let p = last.parts(&layout).unwrap();
+            assert_eq!((p.tick(), p.sequence()), (last_tick, last_seq));
+        }
         // Nothing is issued after it.
         assert!(g.try_next_id().is_err());
     });
