@@ -767,6 +767,14 @@ fn a_layout_that_fills_64_bits_keeps_a_slot_bit() {
             ..
         })
     ));
+    // Two sequence bits are enough: one for the slot, one for the sequence.
+    let g = Generator::builder(full(2))
+        .clock(ManualClock::new(T0))
+        .build_per_thread(1)
+        .unwrap();
+    assert_eq!(g.slots(), 2);
+    let ids: Vec<Id> = (0..4).map(|_| g.try_next_id().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
 }
 
 /// Two generators whose clock (`TimeSource` is user code, and so is a `tracing` subscriber on
