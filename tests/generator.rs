@@ -376,6 +376,34 @@ fn start_offset_spreads_low_bits() {
     );
 }
 
+/// A start offset asked wider than the sequence is capped at all but one of its bits: on a
+/// two-bit sequence, every tick's first ID starts in the tick's first half (offset 0 or 1),
+/// so it carries the clock's tick and leaves room in that tick for at least one more ID.
+#[test]
+fn a_start_offset_wider_than_the_sequence_is_capped_below_it() {
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(2)
+        .build()
+        .unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .start_offset_bits(64)
+        .max_lead(Duration::ZERO)
+        .build()
+        .unwrap();
+    let mut seen = [0u32; 2];
+    for _ in 0..256 {
+        clock.advance_ms(1);
+        let first = g.try_next_id().unwrap().parts(&layout).unwrap();
+        assert_eq!(first.tick(), layout.tick_at(clock.now_ms()));
+        assert!(first.sequence() < 2, "{first:?}");
+        seen[first.sequence() as usize] += 1;
+    }
+    assert!(seen.iter().all(|&n| n > 0), "offsets seen: {seen:?}");
+}
+
 #[test]
 fn a_stopped_ticker_neither_freezes_nor_blocks_the_generator() {
     let (clock, ticker) = CoarseClock::start(Duration::from_millis(1)).unwrap();
