@@ -174,7 +174,10 @@ pub(crate) struct Counters {
     pub wait_yields: AtomicU64,
     pub wait_sleeps: AtomicU64,
     pub timed_out: AtomicU64,
-    /// The last state value issued before the generator was sealed (0 until then).
+    /// What a state of `u64::MAX` stands for: the last state value issued before the
+    /// generator was sealed, or `u64::MAX` itself until then. On a layout whose time and
+    /// sequence fields fill all 64 bits, the field's very last value is `u64::MAX` too, and
+    /// stays so when a generator that issued it is sealed (the seal stores nothing then).
     pub sealed_state: AtomicU64,
 }
 
@@ -190,7 +193,7 @@ impl Counters {
             wait_yields: AtomicU64::new(0),
             wait_sleeps: AtomicU64::new(0),
             timed_out: AtomicU64::new(0),
-            sealed_state: AtomicU64::new(0),
+            sealed_state: AtomicU64::new(u64::MAX),
         }
     }
 

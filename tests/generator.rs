@@ -172,6 +172,55 @@ fn exhausted_at_the_end_of_the_time_field_and_forever_after() {
     ));
 }
 
+/// A reservation at or past the time field's last tick leaves nothing to issue: the generator
+/// starts at the field's last value (its last tick shows so) and its first call is
+/// `Exhausted`, on a layout of 63 bits and on one whose time and sequence fill all 64 (where
+/// one past the last tick, shifted, would wrap to 0). On that layout the very last value is
+/// `u64::MAX`: a batch ending there knows its length, and the generator counts it issued.
+#[test]
+fn resuming_after_the_last_tick_is_exhausted_at_once() {
+    let full = Layout::builder()
+        .epoch_ms(1_000)
+        .time_bits(44)
+        .sequence_bits(20)
+        .allow_sign_bit(true)
+        .build()
+        .unwrap();
+    for layout in [Layout::twitter(), full.clone()] {
+        for after in [layout.max_tick(), u64::MAX] {
+            let g = Generator::builder(layout.clone())
+                .clock(ManualClock::new(T0))
+                .resume_after(after)
+                .build()
+                .unwrap();
+            assert_eq!(g.last_tick(), layout.max_tick(), "{layout:?} after {after}");
+            let end = layout.expires_at_ms();
+            assert!(
+                matches!(g.try_next_id(), Err(Error::Exhausted { expired_at_ms, .. }) if expired_at_ms == end),
+                "{layout:?} after {after}"
+            );
+            assert_eq!(g.last_tick(), layout.max_tick());
+            assert_eq!(g.stats().issued, 0);
+        }
+    }
+    // A generator that issues the very last value, `u64::MAX` on the full layout, counts it.
+    let clock = ManualClock::new(full.epoch_ms() + full.max_tick());
+    let g = Generator::builder(full.clone())
+        .clock(clock)
+        .max_lead(Duration::ZERO)
+        .build()
+        .unwrap();
+    let run = g.try_next_ids(1 << 20).unwrap();
+    assert_eq!(run.len(), 1 << 20);
+    let ids: Vec<Id> = run.collect();
+    assert_eq!(ids.len(), 1 << 20);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(ids.last().map(|id| id.as_u64()), Some(u64::MAX));
+    assert_eq!(g.stats().issued, 1 << 20);
+    assert!(matches!(g.try_next_id(), Err(Error::Exhausted { .. })));
+    assert_eq!(g.stats().issued, 1 << 20);
+}
+
 /// A batch that does not fit before the time field's end is refused, and leaves the values
 /// that are left to calls that fit: the generator is not pinned at the end until the clock
 /// itself is past it.

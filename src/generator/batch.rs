@@ -67,7 +67,12 @@ impl Iterator for Ids {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = usize::try_from((self.last + 1).saturating_sub(self.next)).unwrap_or(usize::MAX);
+        // `last` may be u64::MAX (the very end of a layout that fills 64 bits): no `last + 1`.
+        let left = self
+            .last
+            .checked_sub(self.next)
+            .map_or(0, |d| d.saturating_add(1));
+        let n = usize::try_from(left).unwrap_or(usize::MAX);
         (n, Some(n))
     }
 }

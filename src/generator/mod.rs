@@ -363,7 +363,8 @@ impl<C: TimeSource> Generator<C> {
         let c = &self.counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let state = match self.core.state.load(Ordering::Relaxed) {
-            // Sealed: count up to the last value issued.
+            // Sealed (count up to the last value issued), or the last value of a layout that
+            // fills 64 bits issued: the counter holds which.
             u64::MAX => self.counters.sealed_state.load(Ordering::Relaxed),
             state => state,
         };
