@@ -123,6 +123,31 @@ fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
     assert!(matches!(g2.next_id(), Err(Error::TimedOut { .. })));
 }
 
+/// `max_lead` is a duration, counted in the layout's ticks and rounded down: 35 ms on 10 ms
+/// ticks is a lead of 3 ticks, as 3 ms is on 1 ms ticks above.
+#[test]
+fn a_lead_counts_the_layouts_ticks_rounded_down() {
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .tick_ms(10)
+        .sequence_bits(2)
+        .build()
+        .unwrap();
+    // A clock frozen at the start of a tick, as above.
+    let now = layout.tick_at(T0);
+    let clock = Arc::new(ManualClock::new(layout.epoch_ms() + now * 10));
+    let g = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .max_lead(Duration::from_millis(35))
+        .build()
+        .unwrap();
+    let ticks: Vec<u64> = (0..13)
+        .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().tick() - now)
+        .collect();
+    assert_eq!(ticks, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]);
+    assert!(matches!(g.try_next_id(), Err(Error::WouldBlock { .. })));
+}
+
 #[test]
 fn exhausted_at_the_end_of_the_time_field_and_forever_after() {
     let layout = Layout::builder()
