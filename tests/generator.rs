@@ -12,6 +12,22 @@ use common::hammer;
 
 const T0: u64 = 1_700_000_000_000;
 
+/// A layout of `bits` sequence bits and no node field, from Twitter's epoch, 1 ms ticks.
+fn sequence_of(bits: u32) -> Layout {
+    Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .sequence_bits(bits)
+        .build()
+        .unwrap()
+}
+
+/// The time fields of the next `n` IDs, counted from tick `from`.
+fn next_ticks<C: TimeSource>(g: &Generator<C>, from: u64, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|_| g.try_next_id().unwrap().parts(g.layout()).unwrap().tick() - from)
+        .collect()
+}
+
 #[test]
 fn ten_million_ids_from_two_threads_are_distinct_and_increasing_per_thread() {
     let generator = Generator::new(Layout::twitter(), 1).unwrap();
@@ -89,10 +105,11 @@ fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
         .max_lead(Duration::from_millis(3))
         .build()
         .unwrap();
-    let ticks: Vec<u64> = (0..13)
-        .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().unix_ms() - T0)
-        .collect();
-    assert_eq!(ticks, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]);
+    let now = layout.tick_at(T0);
+    assert_eq!(
+        next_ticks(&g, now, 13),
+        [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]
+    );
     // The next slot opens a quarter of a tick later.
     assert!(matches!(
         g.try_next_id(),
@@ -105,10 +122,7 @@ fn a_full_sequence_borrows_ticks_then_would_block_at_max_lead() {
     assert!(matches!(g.try_next_ids(5), Err(Error::WouldBlock { .. })));
     // The clock moves one tick: the rest of tick +3, and the first slot of the new last tick.
     clock.advance_ms(1);
-    let more: Vec<u64> = (0..4)
-        .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().unix_ms() - T0)
-        .collect();
-    assert_eq!(more, [3, 3, 3, 4]);
+    assert_eq!(next_ticks(&g, now, 4), [3, 3, 3, 4]);
     assert!(g.try_next_id().is_err());
     // The waiting call gives up after max_wait on a clock that stands still.
     let g2 = Generator::builder(layout)
@@ -141,10 +155,10 @@ fn a_lead_counts_the_layouts_ticks_rounded_down() {
         .max_lead(Duration::from_millis(35))
         .build()
         .unwrap();
-    let ticks: Vec<u64> = (0..13)
-        .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().tick() - now)
-        .collect();
-    assert_eq!(ticks, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]);
+    assert_eq!(
+        next_ticks(&g, now, 13),
+        [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]
+    );
     assert!(matches!(g.try_next_id(), Err(Error::WouldBlock { .. })));
 }
 
@@ -281,11 +295,7 @@ fn a_batch_past_the_end_of_the_time_field_leaves_the_rest_to_smaller_calls() {
 #[test]
 fn a_wait_counts_its_spins_and_sleeps_no_longer_than_max_wait() {
     let lead_limited = |sequence_bits: u32, max_wait: Duration| {
-        let layout = Layout::builder()
-            .epoch_ms(Layout::twitter().epoch_ms())
-            .sequence_bits(sequence_bits)
-            .build()
-            .unwrap();
+        let layout = sequence_of(sequence_bits);
         let g = Generator::builder(layout)
             .clock(ManualClock::new(T0))
             .max_lead(Duration::from_millis(1))
@@ -367,11 +377,7 @@ fn batches_race_single_ids_without_overlap() {
 
 #[test]
 fn a_batch_spans_ticks_and_an_empty_batch_is_empty() {
-    let layout = Layout::builder()
-        .epoch_ms(Layout::twitter().epoch_ms())
-        .sequence_bits(3)
-        .build()
-        .unwrap();
+    let layout = sequence_of(3);
     let g = Generator::builder(layout.clone())
         .clock(ManualClock::new(T0))
         .build()
@@ -455,11 +461,7 @@ fn start_offset_spreads_low_bits() {
 /// so it carries the clock's tick and leaves room in that tick for at least one more ID.
 #[test]
 fn a_start_offset_wider_than_the_sequence_is_capped_below_it() {
-    let layout = Layout::builder()
-        .epoch_ms(Layout::twitter().epoch_ms())
-        .sequence_bits(2)
-        .build()
-        .unwrap();
+    let layout = sequence_of(2);
     let clock = Arc::new(ManualClock::new(T0));
     let g = Generator::builder(layout.clone())
         .clock(Arc::clone(&clock))
@@ -483,11 +485,7 @@ fn a_stopped_ticker_neither_freezes_nor_blocks_the_generator() {
     let (clock, ticker) = CoarseClock::start(Duration::from_millis(1)).unwrap();
     drop(ticker); // the coarse reading now stands still, as after fork() or on a stalled host
     let frozen = clock.now_ms();
-    let layout = Layout::builder()
-        .epoch_ms(Layout::twitter().epoch_ms())
-        .sequence_bits(1)
-        .build()
-        .unwrap(); // 2 IDs per ms
+    let layout = sequence_of(1); // 2 IDs per ms
     let g = Generator::builder(layout.clone())
         .clock(clock.clone())
         .max_lead(Duration::ZERO)
@@ -535,11 +533,7 @@ fn per_core_slots_never_collide_and_keep_each_threads_order() {
         assert_eq!(g.stats().issued, 4 * per_thread as u64);
     }
     // The slots take sequence bits: not all of them.
-    let two_bits = Layout::builder()
-        .epoch_ms(Layout::twitter().epoch_ms())
-        .sequence_bits(2)
-        .build()
-        .unwrap();
+    let two_bits = sequence_of(2);
     assert!(matches!(
         Generator::builder(two_bits).build_per_core(4),
         Err(Error::OutOfRange {
