@@ -21,6 +21,7 @@
 //! generator and claims again (every 500 ms until a claim succeeds), printing `r <node>`; it
 //! starts with `ready <node>`. End of input releases the node and exits 0.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -239,8 +240,19 @@ pub fn main(args: &HolderArgs) -> ExitCode {
     // Claims are tried at most every 500 ms: a caller that keeps asking while there is no
     // node waits for the next try, it does not cause a storm of claims.
     let mut next_claim = Instant::now();
+    // Fork commands that came while no node was held, with when they came: each waits for
+    // the next claim, for up to FORK_PATIENCE, since a fork fault that found its holder
+    // between claims (its lease lost to a full disk or a paused store) would test nothing.
+    let mut deferred: VecDeque<(String, Instant)> = VecDeque::new();
     loop {
         if leased.is_none() {
+            while let Some((_, since)) = deferred.front()
+                && since.elapsed() >= FORK_PATIENCE
+            {
+                deferred.pop_front();
+                say("e not claimed");
+                say(".");
+            }
             std::thread::sleep(next_claim.saturating_duration_since(Instant::now()));
             next_claim = Instant::now() + Duration::from_millis(500);
             let claimed = match &store {
@@ -271,7 +283,10 @@ pub fn main(args: &HolderArgs) -> ExitCode {
             }
         }
         let command = match &leased {
-            Some(_) => commands.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(_) => match deferred.pop_front() {
+                Some((c, _)) => Ok(c),
+                None => commands.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            },
             None => commands.recv_timeout(next_claim.saturating_duration_since(Instant::now())),
         };
         let command = match command {
@@ -280,6 +295,10 @@ pub fn main(args: &HolderArgs) -> ExitCode {
             Err(RecvTimeoutError::Disconnected) => break,
         };
         let Some(l) = &leased else {
+            if command.starts_with("fork ") {
+                deferred.push_back((command, Instant::now()));
+                continue;
+            }
             // Answered at the next claim's time, whatever it gives.
             std::thread::sleep(next_claim.saturating_duration_since(Instant::now()));
             say("e not claimed");
@@ -315,6 +334,9 @@ pub fn main(args: &HolderArgs) -> ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+/// How long a fork command waits for its holder to hold a node again.
+const FORK_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Writes `id` out at once, as a line `i ID` of its own: an ID is on the pipe before the next
 /// is issued, so a `kill -9` loses none that was issued (a batch of a thousand per line lost up
