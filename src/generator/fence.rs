@@ -88,9 +88,12 @@ impl Fence {
     #[inline]
     pub(crate) fn refuses(&self, now: u64, last_tick: u64) -> bool {
         // Ordering: Relaxed; see the field comments.
-        let late = now >= self.deadline.load(Ordering::Relaxed);
-        let unreserved = last_tick > self.limit.load(Ordering::Relaxed);
-        late | unreserved
+        fence_refuses(
+            self.limit.load(Ordering::Relaxed),
+            self.deadline.load(Ordering::Relaxed),
+            now,
+            last_tick,
+        )
     }
 
     /// Whether issuing in `tick`, when it is also the clock's tick, is refused: the same answer
@@ -132,6 +135,24 @@ impl Fence {
     pub(crate) fn close(&self) {
         self.set(0, 0);
     }
+}
+
+/// Whether fence words `limit` and `deadline` refuse issuing up to the tick `last_tick` at
+/// clock tick `now`: the deadline has come, or the tick is beyond the limit. The one rule every
+/// flavour's fence applies (and the model checker, `handover-check`, issues by); evaluated
+/// without short-circuits, one branch.
+///
+/// ```
+/// use monoflake::handover::fence_refuses;
+/// assert!(!fence_refuses(10, 20, 19, 10));
+/// assert!(fence_refuses(10, 20, 20, 10)); // the deadline has come
+/// assert!(fence_refuses(10, 20, 5, 11)); // past the limit
+/// ```
+#[inline]
+pub const fn fence_refuses(limit: u64, deadline: u64, now: u64, last_tick: u64) -> bool {
+    let late = now >= deadline;
+    let unreserved = last_tick > limit;
+    late | unreserved
 }
 
 /// The first tick that `limit` and `deadline` together refuse (for `Fence::refuses_in`).

@@ -33,6 +33,7 @@ use crossbeam_utils::CachePadded;
 
 pub use self::batch::Ids;
 pub use self::builder::{GeneratorBuilder, MAX_LEAD_LIMIT};
+pub use self::fence::fence_refuses;
 pub(crate) use self::fence::{Fence, Refusal};
 pub use self::id_generator::IdGenerator;
 pub(crate) use self::id_generator::id_generator_by_inherent_methods;

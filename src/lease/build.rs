@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::choose::{Limits, choose};
-use super::handover::{self, Step};
+use super::handover::{self, Action, ClaimRead, Event, Holder, LetGo, Now, Outcome};
 use super::holding::Holding;
-use super::keeper::{Held, Keeper};
-use super::status::{LeaseStatus, deadline_tick, duration_ms, first_tick_from, last_tick_before};
-use super::store::{NodeRequest, NodeStore};
+use super::keeper::{Held, Keeper, KeeperTerms, failure};
+use super::status::{LeaseStatus, duration_ms};
+use super::store::{Claim, NodeRequest, NodeStore};
 use super::{DEFAULT_RESERVATION_WINDOW, Leased};
 
 /// The shortest reservation window: the keeper extends at half a window, so shorter ones
@@ -351,187 +351,126 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         status
             .claim_wait_ms
             .fetch_add(chosen.waited_ms, Ordering::Relaxed);
-        // The protocol's decision (`handover.rs`; docs/design.md, "The hand-over"): start,
-        // wait for a reservation ahead of the clock, jump the clock to a trusted one, or —
-        // for a node with no record — wait and read the record again.
-        //
-        // A node with no record at all may have had one that was deleted under a live holder
-        // (the state directory removed, the store's keys cleared). That holder stops issuing
-        // within `confirm_bound` of its last successful check, which came before the deletion,
-        // and never issued a time beyond its clock plus its lead: the wait covers that, with a
-        // margin for the two clocks to disagree. Meanwhile that holder, finding its records
-        // gone, writes back the time it used (`NodeStore::restore`): the re-read after the
-        // wait finds it, so a holder whose clock ran ahead of this one (a wall clock stepped
-        // back under it) is not overlapped either.
-        let claimed_ms = self.clock_ref().precise_now_ms();
-        let mut step = handover::after_claim(
-            claim.reserved_until_ms(),
-            claim.recorded(),
-            claimed_ms,
-            &limits,
-        );
-        let floor_ms = loop {
-            match step {
-                Step::Start { floor_ms } => break floor_ms,
-                Step::Jump { to_ms } => {
-                    if !self.clock_ref().advance_to_ms(to_ms) {
-                        let _ = store.abandon(claim);
-                        return Err(Error::InvalidConfig {
-                            setting: "trust_future_reservation",
-                            value: "true".into(),
-                            allowed: "only with a clock that can be moved forward (LockedClock, \
-                                      CoarseClock, ManualClock)"
-                                .into(),
-                        });
-                    }
-                    break to_ms;
+        // The protocol (`handover::Holder`; docs/design.md, "The hand-over") decides: start,
+        // wait for a reservation ahead of the clock, jump the clock to a trusted one, or — for
+        // a node with no record — wait and read the record again; then the first renewal and
+        // the first reservation. This loop only carries out what it says.
+        let keeper_terms = KeeperTerms {
+            limits,
+            window_ms,
+            check_us: u64::try_from(check.as_micros()).unwrap_or(u64::MAX),
+        };
+        let terms = keeper_terms.with(&layout);
+        let read = ClaimRead {
+            reserved_ms: claim.reserved_until_ms(),
+            recorded: claim.recorded(),
+            store_clock: claim.store_clock(),
+        };
+        let (mut holder, mut action) =
+            Holder::claim(&terms, read, self.clock_ref().precise_now_ms());
+        // The error of the last store call that failed, for an `Outcome::Failed`.
+        let mut failed: Option<Error> = None;
+        let (resume_after, limit, deadline) = loop {
+            let event = match action {
+                Action::Sleep { ms, renew_every_ms } => {
+                    let result = nap(&*store, &claim, ms, renew_every_ms);
+                    status.claim_wait_ms.fetch_add(ms, Ordering::Relaxed);
+                    Event::Waited(result.map_err(|e| {
+                        let f = failure(&e);
+                        failed = Some(e);
+                        f
+                    }))
                 }
-                Step::Refuse { ahead_ms } => {
-                    let reserved_until_ms =
-                        self.clock_ref().precise_now_ms().saturating_add(ahead_ms);
-                    let _ = store.abandon(claim);
-                    return Err(Error::ReservationAhead {
-                        node,
-                        reserved_until_ms,
-                        ahead: Duration::from_millis(ahead_ms),
-                        tolerance: Duration::from_millis(tolerance_ms),
+                Action::AdvanceClock { to_ms } => {
+                    Event::ClockMoved(self.clock_ref().advance_to_ms(to_ms))
+                }
+                Action::Reread => {
+                    let result = store.reservation(&claim).map_err(|e| {
+                        let f = failure(&e);
+                        failed = Some(e);
+                        f
                     });
-                }
-                Step::WaitThenStart { ms, floor_ms } => {
-                    #[cfg(feature = "tracing")]
-                    tracing::info!(
-                        node,
-                        wait_ms = ms,
-                        "monoflake: waiting for the node's reservation, ahead of the clock"
-                    );
-                    // In steps of the store's check interval, renewing the claim at each, so a
-                    // claim that expires (an etcd lease) outlives the wait.
-                    let nap_ms = duration_ms(store.check_interval()).max(1);
-                    let mut left = ms;
-                    while left > 0 {
-                        let nap = left.min(nap_ms);
-                        std::thread::sleep(Duration::from_millis(nap));
-                        left -= nap;
-                        if let Err(e) = store.renew(&claim) {
-                            let _ = store.abandon(claim);
-                            return Err(e);
-                        }
+                    Event::Reread {
+                        result,
+                        now_ms: self.clock_ref().precise_now_ms(),
                     }
-                    status.claim_wait_ms.fetch_add(ms, Ordering::Relaxed);
-                    step = Step::Start { floor_ms };
                 }
-                Step::WaitThenReread { ms } => {
-                    std::thread::sleep(Duration::from_millis(ms));
-                    status.claim_wait_ms.fetch_add(ms, Ordering::Relaxed);
-                    match store.reservation(&claim) {
-                        Ok(again) => {
-                            // A store with a clock of its own: above what any holder it
-                            // confirmed can have issued before the claim, whatever that
-                            // holder's clock did (docs/design.md, "one inequality").
-                            let by_store = claim.store_clock().and_then(|(store_ms, lead)| {
-                                handover::store_floor_ms(
-                                    store_ms,
-                                    duration_ms(check),
-                                    lead,
-                                    max_lead_ms,
-                                )
-                            });
-                            // That floor lies ahead of the store's clock by its own margin
-                            // (the check bound, the lead, `max_lead`): judged against the
-                            // tolerance as a record is, it is this claimant's clock behind the
-                            // store's that must stay within it, not the margin too.
-                            let margin_ms = claim
-                                .store_clock()
-                                .zip(by_store)
-                                .map_or(0, |((store_ms, _), floor)| floor.saturating_sub(store_ms));
-                            let judged = Limits {
-                                tolerance_ms: limits.tolerance_ms.saturating_add(margin_ms),
-                                ..limits
-                            };
-                            let again = handover::reservation_of([again, by_store]);
-                            let now_ms = self.clock_ref().precise_now_ms();
-                            step = handover::after_wait(again, claimed_ms, now_ms, &judged);
+                Action::Renew => {
+                    let at = Now {
+                        ms: self.clock_ref().precise_now_ms(),
+                        mono_us: status.mono_us(),
+                    };
+                    // A store with a clock compares ours, as read at the start of the check,
+                    // with its own.
+                    claim.read_holder_clock(Arc::new(move || at.ms));
+                    let result = match store.renew(&claim) {
+                        Ok(valid) => {
+                            LeaseStatus::count(&status.renewals);
+                            Ok(valid.map(|v| u64::try_from(v.as_micros()).unwrap_or(u64::MAX)))
                         }
                         Err(e) => {
-                            let _ = store.abandon(claim);
-                            return Err(e);
+                            let f = failure(&e);
+                            failed = Some(e);
+                            Err(f)
                         }
+                    };
+                    Event::Renewed {
+                        at,
+                        result,
+                        last_tick: 0,
                     }
                 }
-            }
-        };
-        let now_ms = self.clock_ref().precise_now_ms();
-        let floor_tick = first_tick_from(&layout, floor_ms);
-        let start_ms = now_ms.max(layout.unix_ms_of_tick(floor_tick));
-        // A clock past the layout's end (or a trusted reservation there): nothing can be
-        // issued, so nothing is written; the node's record stays as it was.
-        if start_ms >= layout.expires_at_ms() {
-            let _ = store.abandon(claim);
-            return Err(Error::Exhausted {
-                expired_at_ms: layout.expires_at_ms(),
-            });
-        }
-        // The first renewal tells how long the claim lasts, before anything is issued, and
-        // confirms it: issuing may go on until `confirm_bound` after this check began. It
-        // comes before the first reservation is written: a claimant the check refuses (a
-        // store with a clock, ours too far ahead of it) has issued nothing and gives the node
-        // back as it found it. (Written first, that reservation — on a node with no record,
-        // the store's floor plus a window — stayed, and refused the next honest claimant; and
-        // a claimant that jumped to a trusted reservation wrote it a window further ahead at
-        // every refused attempt.)
-        let mut interval = (window / 4).min(check);
-        let renew_mono = status.mono_us();
-        let renew_ms = self.clock_ref().precise_now_ms();
-        // A store with a clock compares ours, as read at the start of the check, with its own.
-        claim.read_holder_clock(Arc::new(move || renew_ms));
-        match store.renew(&claim) {
-            Ok(valid) => {
-                LeaseStatus::count(&status.renewals);
-                status.renewed(renew_mono, valid);
-                status.confirmed(renew_mono, renew_ms);
-                if let Some(valid) = valid {
-                    interval = interval.min(valid / 3);
+                Action::Extend { until_ms } => {
+                    let started = std::time::Instant::now();
+                    let result = store.extend(&claim, until_ms);
+                    let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    status.round_us.store(took, Ordering::Relaxed);
+                    Event::Extended(match result {
+                        Ok(()) => {
+                            LeaseStatus::count(&status.reservation_writes);
+                            Ok(())
+                        }
+                        Err(e) => {
+                            let f = failure(&e);
+                            failed = Some(e);
+                            Err(f)
+                        }
+                    })
                 }
-            }
-            Err(e) => {
-                let _ = store.abandon(claim);
-                return Err(e);
-            }
-        }
-        let until = start_ms.saturating_add(window_ms);
-        let first_round = std::time::Instant::now();
-        if let Err(e) = store.extend(&claim, until) {
-            let _ = store.abandon(claim);
-            return Err(e);
-        }
-        let write_us = first_round.elapsed().as_micros();
-        LeaseStatus::count(&status.reservation_writes); // the first reservation, just written
-        let round_us = u64::try_from(write_us).unwrap_or(u64::MAX);
-        status.round_us.store(round_us, Ordering::Relaxed);
-        let deadline = deadline_tick(&layout, status.fence_deadline_ms(renew_ms, renew_mono));
+                Action::Build {
+                    resume_after,
+                    limit,
+                    deadline,
+                } => break (resume_after, limit, deadline),
+                Action::End { let_go, outcome } => {
+                    if let LetGo::Release { until_ms } = let_go {
+                        let _ = store.release(claim, until_ms);
+                    } else {
+                        let _ = store.abandon(claim);
+                    }
+                    return Err(self.build_error(node, outcome, failed, tolerance_ms));
+                }
+                other => unreachable!("a keeper's action before the keeper: {other:?}"),
+            };
+            action = holder.step(&terms, event);
+        };
+        status.set_deadline_us(holder.lease_deadline_us());
         let mut builder = self.node(node);
-        if let Some(after) = floor_tick.checked_sub(1) {
+        if let Some(after) = resume_after {
             builder = builder.resume_after(after);
         }
         builder.raise_max_wait(window + layout.tick());
         let refusal: Arc<dyn Refusal> = status.clone();
-        let (built, generator) = build(
-            builder,
-            refusal,
-            (last_tick_before(&layout, until), deadline),
-        )?;
+        let (built, generator) = build(builder, refusal, (limit, deadline))?;
         // From now on the holder's clock is the generator's, read at each check.
         let held = Arc::clone(&generator);
         claim.read_holder_clock(Arc::new(move || held.clock().precise_now_ms()));
         let keeper = Keeper {
-            sealed: None,
-            restore_pending: None,
+            holder,
+            terms: keeper_terms,
             generator,
             store,
             status: Arc::clone(&status),
-            window_ms,
-            interval,
-            reserved_until_ms: until,
         };
         let thread = std::thread::Builder::new()
             .name(format!("monoflake-lease-{node}"))
@@ -542,4 +481,60 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             })?;
         Ok((built, Holding::new(status, node, thread)))
     }
+}
+
+impl<C: TimeSource + 'static> GeneratorBuilder<C> {
+    /// The error a build that ended without a generator returns.
+    fn build_error(
+        &self,
+        node: u64,
+        outcome: Outcome,
+        failed: Option<Error>,
+        tolerance_ms: u64,
+    ) -> Error {
+        match outcome {
+            Outcome::Refused { ahead_ms } => Error::ReservationAhead {
+                node,
+                reserved_until_ms: self.clock_ref().precise_now_ms().saturating_add(ahead_ms),
+                ahead: Duration::from_millis(ahead_ms),
+                tolerance: Duration::from_millis(tolerance_ms),
+            },
+            Outcome::Exhausted => Error::Exhausted {
+                expired_at_ms: self.layout_ref().expires_at_ms(),
+            },
+            Outcome::Unmovable => Error::InvalidConfig {
+                setting: "trust_future_reservation",
+                value: "true".into(),
+                allowed: "only with a clock that can be moved forward (LockedClock, \
+                          CoarseClock, ManualClock)"
+                    .into(),
+            },
+            _ => failed.unwrap_or_else(|| Error::LeaseLost {
+                node,
+                reason: "the claim could not be confirmed".into(),
+            }),
+        }
+    }
+}
+
+/// Sleeps `ms`; with `renew_every_ms`, in naps of that length, renewing the claim after each
+/// so that a claim that expires (an etcd lease) outlives the wait.
+fn nap(
+    store: &dyn NodeStore,
+    claim: &Claim,
+    ms: u64,
+    renew_every_ms: Option<u64>,
+) -> Result<(), Error> {
+    let Some(every) = renew_every_ms else {
+        std::thread::sleep(Duration::from_millis(ms));
+        return Ok(());
+    };
+    let mut left = ms;
+    while left > 0 {
+        let nap = left.min(every.max(1));
+        std::thread::sleep(Duration::from_millis(nap));
+        left -= nap;
+        store.renew(claim)?;
+    }
+    Ok(())
 }

@@ -1,11 +1,12 @@
-//! The keeper thread: renews the claim, extends the time reservation ahead of need, and
-//! publishes the generator's fence words; at the end, seals the generator and releases.
+//! The keeper thread: the shell that carries out a held node's [`Holder`] — renewals,
+//! reservation extensions, the fence words, the seal, the write-back and the release — and
+//! feeds back what happened. It decides nothing: every rule is the holder's.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::handover;
-use super::status::{LeaseStatus, Wakeup, deadline_tick, duration_ms, last_tick_before};
+use super::handover::{Action, Event, Failure, Holder, LetGo, Loss, Now, Outcome, Terms};
+use super::status::{LeaseStatus, Wakeup};
 use super::store::{Claim, NodeStore};
 use crate::clock::TimeSource;
 use crate::generator::{PerCoreSlots, PerThreadShared};
@@ -118,228 +119,258 @@ impl<C: TimeSource + 'static> Held for PerCoreSlots<C> {
     }
 }
 
-/// The keeper thread's state.
+/// The keeper thread's state: the holder's machine and what it acts on.
 pub(crate) struct Keeper<G: Held> {
+    pub(crate) holder: Holder,
+    pub(crate) terms: KeeperTerms,
     pub(crate) generator: Arc<G>,
     pub(crate) store: Arc<dyn NodeStore>,
     pub(crate) status: Arc<LeaseStatus>,
+}
+
+/// The holder's terms, owned (a [`Terms`] borrows its layout from the generator).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeeperTerms {
+    pub(crate) limits: super::handover::Limits,
     pub(crate) window_ms: u64,
-    pub(crate) interval: Duration,
-    pub(crate) reserved_until_ms: u64,
-    /// The highest tick issued in, once the generator was sealed because the lease was lost.
-    pub(crate) sealed: Option<u64>,
-    /// What a lost claim's write-back ([`NodeStore::restore`]) must still record, while it
-    /// has not been written: tried again every round.
-    pub(crate) restore_pending: Option<u64>,
+    pub(crate) check_us: u64,
+}
+
+impl KeeperTerms {
+    pub(crate) fn with<'a>(&self, layout: &'a Layout) -> Terms<'a> {
+        Terms {
+            layout,
+            limits: self.limits,
+            window_ms: self.window_ms,
+            check_us: self.check_us,
+        }
+    }
+}
+
+/// What a store call's error means to the holder.
+pub(crate) fn failure(e: &Error) -> Failure {
+    match e {
+        Error::LeaseLost { .. } => Failure::Lost,
+        _ => Failure::Failed,
+    }
+}
+
+/// The reason a store's `LeaseLost` gives, or the error's text.
+fn reason_of(e: &Error) -> String {
+    match e {
+        Error::LeaseLost { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    }
 }
 
 impl<G: Held> Keeper<G> {
-    /// Runs a round every interval, or at once when a caller found the clock past the
-    /// reservation, until told to stop; then seals the generator and releases.
+    /// Carries out the holder's actions from the start of its keeper (the generator just
+    /// built) to its end: rounds every interval, or at once when a caller finds the clock
+    /// past the reservation, until told to stop; then the seal and the release.
     pub(crate) fn run(mut self, claim: Claim) -> Result<(), Error> {
-        while self.status.signal.wait(self.interval) == Wakeup::Round {
-            let started = Instant::now();
-            self.maintain(&claim);
-            let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-            self.status.round_us.store(took, Ordering::Relaxed);
-        }
-        self.seal_and_release(claim)
-    }
-
-    /// Renews the claim, extends the reservation when less than half a window is left, and
-    /// publishes the new limit. A `LeaseLost` from either closes the fence at the end of this
-    /// round, for good.
-    fn maintain(&mut self, claim: &Claim) {
-        if let Some(until) = self.restore_pending
-            && self.store.restore(claim, until).is_ok()
-        {
-            self.restore_pending = None;
-        }
         let generator = Arc::clone(&self.generator);
-        let g = &*generator;
-        let layout = g.layout();
-        let start_ms = g.clock().precise_now_ms();
-        let start_mono = self.status.mono_us();
-        let mut error = None;
-        let was_lost = self.status.lost_at(start_mono);
-        match self.store.renew(claim) {
-            Ok(valid) => {
-                LeaseStatus::count(&self.status.renewals);
-                if !was_lost {
-                    self.status.renewed(start_mono, valid);
-                    self.status.confirmed(start_mono, start_ms);
+        let layout = generator.layout().clone();
+        let terms = self.terms.with(&layout);
+        let mut action = self.holder.step(&terms, Event::Done);
+        // The last error a store call gave in this round (for refusals and loss reasons).
+        let mut error: Option<Error> = None;
+        // Why the claim was lost, as the store said it.
+        let mut lost: Option<String> = None;
+        let mut round_started: Option<Instant> = None;
+        let mut written_back: Option<Error> = None;
+        loop {
+            let event = match action {
+                Action::Idle { us } => {
+                    if let Some(started) = round_started.take() {
+                        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                        self.status.round_us.store(took, Ordering::Relaxed);
+                    }
+                    match self.status.signal.wait(Duration::from_micros(us)) {
+                        Wakeup::Round => {
+                            round_started = Some(Instant::now());
+                            error = None;
+                            Event::Round
+                        }
+                        Wakeup::Stop => Event::Stop,
+                    }
                 }
-                if let Some(valid) = valid {
-                    // The reservation runs at least two validity periods ahead, so a store that
-                    // goes away shows up as LeaseLost at the deadline, not as a reservation gap.
-                    let twice = duration_ms(valid).saturating_mul(2);
-                    self.window_ms = self.window_ms.max(twice);
-                    self.interval = self.interval.min(valid / 3);
+                Action::Renew => {
+                    let at = Now {
+                        ms: generator.clock().precise_now_ms(),
+                        mono_us: self.status.mono_us(),
+                    };
+                    let result = self.store.renew(&claim);
+                    let last_tick = generator.last_tick();
+                    let result = match result {
+                        Ok(valid) => {
+                            LeaseStatus::count(&self.status.renewals);
+                            Ok(valid.map(|v| u64::try_from(v.as_micros()).unwrap_or(u64::MAX)))
+                        }
+                        Err(e) => {
+                            #[cfg(feature = "tracing")]
+                            tracing::warn!(node = generator.node(), error = %e, "monoflake: lease renewal failed");
+                            let f = failure(&e);
+                            if f == Failure::Lost {
+                                lost.get_or_insert_with(|| reason_of(&e));
+                            }
+                            error = Some(e);
+                            Err(f)
+                        }
+                    };
+                    Event::Renewed {
+                        at,
+                        result,
+                        last_tick,
+                    }
                 }
-            }
-            Err(e) => {
-                if let Error::LeaseLost { reason, .. } = &e {
-                    self.lose(claim, reason);
-                }
-                #[cfg(feature = "tracing")]
-                tracing::warn!(node = self.generator.node(), error = %e, "monoflake: lease renewal failed");
-                error = Some(e);
-            }
-        }
-        // Once the deadline has passed the lease is lost for good: the node may already be
-        // someone else's. Count it once; issuing stays stopped.
-        if !was_lost && self.status.lost_at(start_mono) {
-            let why = error
-                .as_ref()
-                .map_or_else(|| "no renewal succeeded".to_owned(), Error::to_string);
-            let reason = format!(
-                "not renewed with {} within its validity: {why}",
-                self.status.store
-            );
-            self.lose(claim, &reason);
-            LeaseStatus::count(&self.status.losses);
-            #[cfg(feature = "tracing")]
-            tracing::error!(
-                node = self.generator.node(),
-                "monoflake: lease lost; issuing stopped"
-            );
-        }
-        let lost = self.status.lost_at(start_mono);
-        if error.is_none() && !lost {
-            let issued_end = layout.unix_ms_of_tick(g.last_tick().saturating_add(1));
-            if let Some(want) =
-                handover::extension(self.reserved_until_ms, start_ms, issued_end, self.window_ms)
-            {
-                match self.store.extend(claim, want) {
+                Action::Extend { until_ms } => match self.store.extend(&claim, until_ms) {
                     Ok(()) => {
                         LeaseStatus::count(&self.status.reservation_writes);
-                        self.reserved_until_ms = want;
+                        Event::Extended(Ok(()))
                     }
                     Err(e) => {
                         LeaseStatus::count(&self.status.reservation_failures);
                         #[cfg(feature = "tracing")]
-                        tracing::warn!(node = self.generator.node(), error = %e, "monoflake: reservation write failed");
-                        if let Error::LeaseLost { reason, .. } = &e {
-                            // The store says the claim is gone (its key deleted, taken over):
-                            // the node may be someone else's already. Stop now, for good —
-                            // not when the reservation already written runs out.
-                            self.lose(claim, reason);
-                            LeaseStatus::count(&self.status.losses);
+                        tracing::warn!(node = generator.node(), error = %e, "monoflake: reservation write failed");
+                        let f = failure(&e);
+                        if f == Failure::Lost {
+                            lost.get_or_insert_with(|| reason_of(&e));
                         }
                         error = Some(e);
+                        Event::Extended(Err(f))
+                    }
+                },
+                Action::Fence { limit, deadline } => {
+                    self.status.record(error.as_ref());
+                    generator.set_fence(limit, deadline);
+                    Event::Done
+                }
+                Action::Seal { releasing } => {
+                    if releasing {
+                        self.status.released.store(true, Ordering::Relaxed);
+                    }
+                    Event::Sealed {
+                        last_tick: generator.seal(),
                     }
                 }
-            }
-        }
-        self.status.record(error.as_ref());
-        let deadline = self.status.fence_deadline_ms(start_ms, start_mono);
-        // Mutant: the fence ignores the keeper's deadline (only the reservation stops it).
-        #[cfg(monoflake_mutant_fence_no_deadline)]
-        let deadline = if deadline == 0 { 0 } else { u64::MAX };
-        // The keeper is the fence's only writer until the release; once the lease is lost the
-        // seal has closed it for good.
-        if self.sealed.is_none() {
-            g.set_fence(
-                last_tick_before(layout, self.reserved_until_ms),
-                deadline_tick(layout, deadline),
-            );
-        }
-    }
-
-    /// The lease is lost: stops the generator for good (exactly: the seal swaps the state),
-    /// writes back the time it used beside the node's records as they are now
-    /// ([`NodeStore::restore`]) — if they were deleted under it, a claimant that found no
-    /// record reads this before it issues, so a clock of ours that runs ahead of the
-    /// claimant's cannot be overlapped — and only then says the lease is lost. Once.
-    fn lose(&mut self, claim: &Claim, reason: &str) {
-        let mut reason = reason.to_owned();
-        if self.sealed.is_none() {
-            let g = &*self.generator;
-            // Mutant: a lost lease does not stop the generator (it goes on until the fence's
-            // deadline or limit stops it).
-            #[cfg(monoflake_mutant_no_seal)]
-            let last_tick = g.last_tick();
-            #[cfg(not(monoflake_mutant_no_seal))]
-            let last_tick = g.seal();
-            self.sealed = Some(last_tick);
-            let used = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
-            let until = handover::final_reservation(used, claim.reserved_until_ms());
-            let restored = self.store.restore(claim, until);
-            // Mutant: a write-back that fails is ignored (issue 34, case 2).
-            #[cfg(monoflake_mutant_write_back_ignored)]
-            let restored = restored.or(Ok::<(), Error>(()));
-            if let Err(e) = restored {
-                // Never silent: the reason every refusal carries says it, and the keeper
-                // tries again each round while the process lives.
-                #[cfg(feature = "tracing")]
-                tracing::error!(node = g.node(), error = %e, "monoflake: cannot write back the time used");
-                reason = format!(
-                    "{reason}; what it issued (up to {until} Unix ms) could not be written \
-                     back to {}: {e}",
-                    self.status.store
-                );
-                self.restore_pending = Some(until);
-            }
-        }
-        self.status.lose(&reason);
-    }
-
-    /// Stops the generator for good, then writes the end of the last tick issued as the final
-    /// reservation and releases the claim.
-    fn seal_and_release(self, claim: Claim) -> Result<(), Error> {
-        let g = &*self.generator;
-        if let Some(until) = self.restore_pending
-            && let Err(e) = self.store.restore(&claim, until)
-        {
-            // What it issued is still in no record: keep the claim — the file store's lock
-            // and the node's host-wide claim — until the process exits, so that a successor
-            // on this host is refused rather than start unaware of it.
-            let node = claim.node();
-            std::mem::forget(claim);
-            return Err(Error::LeaseLost {
-                node,
-                reason: format!(
-                    "what it issued (up to {until} Unix ms) could not be written back to {}: \
-                     {e}; the node stays held on this host until this process exits",
-                    self.status.store
-                ),
-            });
-        }
-        self.status.released.store(true, Ordering::Relaxed);
-        let last_tick = self.sealed.unwrap_or_else(|| g.seal());
-        let used = g.layout().unix_ms_of_tick(last_tick.saturating_add(1));
-        // Never below what was read at the claim: a node that issued nothing keeps the old one.
-        let until = handover::final_reservation(used, claim.reserved_until_ms());
-        // A release whose write finds the claim gone (its records deleted since the last
-        // round) writes back what was used, as a round that found the claim lost does: a
-        // successor that found no record reads it after its wait. So the final reservation is
-        // written under the claim first, and the claim given up after.
-        let written = self.store.extend(&claim, until);
-        // Mutant: a release that finds its claim gone lets go without writing back.
-        #[cfg(monoflake_mutant_release_no_write_back)]
-        let written = written.or(Ok::<(), Error>(()));
-        match written {
-            Err(Error::LeaseLost { node, reason }) => match self.store.restore(&claim, until) {
-                Ok(()) => {
-                    let _ = self.store.abandon(claim);
-                    Err(Error::LeaseLost { node, reason })
-                }
-                Err(e) => {
-                    // As above: the claim (the file store's host-wide claim) stays until the
-                    // process exits, so a successor on this host is refused.
-                    std::mem::forget(claim);
-                    Err(Error::LeaseLost {
-                        node,
-                        reason: format!(
-                            "{reason}; what it issued (up to {until} Unix ms) could not be \
-                             written back to {}: {e}; the node stays held on this host until \
-                             this process exits",
+                Action::WriteBack { until_ms } => match self.store.restore(&claim, until_ms) {
+                    Ok(()) => {
+                        written_back = None;
+                        Event::WrittenBack(Ok(()))
+                    }
+                    Err(e) => {
+                        // Never silent: the reason every refusal carries says it, and the
+                        // write-back is tried again each round while the process lives.
+                        #[cfg(feature = "tracing")]
+                        tracing::error!(node = generator.node(), error = %e, "monoflake: cannot write back the time used");
+                        let f = failure(&e);
+                        written_back = Some(e);
+                        Event::WrittenBack(Err(f))
+                    }
+                },
+                Action::Lost { why, unwritten } => {
+                    let mut reason = match why {
+                        Loss::Validity => {
+                            let why = error.as_ref().map_or_else(
+                                || "no renewal succeeded".to_owned(),
+                                Error::to_string,
+                            );
+                            format!(
+                                "not renewed with {} within its validity: {why}",
+                                self.status.store
+                            )
+                        }
+                        Loss::Renewal | Loss::Extension => lost
+                            .clone()
+                            .unwrap_or_else(|| "the store says the claim is gone".to_owned()),
+                    };
+                    if unwritten && let Some(e) = &written_back {
+                        reason = format!(
+                            "{reason}; what it issued (up to {} Unix ms) could not be written \
+                             back to {}: {e}",
+                            self.holder_final_ms(&terms),
                             self.status.store
-                        ),
-                    })
+                        );
+                    }
+                    // The reason first, then the deadline of 0 (`lose` writes both, in that
+                    // order): a refusal that sees the loss sees why.
+                    self.status.lose(&reason);
+                    LeaseStatus::count(&self.status.losses);
+                    #[cfg(feature = "tracing")]
+                    tracing::error!(
+                        node = generator.node(),
+                        "monoflake: lease lost; issuing stopped"
+                    );
+                    lost.get_or_insert(reason);
+                    Event::Done
                 }
-            },
-            _ => self.store.release(claim, until),
+                Action::End { let_go, outcome } => {
+                    return self.end(claim, let_go, outcome, lost, written_back);
+                }
+                Action::Sleep { .. }
+                | Action::AdvanceClock { .. }
+                | Action::Reread
+                | Action::Build { .. } => {
+                    unreachable!("a build's action after the build: {action:?}")
+                }
+            };
+            action = self.holder.step(&terms, event);
+            // A deadline of 0 (lost) is published by `Action::Lost`, with its reason.
+            let deadline = self.holder.lease_deadline_us();
+            if deadline != 0 {
+                self.status.set_deadline_us(deadline);
+            }
+        }
+    }
+
+    /// The final reservation the holder writes or wrote back, for messages.
+    fn holder_final_ms(&self, terms: &Terms<'_>) -> u64 {
+        self.holder.final_reservation_ms(terms)
+    }
+
+    /// Lets the claim go as the holder said, and reports how its life ended.
+    fn end(
+        self,
+        claim: Claim,
+        let_go: LetGo,
+        outcome: Outcome,
+        lost: Option<String>,
+        written_back: Option<Error>,
+    ) -> Result<(), Error> {
+        let node = claim.node();
+        let released = match let_go {
+            LetGo::Release { until_ms } => self.store.release(claim, until_ms),
+            LetGo::Abandon => {
+                // Best effort: the claim is given up either way.
+                let _ = self.store.abandon(claim);
+                Ok(())
+            }
+            LetGo::Keep => {
+                // What it issued is still in no record: keep the claim — the file store's
+                // lock and the node's host-wide claim — until the process exits, so that a
+                // successor on this host is refused rather than start unaware of it.
+                std::mem::forget(claim);
+                Ok(())
+            }
+        };
+        match outcome {
+            Outcome::Released => released,
+            Outcome::Unwritten => {
+                let why = written_back.map_or_else(String::new, |e| format!(": {e}"));
+                Err(Error::LeaseLost {
+                    node,
+                    reason: format!(
+                        "{}; what it issued could not be written back to {}{why}; the node stays \
+                         held on this host until this process exits",
+                        lost.unwrap_or_else(|| "the lease was lost".to_owned()),
+                        self.status.store
+                    ),
+                })
+            }
+            _ => Err(Error::LeaseLost {
+                node,
+                reason: lost.unwrap_or_else(|| "the lease was lost".to_owned()),
+            }),
         }
     }
 }

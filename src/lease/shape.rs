@@ -41,7 +41,17 @@ pub(crate) fn legacy_key(layout: &Layout) -> Option<Cow<'static, str>> {
 /// The value stored for a reservation until `until_ms` (Unix ms of `layout`'s clock: no tick
 /// starting at or after it was issued): the same ID-value bound in the shape's clock, the
 /// start of the first time-field value not issued.
-pub(crate) fn to_stored(layout: &Layout, until_ms: u64) -> u64 {
+///
+/// ```
+/// use monoflake::{Layout, handover::{from_stored, to_stored}};
+/// let layout = Layout::builder().node_field("n", 10).epoch_ms(1_000).tick_ms(10).build()?;
+/// // A custom layout's shape clock is the time-field value itself: 1,021 ms is field 2.1,
+/// // so the first field value not issued is 3.
+/// assert_eq!(to_stored(&layout, 1_021), 3);
+/// assert_eq!(from_stored(&layout, 3), 1_030);
+/// # Ok::<(), monoflake::Error>(())
+/// ```
+pub fn to_stored(layout: &Layout, until_ms: u64) -> u64 {
     let (epoch, tick) = layout.shape_clock();
     if cfg!(monoflake_mutant_epoch_blind) || (epoch, tick) == (layout.epoch_ms(), layout.tick_ms())
     {
@@ -53,7 +63,13 @@ pub(crate) fn to_stored(layout: &Layout, until_ms: u64) -> u64 {
 /// The reservation a stored value means for `layout`, in Unix ms of its clock: the start of
 /// the first time-field value not issued under any layout of its shape. Rounded up to a
 /// whole time-field value, never down: no ID value at or above what was stored is issued.
-pub(crate) fn from_stored(layout: &Layout, stored: u64) -> u64 {
+///
+/// ```
+/// use monoflake::{Layout, handover::from_stored};
+/// // Twitter's preset is its own shape clock: its values are its Unix ms.
+/// assert_eq!(from_stored(&Layout::twitter(), 1_700_000_000_123), 1_700_000_000_123);
+/// ```
+pub fn from_stored(layout: &Layout, stored: u64) -> u64 {
     let (epoch, tick) = layout.shape_clock();
     if cfg!(monoflake_mutant_epoch_blind) || (epoch, tick) == (layout.epoch_ms(), layout.tick_ms())
     {

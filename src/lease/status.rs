@@ -1,15 +1,12 @@
-//! What the keeper knows of the lease, for the generator's refusals and for statistics, and
-//! the conversions between store times (Unix ms) and ticks.
+//! What the keeper knows of the lease, mirrored from its [`Holder`](super::handover::Holder)
+//! for the generator's refusals, and the lease's statistics.
 
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::generator::Refusal;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
-use crate::{BlockedOn, Error, Layout, Stats};
-
-/// The fewest milliseconds subtracted from a lease's validity, to cover a coarse clock's lag.
-const DEADLINE_MARGIN_MS: u64 = 2;
+use crate::{BlockedOn, Error, Stats};
 
 /// The shortest wait a caller is told to take for the keeper to extend the reservation.
 const MIN_RETRY: Duration = Duration::from_micros(200);
@@ -96,20 +93,8 @@ pub(crate) struct LeaseStatus {
     // but the store of 0 in `lose` is Release and `lost_at` loads with Acquire, so that a
     // refusal that sees the loss sees the reason `lose` wrote before it.
     deadline_us: AtomicU64,
-    /// How long after the start of a check that found the claim standing the holder may go on
-    /// issuing without another ([`confirm_bound`]), in µs.
+    /// The confirm bound ([`confirm_bound`]), µs: for the words of a refusal.
     bound_us: u64,
-    /// The start of the last check that found the claim standing, plus `bound_us`, on the
-    /// same monotonic clock: past it the fence refuses until a check succeeds again, whatever
-    /// the lease's own deadline says (a pause, a frozen VM, a store that cannot be reached).
-    // Ordering: Relaxed, as `deadline_us`.
-    confirmed_until_us: AtomicU64,
-    /// The generator's clock at the start of that check, Unix ms: the fence's deadline never
-    /// passes it plus `bound_us`, whatever the clock reads later — a clock stepped forward
-    /// after the check, in a round whose check fails, must not carry issuing past the bound
-    /// a successor's floor assumes (docs/design.md, "Holder and successor").
-    // Ordering: Relaxed, as `deadline_us`.
-    confirmed_clock_ms: AtomicU64,
     pub(crate) released: AtomicBool,
     pub(crate) last_error: Mutex<Option<String>>,
     /// Why the store said the claim is gone, once it did ([`LeaseStatus::lose`]).
@@ -138,8 +123,6 @@ impl LeaseStatus {
             origin: Instant::now(),
             deadline_us: AtomicU64::new(u64::MAX),
             bound_us: u64::try_from(confirm_bound(check).as_micros()).unwrap_or(u64::MAX),
-            confirmed_until_us: AtomicU64::new(0),
-            confirmed_clock_ms: AtomicU64::new(0),
             released: AtomicBool::new(false),
             last_error: Mutex::new(None),
             lost_reason: Mutex::new(None),
@@ -164,23 +147,11 @@ impl LeaseStatus {
         mono_us >= self.deadline_us.load(Ordering::Acquire)
     }
 
-    /// Records a renewal that started at `mono_us` and is valid for `valid` (`None`: as long
-    /// as the process lives).
-    pub(crate) fn renewed(&self, mono_us: u64, valid: Option<Duration>) {
-        let deadline = valid.map_or(u64::MAX, |v| {
-            mono_us.saturating_add(u64::try_from(v.as_micros()).unwrap_or(u64::MAX))
-        });
-        self.deadline_us.store(deadline, Ordering::Relaxed);
-    }
-
-    /// Records a check, started at `mono_us` with the generator's clock at `clock_ms`, that
-    /// found the claim standing: issuing may go on until `mono_us + confirm_bound`, and in no
-    /// tick at or past `clock_ms + confirm_bound`.
-    pub(crate) fn confirmed(&self, mono_us: u64, clock_ms: u64) {
-        self.confirmed_until_us
-            .fetch_max(mono_us.saturating_add(self.bound_us), Ordering::Relaxed);
-        self.confirmed_clock_ms
-            .fetch_max(clock_ms, Ordering::Relaxed);
+    /// Mirrors the holder's lease deadline (µs on the monotonic clock; `u64::MAX` for none,
+    /// 0 once lost), which refusals compare with.
+    pub(crate) fn set_deadline_us(&self, deadline_us: u64) {
+        // Ordering: Release, as `lose`'s store of 0 (see the field).
+        self.deadline_us.store(deadline_us, Ordering::Release);
     }
 
     /// The lease is lost for good: the store said so, for `reason` (the first reason given
@@ -191,31 +162,6 @@ impl LeaseStatus {
             .unwrap_or_else(PoisonError::into_inner)
             .get_or_insert_with(|| reason.to_owned());
         self.deadline_us.store(0, Ordering::Release);
-    }
-
-    /// The deadline in the generator's clock, in Unix ms, for a reading `clock_ms` of that
-    /// clock taken at monotonic time `mono_us`: `u64::MAX` for none, 0 when lost. The margin
-    /// covers a coarse clock's lag and the generator's clock running slower than real time
-    /// while it slews (0.1 %) or drifts.
-    pub(crate) fn fence_deadline_ms(&self, clock_ms: u64, mono_us: u64) -> u64 {
-        let lease = self.deadline_us.load(Ordering::Relaxed);
-        if lease == 0 {
-            return 0;
-        }
-        match lease.min(self.confirmed_until_us.load(Ordering::Relaxed)) {
-            u64::MAX => u64::MAX,
-            0 => 0,
-            deadline => {
-                let left_ms = deadline.saturating_sub(mono_us) / 1000;
-                let margin = DEADLINE_MARGIN_MS + left_ms / 500;
-                let by_now = clock_ms.saturating_add(left_ms).saturating_sub(margin);
-                // Mutant: the deadline follows the clock's latest reading only.
-                #[cfg(monoflake_mutant_deadline_follows_clock)]
-                return by_now;
-                let confirmed = self.confirmed_clock_ms.load(Ordering::Relaxed);
-                by_now.min(confirmed.saturating_add(self.bound_us / 1000))
-            }
-        }
     }
 
     /// Adds the store's counters to a snapshot.
@@ -334,70 +280,4 @@ pub(crate) fn confirm_bound(check: Duration) -> Duration {
 /// A duration in whole milliseconds, saturating at `u64::MAX`.
 pub(crate) fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The first tick that starts at or after `unix_ms`.
-pub(crate) fn first_tick_from(layout: &Layout, unix_ms: u64) -> u64 {
-    let since = unix_ms.saturating_sub(layout.epoch_ms());
-    since.div_ceil(layout.tick_ms())
-}
-
-/// The first clock tick at which a lease with this deadline may no longer issue: the one
-/// after the tick holding the deadline. An ID carries its tick's start, so every ID issued
-/// carries a time at or before the deadline, which is what a successor's floor is above (an
-/// hour-long tick that began before the deadline is not refused for the rest of the hour).
-/// `u64::MAX` for no deadline, 0 once lost.
-pub(crate) fn deadline_tick(layout: &Layout, deadline_ms: u64) -> u64 {
-    match deadline_ms {
-        u64::MAX => u64::MAX,
-        0 => 0,
-        ms => layout.tick_at(ms).saturating_add(1),
-    }
-}
-
-/// The last tick that starts before `until_ms` (0 when none does).
-pub(crate) fn last_tick_before(layout: &Layout, until_ms: u64) -> u64 {
-    first_tick_from(layout, until_ms).saturating_sub(1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The fence's deadline, to the millisecond: what is left of the lease and of the confirm
-    /// bound, less a margin of 2 ms and 1 ms per 500 ms left; never past the confirming
-    /// check's clock plus the bound; none for a lease without a deadline; 0 once lost.
-    #[test]
-    fn the_fence_deadline_is_what_is_left_less_the_margin() {
-        // Checks every second: the confirm bound is 2 s.
-        let status = LeaseStatus::new("test".into(), Duration::from_secs(1));
-        status.renewed(0, None);
-        status.confirmed(0, 1_000_000);
-        // 2,000 ms left of the bound: a margin of 2 + 4 ms.
-        assert_eq!(status.fence_deadline_ms(1_000_000, 0), 1_001_994);
-        // 1,500 ms later by the monotonic clock, 500 ms left: a margin of 2 + 1 ms.
-        assert_eq!(status.fence_deadline_ms(1_001_500, 1_500_000), 1_001_997);
-        // The clock stepped 10 s forward since the check: the check's clock plus the bound.
-        assert_eq!(status.fence_deadline_ms(1_010_000, 0), 1_002_000);
-        // A lease valid for 1 s from the check: its 1,000 ms left, a margin of 2 + 2 ms.
-        status.renewed(0, Some(Duration::from_secs(1)));
-        assert_eq!(status.fence_deadline_ms(1_000_000, 0), 1_000_996);
-        // A lease valid for 10 minutes and a check every 10 minutes: a margin of 2 + 1,200.
-        let long = LeaseStatus::new("test".into(), Duration::from_secs(600));
-        long.renewed(0, Some(Duration::from_secs(600)));
-        long.confirmed(0, 5_000_000);
-        assert_eq!(long.fence_deadline_ms(5_000_000, 0), 5_598_798);
-        // Lost: 0, whatever else holds.
-        status.lose("taken over");
-        assert_eq!(status.fence_deadline_ms(1_000_000, 0), 0);
-        assert_eq!(status.lost_reason().as_deref(), Some("taken over"));
-    }
-
-    /// Never confirmed: no issuing at all.
-    #[test]
-    fn an_unconfirmed_lease_has_a_deadline_of_zero() {
-        let status = LeaseStatus::new("test".into(), Duration::from_secs(1));
-        status.renewed(0, None);
-        assert_eq!(status.fence_deadline_ms(1_000_000, 0), 0);
-    }
 }

@@ -45,6 +45,16 @@
 //! assert_eq!(after_wait(Some(1_254), 1_000, 1_250, &limits), Step::Start { floor_ms: 1_255 });
 //! ```
 
+mod holder;
+mod ticks;
+mod words;
+
+pub use self::holder::Holder;
+pub use self::ticks::{deadline_tick, end_of_tick, first_tick_from, last_tick_before};
+pub use self::words::{Action, ClaimRead, Event, Failure, LetGo, Loss, Now, Outcome, Terms};
+pub use super::shape::{from_stored, to_stored};
+pub use crate::generator::fence_refuses;
+
 /// What a build may wait for and accept, in ms.
 ///
 /// ```
