@@ -147,15 +147,18 @@ impl Anchors {
             .max()
     }
 
-    /// Writes this user's anchor of `node`: `until_ms`, or — `at_least` — the larger of it
-    /// and what the anchor says now. Durable when it returns (the file and `/var/tmp`
-    /// fsynced). Nothing to do without anchors.
+    /// Writes this user's anchor of `node`: what [`handover::anchor_after`] says of
+    /// `until_ms` over the anchor now — the value itself while this writer holds the node's
+    /// host-wide claim (`holds_host`), else the larger of the two. Durable when it returns
+    /// (the file and `/var/tmp` fsynced). Nothing to do without anchors.
+    ///
+    /// [`handover::anchor_after`]: crate::handover::anchor_after
     pub(super) fn write(
         &self,
         layout: &Layout,
         node: u64,
         until_ms: u64,
-        at_least: bool,
+        holds_host: bool,
     ) -> Result<(), Errno> {
         let Some(dir) = self.dir() else {
             return Ok(());
@@ -163,11 +166,7 @@ impl Anchors {
         let dir = &dir;
         let name = format!("{}{}", self.prefix("v2", layout, node), self.uid);
         let stored = crate::lease::shape::to_stored(layout, until_ms);
-        let until = if at_least {
-            read(dir, name.as_bytes()).map_or(stored, |now| now.max(stored))
-        } else {
-            stored
-        };
+        let until = crate::handover::anchor_after(read(dir, name.as_bytes()), stored, holds_host);
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(|_| Errno::IO)?;
         let temp = format!("{name}~{:016x}", u64::from_ne_bytes(random));
@@ -253,17 +252,17 @@ mod tests {
     }
 
     #[test]
-    fn an_anchor_is_read_back_and_at_least_never_lowers_it() {
+    fn an_anchor_is_read_back_and_lowered_only_under_the_host_wide_claim() {
         let a = scoped("rw");
         if !host_has_anchors(&a) {
             return; // no root-owned sticky /var/tmp here: nothing to test
         }
         assert_eq!(a.largest(&layout(), 3), None);
-        a.write(&layout(), 3, 5_000, false).unwrap();
-        assert_eq!(a.largest(&layout(), 3), Some(5_000));
-        a.write(&layout(), 3, 4_000, true).unwrap();
+        a.write(&layout(), 3, 5_000, true).unwrap();
         assert_eq!(a.largest(&layout(), 3), Some(5_000));
         a.write(&layout(), 3, 4_000, false).unwrap();
+        assert_eq!(a.largest(&layout(), 3), Some(5_000));
+        a.write(&layout(), 3, 4_000, true).unwrap();
         assert_eq!(a.largest(&layout(), 3), Some(4_000));
         // Another node, another shape: not this one's.
         assert_eq!(a.largest(&layout(), 4), None);
@@ -286,11 +285,11 @@ mod tests {
             .epoch_ms(layout().epoch_ms() + 1_000)
             .build()
             .unwrap();
-        a.write(&layout(), 5, 1_800_000_000_000, false).unwrap();
+        a.write(&layout(), 5, 1_800_000_000_000, true).unwrap();
         assert_eq!(a.largest(&later, 5), Some(1_800_000_001_000));
         assert_eq!(a.largest(&layout(), 5), Some(1_800_000_000_000));
         // Written under the later epoch, read under Twitter's: 1 s earlier, the same IDs.
-        a.write(&later, 5, 1_800_000_002_000, false).unwrap();
+        a.write(&later, 5, 1_800_000_002_000, true).unwrap();
         assert_eq!(a.largest(&layout(), 5), Some(1_800_000_001_000));
         let plant = |name: String, body: &str| {
             std::fs::write(std::path::Path::new(DIR).join(&name), body).unwrap();
@@ -336,7 +335,7 @@ mod tests {
             // Longer than an anchor can be, though its first 64 bytes read as a larger one.
             plant("1005", &format!("{:<65}", "until_ms=12000")),
         ];
-        a.write(&layout(), 9, 8_000, false).unwrap();
+        a.write(&layout(), 9, 8_000, true).unwrap();
         assert_eq!(a.largest(&layout(), 9), Some(9_000));
         // Exactly as long as an anchor can be: read.
         let longest = plant("1006", &format!("{:<64}", "until_ms=11000"));

@@ -495,21 +495,21 @@ impl FileStore {
         Ok(migrated)
     }
 
-    /// Writes this user's anchor of the claim's node (`anchor.rs`): `until_ms`, or the larger
-    /// of it and the anchor now (`at_least`). A failure is the reservation's: nothing may be
-    /// issued under a reservation the host does not know.
-    fn write_anchor(
-        &self,
-        token: &FileClaim,
-        node: u64,
-        until_ms: u64,
-        at_least: bool,
-    ) -> Result<(), Error> {
+    /// Writes this user's anchor of the claim's node (`anchor.rs`): `until_ms` while the
+    /// claim holds the node's host-wide claim, else only raised to it
+    /// ([`handover::anchor_after`]). A failure is the reservation's: nothing may be issued
+    /// under a reservation the host does not know.
+    fn write_anchor(&self, token: &FileClaim, node: u64, until_ms: u64) -> Result<(), Error> {
         let Some(layout) = &token.layout else {
             return Ok(());
         };
+        let holds_host = token
+            .host
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some();
         self.anchors
-            .write(layout, node, until_ms, at_least)
+            .write(layout, node, until_ms, holds_host)
             .map_err(|e| Error::StateDir {
                 path: PathBuf::from("/var/tmp"),
                 action: "write the host's anchor of the node in",
@@ -875,7 +875,7 @@ impl NodeStore for FileStore {
             &token.state.trust,
             &|| token.check_held(claim.node()),
         )?;
-        self.write_anchor(token, claim.node(), until_ms, false)?;
+        self.write_anchor(token, claim.node(), until_ms)?;
         // Restored records the reservation now covers are no longer needed.
         record::remove_restored_below(&token.layout_dir, claim.node(), stored, &token.state.trust);
         Ok(())
@@ -927,7 +927,7 @@ impl NodeStore for FileStore {
         // Exactly what it used, though its last reservation was higher: the node's host-wide
         // claim is still this holder's, so no successor on the host has written since; and a
         // successor in another directory should wait for what was used, not reserved.
-        self.write_anchor(token, claim.node(), until_ms, false)?;
+        self.write_anchor(token, claim.node(), until_ms)?;
         drop(
             token
                 .host

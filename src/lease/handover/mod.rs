@@ -309,6 +309,28 @@ pub fn restored(existing: Option<u64>, used_until_ms: u64) -> u64 {
     existing.map_or(used_until_ms, |e| e.max(used_until_ms))
 }
 
+/// What the file store's host anchor of a node (`/var/tmp`, one per node, bit shape and user)
+/// holds after a write of `written` over `existing`. The anchor is a floor every claimant on
+/// the host starts above. Only its node's host-wide claim holder writes it (`holds_host`):
+/// that holder is the only one on the host who can have raised it since it took the node, so
+/// its writes replace the value — a release gives back the unused rest of its own reservation
+/// by writing what it used. A write without the host-wide claim (none should be made: a lost
+/// holder writes back once, then lets the claim go) only ever raises it: a successor on the
+/// host may have raised it since.
+///
+/// ```
+/// use monoflake::handover::anchor_after;
+/// assert_eq!(anchor_after(Some(9_000), 7_000, true), 7_000);
+/// assert_eq!(anchor_after(Some(9_000), 7_000, false), 9_000);
+/// assert_eq!(anchor_after(None, 7_000, false), 7_000);
+/// ```
+pub fn anchor_after(existing: Option<u64>, written: u64, holds_host: bool) -> u64 {
+    match existing {
+        Some(now) if !holds_host => now.max(written),
+        _ => written,
+    }
+}
+
 /// Whether a keeper round extends the reservation, and to what: when less than half a
 /// window is left above the later of the clock (`now_ms`) and the end of the last tick issued
 /// (`issued_end_ms`), a window above that.
