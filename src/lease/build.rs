@@ -310,10 +310,11 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
         self.check()?;
         let max_lead_ms = duration_ms(self.max_lead_ref());
         let window_ms = duration_ms(window);
-        let tolerance_ms = settings
-            .future_tolerance
-            .map_or(window_ms.saturating_add(max_lead_ms), duration_ms);
         let check = store.check_interval();
+        let tolerance_ms = settings.future_tolerance.map_or(
+            handover::default_tolerance_ms(window_ms, max_lead_ms, duration_ms(check)),
+            duration_ms,
+        );
         let status = Arc::new(LeaseStatus::new(store.describe(), check));
         let limits = Limits {
             max_lead_ms,

@@ -362,6 +362,22 @@ pub fn final_reservation(used_end_ms: u64, read: Option<u64>) -> u64 {
     used_end_ms.max(read.unwrap_or(0))
 }
 
+/// The tolerance a build has by default: how far ahead of its clock a node's reservation may
+/// be and be waited out. What a holder killed moments ago leaves — a reservation up to a
+/// window (`window_ms`) past the end of what it borrowed, `max_lead_ms` past its clock — and
+/// a check interval (`check_ms`) more, for the claimant's clock behind the holder's (the
+/// protocol assumes they agree within half a check interval). Beyond it a node is refused
+/// (`Error::ReservationAhead`) or passed over.
+///
+/// ```
+/// assert_eq!(monoflake::handover::default_tolerance_ms(5_000, 100, 100), 5_200);
+/// ```
+pub const fn default_tolerance_ms(window_ms: u64, max_lead_ms: u64, check_ms: u64) -> u64 {
+    window_ms
+        .saturating_add(max_lead_ms)
+        .saturating_add(check_ms)
+}
+
 /// How long after the start of a check that found the claim standing a holder may go on
 /// issuing: two check intervals.
 ///

@@ -15,7 +15,7 @@ fn terms(layout: &Layout) -> Terms<'_> {
         layout,
         limits: Limits {
             max_lead_ms: 100,
-            tolerance_ms: 5_100,
+            tolerance_ms: 5_200,
             unrecorded_wait_ms: 250,
             trust: false,
         },
