@@ -501,6 +501,8 @@ pub struct Flaky {
     pub restored: std::sync::Mutex<Vec<u64>>,
     /// Reservation writes wait while this is set, as on a store that is slow to answer.
     pub hold_extend: std::sync::atomic::AtomicBool,
+    /// Every reservation write that succeeded, in order.
+    pub extended: std::sync::Mutex<Vec<u64>>,
     valid_for: Option<std::time::Duration>,
 }
 
@@ -514,6 +516,7 @@ impl Flaky {
             fail_restore: Default::default(),
             restored: Default::default(),
             hold_extend: Default::default(),
+            extended: Default::default(),
             valid_for,
         })
     }
@@ -543,7 +546,9 @@ impl monoflake::NodeStore for Flaky {
                 "records deleted",
             ));
         }
-        self.inner.extend(claim, until_ms)
+        self.inner.extend(claim, until_ms)?;
+        self.extended.lock().unwrap().push(until_ms);
+        Ok(())
     }
     fn reservation(&self, claim: &monoflake::Claim) -> Result<Option<u64>, monoflake::Error> {
         self.inner.reservation(claim)
