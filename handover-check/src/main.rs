@@ -1,268 +1,517 @@
 //! `handover-check`: explores every interleaving of a few processes holding and handing over
-//! one node through `monoflake::handover`, with the faults of the protocol's fault model
-//! (docs/design.md, "The hand-over"), and fails at the first tick issued twice, printing the
-//! shortest path to it.
+//! one node, each running the library's own holder (`monoflake::handover::Holder`, the type
+//! `build.rs` and `keeper.rs` run) against a model of a real store that keeps its merge rules
+//! (`store.rs`), with the faults of the protocol's fault model (docs/design.md, "The
+//! hand-over"). It fails at the first time-field value issued twice, printing the shortest
+//! path to it, and — in its fault-free searches — at the first honest claimant that does not
+//! start within the tolerance.
 //!
 //! ```text
-//! cargo run --release -p handover-check            # every flavour and configuration
-//! cargo run --release -p handover-check -- --quick # a smaller search
-//! ONLY=clocked cargo run --release -p handover-check # the searches whose name says "clocked"
+//! cargo run --release -p handover-check            # every search
+//! cargo run --release -p handover-check -- --quick # shorter horizons
+//! ONLY=file cargo run --release -p handover-check  # the searches whose name says "file"
 //! ```
 //!
-//! Built with `RUSTFLAGS="--cfg monoflake_broken_give_back"` (the give-back of ace1576, which
-//! wrote a record for a node that had none) it must find a duplicate: `.ci/run` checks both.
-//! So must it with `--cfg monoflake_broken_db_floor` (a claimant of a store with a clock
-//! takes no floor from it) and `--cfg monoflake_broken_db_lead` (the store confirms a holder
-//! however far its clock leads), in the clocked store's search (`scripts/mutants.sh`).
+//! Exit status: 0 when every search is clean (no duplicate, liveness holds, and each search
+//! that must find a duplicate — a fault outside the model — finds one); **3** when a search
+//! finds a time-field value issued twice (a line starting `DUPLICATE`); **4** when the check
+//! went blind — a search that must find a duplicate found none, or an honest claimant did not
+//! start (a line starting `BLIND`); 2 for a bad argument. A duplicate wins over blindness.
 
-mod model;
+mod explore;
+mod store;
+mod world;
 
-use std::collections::{HashMap, VecDeque};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use model::{Config, Flavour, Next, World};
+use monoflake::Layout;
 
-/// What one search found.
-struct Outcome {
-    states: usize,
-    transitions: usize,
-    duplicate: Option<Vec<String>>,
+use explore::{Found, explore};
+use store::Flavour;
+use world::{Budget, Config, Role};
+
+/// The epoch of the searches' layouts, Unix ms.
+const EPOCH_MS: u64 = 1_600_000_000_000;
+
+/// A layout of the searches' one bit shape: `tick_ms` ticks, the epoch `epoch_delta_ms` after
+/// [`EPOCH_MS`].
+fn layout(tick_ms: u64, epoch_delta_ms: u64) -> Layout {
+    Layout::builder()
+        .node_field("worker", 4)
+        .epoch_ms(EPOCH_MS + epoch_delta_ms)
+        .tick_ms(tick_ms)
+        .build()
+        .expect("a valid layout")
 }
 
-/// Breadth first from the initial world: the first duplicate found is one of the fewest
-/// steps.
-fn explore(config: &Config) -> Outcome {
-    let mut index: HashMap<World, u32> = HashMap::new();
-    let mut parent: Vec<u32> = Vec::new();
-    let mut queue: VecDeque<(World, u32)> = VecDeque::new();
-    let first = World::initial(config);
-    index.insert(first.clone(), 0);
-    parent.push(0);
-    queue.push_back((first, 0));
-    let mut transitions = 0;
-    let mut worlds: Vec<Option<World>> = Vec::new();
-    while let Some((world, id)) = queue.pop_front() {
-        for next in world.successors(config) {
-            transitions += 1;
-            match next {
-                Next::World(w, _) => {
-                    if !index.contains_key(&w) {
-                        let n = u32::try_from(parent.len()).expect("fewer than 2^32 states");
-                        index.insert(w.clone(), n);
-                        parent.push(id);
-                        queue.push_back((w, n));
-                        if parent.len().is_multiple_of(2_000_000) {
-                            eprintln!("  … {} states", parent.len());
-                        }
-                    }
-                }
-                Next::Duplicate(what) => {
-                    // Rebuild the path: the worlds by number, then each step's label.
-                    worlds.resize(parent.len(), None);
-                    for (w, &n) in &index {
-                        worlds[n as usize] = Some(w.clone());
-                    }
-                    let mut path = vec![id];
-                    while let Some(&last) = path.last()
-                        && last != 0
-                    {
-                        path.push(parent[last as usize]);
-                    }
-                    path.reverse();
-                    let mut steps = Vec::new();
-                    for pair in path.windows(2) {
-                        let (from, to) = (&worlds[pair[0] as usize], &worlds[pair[1] as usize]);
-                        let (Some(from), Some(to)) = (from, to) else {
-                            continue;
-                        };
-                        let label = from
-                            .successors(config)
-                            .into_iter()
-                            .find_map(|n| match n {
-                                Next::World(w, label) if &w == to => Some(label),
-                                _ => None,
-                            })
-                            .unwrap_or_default();
-                        steps.push(format!("t={:>2}  {label}", from.t));
-                    }
-                    steps.push(format!("t={:>2}  {what}", world.t));
-                    return Outcome {
-                        states: index.len(),
-                        transitions,
-                        duplicate: Some(steps),
-                    };
-                }
-            }
-        }
-    }
-    Outcome {
-        states: index.len(),
-        transitions,
-        duplicate: None,
+/// A process: user `uid`, state directory `dir`, the search's layout `layout`.
+const fn role(uid: u8, dir: u8, layout: usize) -> Role {
+    Role {
+        uid,
+        dir,
+        layout,
+        passer: false,
+        trust: false,
+        skew_ms: 0,
+        step_ms: 0,
     }
 }
 
-/// The searches: each fault combination that has produced duplicates before, on each store
-/// flavour. One search with every fault at once grows past what CI can explore at a useful
-/// horizon; these keep the clock step (the holder ahead) in every one.
-fn configs(horizon: u8) -> Vec<(String, Config)> {
-    let none = Config {
-        flavour: Flavour::File,
-        procs: std::env::var("PROCS")
-            .ok()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(3),
+/// How a search must end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// No duplicate (and, with liveness, every honest claimant starts).
+    Clean,
+    /// A duplicate: a fault outside the model, kept to show the checker can see one.
+    Duplicate,
+}
+
+/// The searches: the fault combinations that have produced duplicates before, on each store,
+/// on a 1 ms and a coarse tick, and the fault-free ones that check liveness.
+fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
+    let ms1 = layout(1, 0);
+    let coarse = layout(40, 7);
+    let later = layout(1, 1_000);
+    // The holder, a little fast; its successor of the same user, a little slow.
+    let holder = Role {
+        skew_ms: 20,
+        step_ms: 350,
+        ..role(0, 0, 0)
+    };
+    let successor = Role {
+        skew_ms: -20,
+        step_ms: -350,
+        ..role(0, 0, 0)
+    };
+    let passer = Role {
         passer: true,
-        horizon,
-        deletions: 0,
-        delete_under_running_holder: false,
-        steps: 1,
-        step_size: 7,
-        pauses: 0,
-        crashes: 0,
-        failed_writes: 0,
+        ..role(1, 0, 0)
     };
-    let file = Config {
+    let base = Config {
         flavour: Flavour::File,
-        ..none
+        layouts: vec![ms1.clone()],
+        roles: vec![holder, successor, passer],
+        horizon,
+        budget: Budget {
+            steps: 1,
+            ..Budget::default()
+        },
+        delete_under_running_holder: false,
+        stops: false,
+        liveness: false,
     };
-    let remote = Config {
-        flavour: Flavour::Remote,
-        ..none
+    let with = |budget: Budget| Config {
+        budget: Budget { steps: 1, ..budget },
+        ..base.clone()
     };
-    let clocked = Config {
-        flavour: Flavour::Clocked,
-        ..none
+    let two = |config: Config| Config {
+        roles: config.roles[..2].to_vec(),
+        ..config
+    };
+    let on = |flavour: Flavour, config: Config| Config { flavour, ..config };
+    let coarse_tick = |config: Config| Config {
+        layouts: vec![coarse.clone()],
+        ..config
+    };
+    let deleted = Budget {
+        deletions: 1,
+        ..Budget::default()
+    };
+    let failing_writes = Budget {
+        failed_extends: 2,
+        crashes: 1,
+        steps: 0,
+        ..Budget::default()
     };
     vec![
+        ("file: records deleted", Expect::Clean, with(deleted)),
         (
-            "file store, records deleted".into(),
-            Config {
-                deletions: 1,
-                ..file
-            },
-        ),
-        (
-            "file store, records deleted, the holder stopped".into(),
-            Config {
-                deletions: 1,
+            "file: records deleted, the holder stopped",
+            Expect::Clean,
+            with(Budget {
                 pauses: 1,
-                ..file
-            },
+                ..deleted
+            }),
         ),
         (
-            "file store, records deleted, a write-back failing".into(),
-            Config {
-                deletions: 1,
-                failed_writes: 1,
-                ..file
-            },
+            "file: records deleted, a write-back failing",
+            Expect::Clean,
+            with(Budget {
+                failed_writebacks: 1,
+                ..deleted
+            }),
         ),
         (
-            "file store, records deleted, kill -9".into(),
-            Config {
-                deletions: 1,
+            "file: records deleted, kill -9",
+            Expect::Clean,
+            with(Budget {
                 crashes: 1,
-                ..file
-            },
+                ..deleted
+            }),
+        ),
+        // The fence's boundary: reservation writes fail, the clock reaches the reservation,
+        // the holder is killed, a successor starts at the reservation.
+        (
+            "file: reservation writes failing, kill -9",
+            Expect::Clean,
+            two(Config {
+                budget: failing_writes,
+                ..base.clone()
+            }),
         ),
         (
-            "remote store, records deleted under a running holder".into(),
+            "file, 40 ms ticks: reservation writes failing, kill -9",
+            Expect::Clean,
+            coarse_tick(two(Config {
+                budget: failing_writes,
+                ..base.clone()
+            })),
+        ),
+        // Issue 54, case 1: a lost holder let go after a successor of its user took the node
+        // in its directory; the successor killed; a claimant of another user's directory,
+        // its clock set back, reads only the host's anchors.
+        (
+            "file: a lost holder dropped after its successor, two directories",
+            Expect::Clean,
             Config {
-                deletions: 1,
+                roles: vec![
+                    Role {
+                        step_ms: 0,
+                        ..holder
+                    },
+                    Role {
+                        step_ms: 0,
+                        ..successor
+                    },
+                    Role {
+                        step_ms: -350,
+                        ..role(1, 1, 0)
+                    },
+                ],
+                budget: Budget {
+                    deletions: 1,
+                    crashes: 1,
+                    steps: 1,
+                    ..Budget::default()
+                },
+                stops: true,
                 delete_under_running_holder: true,
-                ..remote
+                ..base.clone()
             },
         ),
+        // Two state directories used in turn, the clock set back between: the host's anchors.
         (
-            "remote store, the holder stopped, killed, its write-back failing".into(),
+            "file: two directories in turn, the clock set back",
+            Expect::Clean,
+            two(Config {
+                roles: vec![
+                    holder,
+                    Role {
+                        dir: 1,
+                        ..successor
+                    },
+                ],
+                stops: true,
+                budget: Budget {
+                    steps: 1,
+                    crashes: 1,
+                    ..Budget::default()
+                },
+                ..base.clone()
+            }),
+        ),
+        // A claimant that trusts reservations ahead: its clock jumps to them.
+        (
+            "file: a trusting successor, its clock set back past the tolerance",
+            Expect::Clean,
+            two(Config {
+                roles: vec![
+                    holder,
+                    Role {
+                        trust: true,
+                        step_ms: -700,
+                        ..successor
+                    },
+                ],
+                budget: Budget {
+                    steps: 1,
+                    crashes: 1,
+                    ..Budget::default()
+                },
+                ..base.clone()
+            }),
+        ),
+        // Two layouts of one bit shape, epochs a second apart: records are ID values.
+        (
+            "file: two layouts of one shape, epochs 1 s apart",
+            Expect::Clean,
+            two(Config {
+                layouts: vec![ms1.clone(), later.clone()],
+                roles: vec![
+                    holder,
+                    Role {
+                        layout: 1,
+                        ..successor
+                    },
+                ],
+                stops: true,
+                budget: Budget {
+                    steps: 1,
+                    crashes: 1,
+                    ..Budget::default()
+                },
+                ..base.clone()
+            }),
+        ),
+        (
+            "etcd: records deleted under a running holder",
+            Expect::Clean,
+            on(
+                Flavour::Etcd,
+                Config {
+                    delete_under_running_holder: true,
+                    ..with(deleted)
+                },
+            ),
+        ),
+        (
+            "etcd: the holder stopped, killed, its write-back failing",
+            Expect::Clean,
+            on(
+                Flavour::Etcd,
+                with(Budget {
+                    pauses: 1,
+                    crashes: 1,
+                    failed_writebacks: 1,
+                    ..Budget::default()
+                }),
+            ),
+        ),
+        (
+            "etcd: reservation writes failing, kill -9",
+            Expect::Clean,
+            on(
+                Flavour::Etcd,
+                two(Config {
+                    budget: failing_writes,
+                    ..base.clone()
+                }),
+            ),
+        ),
+        // A clock stepped forward while the store cannot be reached, then the records
+        // deleted: the fence's deadline stays at the last confirmed check plus the bound.
+        (
+            "file: renewals failing, the holder's clock stepped, records deleted",
+            Expect::Clean,
+            two(with(Budget {
+                failed_renewals: 2,
+                ..deleted
+            })),
+        ),
+        (
+            "pg: renewals failing, the holder's clock stepped, records deleted",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                two(with(Budget {
+                    failed_renewals: 2,
+                    ..deleted
+                })),
+            ),
+        ),
+        // The same with a step smaller than a unit: the holder's clock then reads just short
+        // of its deadline, where the margins of the floors are what keeps them apart.
+        (
+            "pg: renewals failing, the holder's clock stepped 40 ms, records deleted",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                two(Config {
+                    roles: vec![
+                        Role {
+                            step_ms: 40,
+                            ..holder
+                        },
+                        successor,
+                    ],
+                    ..with(Budget {
+                        failed_renewals: 2,
+                        ..deleted
+                    })
+                }),
+            ),
+        ),
+        (
+            "etcd, 40 ms ticks: renewals failing, the holder's clock stepped 40 ms, records deleted",
+            Expect::Clean,
+            coarse_tick(on(
+                Flavour::Etcd,
+                two(Config {
+                    roles: vec![
+                        Role {
+                            step_ms: 40,
+                            ..holder
+                        },
+                        successor,
+                    ],
+                    ..with(Budget {
+                        failed_renewals: 2,
+                        ..deleted
+                    })
+                }),
+            )),
+        ),
+        // Issue 34, case 4: every record deleted while its holder is stopped, its clock ahead.
+        (
+            "pg: records deleted, the holder stopped, clocks apart",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                two(with(Budget {
+                    pauses: 1,
+                    ..deleted
+                })),
+            ),
+        ),
+        (
+            "pg, 40 ms ticks: records deleted, the holder stopped, clocks apart",
+            Expect::Clean,
+            coarse_tick(on(
+                Flavour::Pg,
+                two(with(Budget {
+                    pauses: 1,
+                    ..deleted
+                })),
+            )),
+        ),
+        (
+            "pg: reservation writes failing, kill -9",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                two(Config {
+                    budget: failing_writes,
+                    ..base.clone()
+                }),
+            ),
+        ),
+        // Liveness: no faults; the holder may let go; an honest claimant starts within the
+        // tolerance (a node released moments ago at once).
+        (
+            "file, fault-free: liveness",
+            Expect::Clean,
             Config {
-                pauses: 1,
-                crashes: 1,
-                failed_writes: 1,
-                ..remote
+                budget: Budget::default(),
+                stops: true,
+                liveness: true,
+                ..base.clone()
             },
         ),
+        // A holder killed leaves its reservation, up to a window ahead: its successor waits
+        // it out, within the tolerance.
         (
-            "remote store, records deleted, the holder stopped, clocks within the margin".into(),
-            Config {
-                deletions: 1,
-                pauses: 1,
-                step_size: 1,
-                ..remote
-            },
+            "pg, a holder killed: liveness",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                two(Config {
+                    budget: Budget {
+                        crashes: 1,
+                        ..Budget::default()
+                    },
+                    liveness: true,
+                    ..base.clone()
+                }),
+            ),
         ),
-        // Two successors in turn: a stale write-back after a second deletion (evidence, not
-        // a record) must not let the second start at once under the first.
         (
-            "remote store, two successors, records deleted, the holder stopped, clocks within the margin".into(),
-            Config { deletions: 1, pauses: 1, step_size: 1, passer: false, ..remote },
+            "file, a holder killed: liveness",
+            Expect::Clean,
+            two(Config {
+                budget: Budget {
+                    crashes: 1,
+                    ..Budget::default()
+                },
+                liveness: true,
+                ..base.clone()
+            }),
         ),
-        // Issue 34, case 4, on a store with a clock of its own (PostgreSQL): every record of
-        // the node deleted while its holder is stopped, the holder's clock ahead of its
-        // successor's by more than the margin. The store did not confirm a holder further
-        // ahead of its clock than the lead allowed, and the successor starts above the
-        // store's clock at its claim plus that lead and the confirm bound: no duplicate.
-        // Two processes, the holder and its successor: what a third adds (a search passing
-        // the node over) the other searches cover, and this keeps the run's time.
         (
-            "clocked store (PostgreSQL, etcd), records deleted, the holder stopped, clocks apart".into(),
-            Config {
-                deletions: 1,
-                pauses: 1,
-                procs: 2,
-                ..clocked
-            },
+            "etcd, fault-free: liveness",
+            Expect::Clean,
+            on(
+                Flavour::Etcd,
+                Config {
+                    budget: Budget::default(),
+                    stops: true,
+                    liveness: true,
+                    ..base.clone()
+                },
+            ),
         ),
-        // Clocks apart by less, either way: the holder ahead (its checks not confirmed), or
-        // the successor behind by more than the margin (its wall clock stepped back) while the
-        // holder, stopped after issuing, writes back too late. The successor's own clock
-        // would start it below the holder's last ticks; the store's clock at its claim does
-        // not. (This search also catches both broken variants, `monoflake_broken_db_floor`
-        // and `monoflake_broken_db_lead`, at `--quick`.)
         (
-            "clocked store (PostgreSQL, etcd), records deleted, the holder stopped, clocks apart by 3 either way".into(),
-            Config {
-                deletions: 1,
-                pauses: 1,
-                step_size: 3,
-                procs: 2,
-                ..clocked
-            },
+            "pg, 40 ms ticks, fault-free: liveness",
+            Expect::Clean,
+            coarse_tick(on(
+                Flavour::Pg,
+                Config {
+                    budget: Budget::default(),
+                    stops: true,
+                    liveness: true,
+                    ..base.clone()
+                },
+            )),
         ),
-        // A remote store without a clock of its own — as etcd was until its clock (the `Date`
-        // of its HTTP gateway) was read — every record of the node deleted while its holder
-        // is stopped, and the holder's clock ahead of its successor's by more than the
-        // margin. Nothing that survives says what the holder issued. The search must find
-        // the duplicate: it shows the model is able to find one here, and why every remote
-        // store now takes a common clock (the clocked searches above).
+        // Outside the fault model: every trace of the node on the host deleted (the state
+        // directories and the anchors) after its holder died, the clock set back. Nothing is
+        // left to read; the search must find the duplicate, or the checker has gone blind.
         (
-            OUTSIDE.to_owned() + "remote store without a clock, records deleted, the holder stopped, clocks apart",
-            Config {
-                deletions: 1,
-                pauses: 1,
-                ..remote
-            },
+            "outside: every trace on the host deleted after a kill, the clock set back",
+            Expect::Duplicate,
+            two(Config {
+                budget: Budget {
+                    erasures: 1,
+                    crashes: 1,
+                    steps: 1,
+                    ..Budget::default()
+                },
+                ..base.clone()
+            }),
         ),
     ]
 }
 
-/// Marks a search whose duplicate is expected: a protocol no store runs any more, kept to show why.
-const OUTSIDE: &str = "a duplicate expected: ";
-
 fn main() -> ExitCode {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let horizon = std::env::var("HORIZON")
-        .ok()
-        .and_then(|h| h.parse().ok())
-        .unwrap_or(if quick { 9 } else { 10 });
-    let mut total = 0;
-    let started = Instant::now();
-    let mut failed = false;
-    // ONLY=TEXT: just the searches whose name contains TEXT.
+    let mut quick = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--help" | "-h" => {
+                println!("usage: handover-check [--quick]   (env: ONLY=<text>, HORIZON=<units>)");
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("handover-check: unknown argument {other:?} (try --help)");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let horizon = match std::env::var("HORIZON") {
+        Ok(h) => match h.parse() {
+            Ok(h) => h,
+            Err(_) => {
+                eprintln!("handover-check: HORIZON={h:?} is not a number of units (0..=255)");
+                return ExitCode::from(2);
+            }
+        },
+        Err(_) if quick => 12,
+        Err(_) => 14,
+    };
     let only = std::env::var("ONLY").unwrap_or_default();
-    for (name, config) in configs(horizon) {
+    let started = Instant::now();
+    let (mut total, mut duplicate, mut blind) = (0, false, false);
+    for (name, expect, config) in searches(horizon) {
         if !name.contains(&only) {
             continue;
         }
@@ -270,51 +519,61 @@ fn main() -> ExitCode {
         let outcome = explore(&config);
         total += outcome.states;
         println!(
-            "{name}: {} processes, horizon {}, faults {{deletions {}, clock steps {} of ±{}, \
-             pauses {}, kills {}, failed write-backs {}}}: {} states, {} transitions, {:.1} s",
-            config.procs,
+            "{name}: {} processes, horizon {} ({} ms), faults {:?}: {} worlds, {} transitions, \
+             {:.1} s",
+            config.roles.len(),
             config.horizon,
-            config.deletions,
-            config.steps,
-            config.step_size,
-            config.pauses,
-            config.crashes,
-            config.failed_writes,
+            u64::from(config.horizon) * world::UNIT_MS,
+            config.budget,
             outcome.states,
             outcome.transitions,
             t.elapsed().as_secs_f64()
         );
-        std::io::Write::flush(&mut std::io::stdout()).ok();
-        let outside = name.starts_with(OUTSIDE);
-        match (outcome.duplicate, outside) {
-            (Some(steps), false) => {
-                failed = true;
-                println!("  DUPLICATE, in {} steps:", steps.len());
-                for step in steps {
-                    println!("    {step}");
-                }
+        let print = |steps: &[String]| {
+            for step in steps {
+                println!("    {step}");
             }
-            (Some(steps), true) => {
+        };
+        match (outcome.found, expect) {
+            (Some((Found::Duplicate, steps)), Expect::Clean) => {
+                duplicate = true;
+                println!("  DUPLICATE, in {} steps:", steps.len());
+                print(&steps);
+            }
+            (Some((Found::Duplicate, steps)), Expect::Duplicate) => {
                 println!("  a duplicate, as expected there, in {} steps", steps.len());
             }
-            (None, true) => {
-                failed = true;
-                println!("  no duplicate found where one is expected: the model has gone blind");
+            (Some((Found::Stuck, steps)), _) => {
+                blind = true;
+                println!(
+                    "  BLIND: an honest claimant did not start, in {} steps:",
+                    steps.len()
+                );
+                print(&steps);
             }
-            (None, false) => {}
+            (None, Expect::Duplicate) => {
+                blind = true;
+                println!("  BLIND: no duplicate found where one is expected");
+            }
+            (None, Expect::Clean) => {}
         }
+        std::io::Write::flush(&mut std::io::stdout()).ok();
     }
+    let verdict = if duplicate {
+        "a time-field value issued twice"
+    } else if blind {
+        "the check went blind"
+    } else {
+        "no tick issued twice"
+    };
     println!(
-        "handover-check: {total} states explored in {:.1} s: {}",
-        started.elapsed().as_secs_f64(),
-        if failed {
-            "a tick issued twice"
-        } else {
-            "no tick issued twice"
-        }
+        "handover-check: {total} worlds explored in {:.1} s: {verdict}",
+        started.elapsed().as_secs_f64()
     );
-    if failed {
-        ExitCode::FAILURE
+    if duplicate {
+        ExitCode::from(3)
+    } else if blind {
+        ExitCode::from(4)
     } else {
         ExitCode::SUCCESS
     }
