@@ -1,17 +1,21 @@
 //! The embedded default node store: lock files and reservation files in a state directory.
 //!
 //! * `mod.rs`: [`FileStore`] — claims, renewals, reservations, releases.
+//! * `default.rs`: the default directory, host-wide or this user's own, and its notes.
+//! * `legacy.rs`: records of before (version 1, layouts' state names).
 //! * `trust.rs`: who may write the state directory; opening it by descriptor.
 //! * `record.rs`: a reservation file's text, read and written by descriptor.
+//! * `anchor.rs`: the host's anchors in `/var/tmp`; `host.rs`: the host-wide claim.
 
 mod anchor;
+mod default;
 mod host;
+mod legacy;
 mod record;
 mod trust;
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +23,7 @@ use std::time::Duration;
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
+use self::default::{default_fix, private_fix};
 use self::record::Parsed;
 use self::trust::{
     Meta, TrustedDir, absolute, fstat, lstat_at, open_state_dir, open_subdir, stat_path,
@@ -188,165 +193,6 @@ impl FileStore {
         })
     }
 
-    /// Opens the default state directory: `$MONOFLAKE_STATE_DIR` when set, else
-    /// [`DEFAULT_STATE_DIR`] (`/var/lib/monoflake`), creating it private to this user (mode
-    /// 0700) when missing; for a user other than root who cannot use that one, this user's
-    /// own directory ([`FileStore::user_dir_from`]), saying why in [`FileStore::default_note`].
-    ///
-    /// Node IDs stay exclusive on the host whichever directory a process uses: every claim
-    /// also takes the node's host-wide claim (an abstract Unix socket per node and bit shape,
-    /// bound while the claim lives), so two processes on one host never hold one node at
-    /// once — whatever directory each was given. What the directory adds is memory: the
-    /// reservation a restart starts above. Processes that take turns on a node should
-    /// therefore share one directory, which the host-wide default does with a group
-    /// (mode 2770):
-    ///
-    /// ```text
-    /// sudo groupadd monoflake
-    /// sudo usermod -aG monoflake USER          # for every user that runs monoflake
-    /// sudo install -d -m 2770 -g monoflake /var/lib/monoflake
-    /// ```
-    ///
-    /// Under systemd, have `systemd-tmpfiles` make it — a line `d /var/lib/monoflake 2770 root
-    /// monoflake -` in `/etc/tmpfiles.d/monoflake.conf` — and give each unit
-    /// `SupplementaryGroups=monoflake`. Not `StateDirectory=`: systemd hands that directory,
-    /// recursively, to the starting unit's own user, and a directory owned by another user
-    /// than root or this one is refused.
-    ///
-    /// # Errors
-    ///
-    /// As [`FileStore::open`]: for `$MONOFLAKE_STATE_DIR`, for root, or when this user's own
-    /// directory cannot be used either (then the error about the host-wide one, which says
-    /// how to share it).
-    ///
-    /// ```
-    /// use std::path::PathBuf;
-    /// use monoflake::FileStore;
-    /// assert_eq!(FileStore::default_dir_from(None), PathBuf::from("/var/lib/monoflake"));
-    /// assert_eq!(FileStore::default_dir_from(Some("/srv/ids".into())), PathBuf::from("/srv/ids"));
-    /// let store = FileStore::open_default()?;
-    /// if let Some(note) = store.default_note() {
-    ///     eprintln!("monoflake: {note}"); // a user who cannot use /var/lib/monoflake
-    /// }
-    /// # Ok::<(), monoflake::Error>(())
-    /// ```
-    pub fn open_default() -> Result<Self, Error> {
-        let set = std::env::var_os("MONOFLAKE_STATE_DIR").filter(|v| !v.is_empty());
-        let explicit = set.is_some();
-        let path = Self::default_dir_from(set);
-        let host_wide = Self::open_as_default(path);
-        let e = match host_wide {
-            Ok(store) => return Ok(store),
-            Err(e) if explicit || rustix::process::geteuid().is_root() => return Err(e),
-            Err(e) if !this_user_cannot_use(&e) => return Err(e),
-            Err(e) => e,
-        };
-        // Without the host's anchors a directory of this user's own would not know what the
-        // host-wide one's holders used: keep the error.
-        if !anchor::Anchors::open(None, Path::new(DEFAULT_STATE_DIR)).available() {
-            return Err(e);
-        }
-        let Some(own) =
-            Self::user_dir_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
-        else {
-            return Err(e);
-        };
-        let why = match &e {
-            Error::StateDir {
-                path,
-                action,
-                source,
-            } => format!(
-                "cannot {action} {}: {}",
-                path.display(),
-                source.to_string().split(". ").next().unwrap_or_default()
-            ),
-            other => other.to_string(),
-        };
-        let Ok(mut store) = Self::open(&own) else {
-            return Err(e);
-        };
-        let note = format!(
-            "state directory {} ({why}); node IDs are still claimed host-wide (no other \
-             process in this network namespace holds the same node) and what each node used \
-             is anchored in /var/tmp for every directory; share {DEFAULT_STATE_DIR} with a \
-             group to keep one directory for every user",
-            own.display()
-        );
-        #[cfg(feature = "tracing")]
-        tracing::info!(dir = %own.display(), "monoflake: {note}");
-        store.note = Some(note);
-        Ok(store)
-    }
-
-    /// Opens `path` as the default directory (the fix an error suggests is the default's).
-    fn open_as_default(path: PathBuf) -> Result<Self, Error> {
-        let absolute = absolute(&path)?;
-        let dir = Arc::new(open_state_dir(&absolute, &|reason| {
-            default_fix(reason, &absolute)
-        })?);
-        let host_scope = host::scope_of(&absolute);
-        Ok(FileStore {
-            anchors: Arc::new(anchor::Anchors::open(host_scope.clone(), &absolute)),
-            host_scope,
-            path,
-            absolute,
-            default: true,
-            dir,
-            note: None,
-        })
-    }
-
-    /// Why [`FileStore::open_default`] uses this user's own directory instead of the
-    /// host-wide one, in one line for a person (`None` when it uses the host-wide one, or
-    /// `$MONOFLAKE_STATE_DIR`). A command line prints it once on standard error.
-    ///
-    /// ```
-    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-note-{}", std::process::id()));
-    /// assert_eq!(monoflake::FileStore::open(&dir)?.default_note(), None);
-    /// # std::fs::remove_dir_all(&dir).ok();
-    /// # Ok::<(), monoflake::Error>(())
-    /// ```
-    pub fn default_note(&self) -> Option<&str> {
-        self.note.as_deref()
-    }
-
-    /// This user's own state directory, for a user who cannot use the host-wide one:
-    /// `$XDG_STATE_HOME/monoflake` when that is an absolute path, else
-    /// `$HOME/.local/state/monoflake`; `None` without a home.
-    ///
-    /// ```
-    /// use std::path::PathBuf;
-    /// use monoflake::FileStore;
-    /// assert_eq!(
-    ///     FileStore::user_dir_from(None, Some("/home/ann".into())),
-    ///     Some(PathBuf::from("/home/ann/.local/state/monoflake"))
-    /// );
-    /// assert_eq!(
-    ///     FileStore::user_dir_from(Some("/var/state/ann".into()), Some("/home/ann".into())),
-    ///     Some(PathBuf::from("/var/state/ann/monoflake"))
-    /// );
-    /// // A relative XDG_STATE_HOME is ignored, as the XDG specification says.
-    /// assert_eq!(
-    ///     FileStore::user_dir_from(Some("state".into()), None),
-    ///     None
-    /// );
-    /// ```
-    pub fn user_dir_from(
-        xdg_state_home: Option<OsString>,
-        home: Option<OsString>,
-    ) -> Option<PathBuf> {
-        let xdg = xdg_state_home
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
-        if let Some(xdg) = xdg {
-            return Some(xdg.join("monoflake"));
-        }
-        home.map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .map(|home| home.join(".local/state/monoflake"))
-    }
-
     /// The state directory as it is now at its path: the one opened, or — when it was
     /// removed or replaced since (an operator's `rm -rf`, a tmp cleaner), or its owner or mode
     /// changed (a `chmod 0777`) — the one there now, opened and checked afresh. Claims made in
@@ -367,21 +213,6 @@ impl FileStore {
         }
     }
 
-    /// The default directory given the value of `MONOFLAKE_STATE_DIR`: that value, else
-    /// [`DEFAULT_STATE_DIR`].
-    ///
-    /// ```
-    /// assert_eq!(
-    ///     monoflake::FileStore::default_dir_from(None),
-    ///     std::path::Path::new(monoflake::DEFAULT_STATE_DIR)
-    /// );
-    /// ```
-    pub fn default_dir_from(monoflake_state_dir: Option<std::ffi::OsString>) -> PathBuf {
-        monoflake_state_dir
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| PathBuf::from(DEFAULT_STATE_DIR), PathBuf::from)
-    }
-
     /// The state directory.
     ///
     /// ```
@@ -392,107 +223,6 @@ impl FileStore {
     /// ```
     pub fn dir(&self) -> &Path {
         &self.path
-    }
-
-    /// Rewrites every version-1 reservation (monoflake 0.1, no checksum) of free nodes as
-    /// version 2, and returns the files rewritten. Version-1 files are refused at a claim
-    /// ([`Error::LegacyReservation`]),
-    /// since a damaged value cannot be told from a good one: run this once, as an operator
-    /// who has checked the directory, after upgrading. Nodes held by a live process are left
-    /// alone; files that cannot be trusted (a link, another owner) are an error.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UntrustedState`], [`Error::DamagedReservation`] or [`Error::StateDir`] for the
-    /// first file that cannot be migrated (those before it are migrated).
-    ///
-    /// ```
-    /// use monoflake::{FileStore, Layout, NodeRequest, NodeStore};
-    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-migrate-{}", std::process::id()));
-    /// let store = FileStore::open(&dir)?;
-    /// let layout_dir = dir.join(Layout::twitter().state_name().as_ref());
-    /// std::fs::create_dir_all(&layout_dir)?;
-    /// std::fs::write(layout_dir.join("node-4.reservation"), "monoflake-reservation v1\nuntil_ms=5000\n")?;
-    /// // Refused until migrated.
-    /// assert!(store.claim(&Layout::twitter(), NodeRequest::Exact(4)).is_err());
-    /// assert_eq!(store.migrate_v1()?, vec![layout_dir.join("node-4.reservation")]);
-    /// let claim = store.claim(&Layout::twitter(), NodeRequest::Exact(4))?;
-    /// assert_eq!(claim.reserved_until_ms(), Some(5000));
-    /// # drop(claim); std::fs::remove_dir_all(&dir).ok();
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn migrate_v1(&self) -> Result<Vec<PathBuf>, Error> {
-        let mut migrated = Vec::new();
-        let io = |path: &Path, action: &'static str, e: Errno| Error::StateDir {
-            path: path.to_owned(),
-            action,
-            source: e.into(),
-        };
-        let state = self.current()?;
-        let layouts =
-            rustix::fs::Dir::read_from(&state.fd).map_err(|e| io(&self.absolute, "list", e))?;
-        let mut names: Vec<OsString> = layouts
-            .flatten()
-            .filter(|e| e.file_type() == FileType::Directory)
-            .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_owned())
-            // Not "." nor "..": layouts' names never start with a dot.
-            .filter(|n| !n.as_bytes().starts_with(b"."))
-            .collect();
-        names.sort();
-        for layout_name in names {
-            let (layout_dir, _) = open_subdir(&state, &self.absolute, &layout_name)?;
-            let layout_path = self.absolute.join(&layout_name);
-            let entries =
-                rustix::fs::Dir::read_from(&layout_dir).map_err(|e| io(&layout_path, "list", e))?;
-            let mut nodes: Vec<u64> = entries
-                .flatten()
-                .filter_map(|e| {
-                    let name = std::str::from_utf8(e.file_name().to_bytes())
-                        .ok()?
-                        .to_owned();
-                    name.strip_prefix("node-")?
-                        .strip_suffix(".reservation")?
-                        .parse()
-                        .ok()
-                })
-                .collect();
-            nodes.sort_unstable();
-            for node in nodes {
-                let name = record::name(node);
-                let path = layout_path.join(&name);
-                // Held by a live process: it wrote (or will write) its own reservation. A node
-                // whose files cannot be trusted is an error, not a file silently left refused.
-                let claim = match self.lock_node(
-                    None,
-                    &state,
-                    &layout_dir,
-                    &layout_name,
-                    &layout_path,
-                    node,
-                    true,
-                )? {
-                    Attempt::Claimed(claim) => claim,
-                    Attempt::Held(_) => continue,
-                };
-                let token = file_claim(&claim)?;
-                match record::read(&token.layout_dir, &name, &state.trust) {
-                    Ok(Some(Parsed::V1(until))) => {
-                        record::write(
-                            &token.layout_dir,
-                            &layout_path,
-                            node,
-                            until,
-                            &state.trust,
-                            &|| token.check_held(node),
-                        )?;
-                        migrated.push(path);
-                    }
-                    Ok(_) => {}
-                    Err(e) => return Err(e.into_error(&path)),
-                }
-            }
-        }
-        Ok(migrated)
     }
 
     /// Writes this user's anchor of the claim's node (`anchor.rs`): `until_ms` while the
@@ -515,31 +245,6 @@ impl FileStore {
                 action: "write the host's anchor of the node in",
                 source: e.into(),
             })
-    }
-
-    /// What node `node`'s records of before said, as a floor in `layout`'s Unix ms: the
-    /// reservation and restored records in the directory named after the layout's state name
-    /// (`shape::legacy_key`), where this layout kept them before records were kept by bit
-    /// shape — Unix ms of exactly this layout, as that name includes the epoch and the tick.
-    /// `None` when there is no such directory; an untrusted or damaged record there is an
-    /// error, as it is here.
-    fn legacy_floor(
-        &self,
-        state: &TrustedDir,
-        layout: &Layout,
-        node: u64,
-    ) -> Result<Option<u64>, Error> {
-        let Some(old) = shape::legacy_key(layout) else {
-            return Ok(None);
-        };
-        let name = OsString::from(&*old);
-        if lstat_at(&state.fd, &name) == Err(Errno::NOENT) {
-            return Ok(None);
-        }
-        let (dir, _) = open_subdir(state, &self.absolute, &name)?;
-        let (reserved, restored) =
-            read_node(&dir, &self.absolute.join(&name), node, &state.trust, false)?;
-        Ok(handover::reservation_of([reserved, restored]))
     }
 
     /// Locks node `node`'s lock file in the layout's directory, takes the node's host-wide
@@ -754,43 +459,6 @@ fn read_node(
     Ok((reserved, restored))
 }
 
-/// Whether an error about the host-wide directory says that this user may not use it (it
-/// cannot create it, open it, or trust it), rather than that something is broken.
-fn this_user_cannot_use(e: &Error) -> bool {
-    match e {
-        // `EACCES`/`EPERM` and `EROFS`, as std names them.
-        Error::StateDir { source, .. } => matches!(
-            source.kind(),
-            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
-        ),
-        Error::UntrustedState { .. } => true,
-        _ => false,
-    }
-}
-
-/// What an error about a directory given to [`FileStore::open`] suggests.
-fn private_fix(reason: &str, path: &Path) -> String {
-    format!(
-        "{reason}. Use a directory that only you can write (for example `install -d -m 0700 \
-         {0}`), or share one with a group: `install -d -m 2770 -g GROUP {0}`",
-        path.display()
-    )
-}
-
-/// What an error about the host-wide default directory suggests.
-fn default_fix(reason: &str, path: &Path) -> String {
-    format!(
-        "{reason}. The host-wide state directory is shared only with the users of its group: \
-         `sudo groupadd monoflake`, `sudo usermod -aG monoflake USER` for every user that runs \
-         monoflake, then `sudo install -d -m 2770 -g monoflake {0}` (under systemd: the \
-         tmpfiles.d line `d {0} 2770 root monoflake -` and SupplementaryGroups=monoflake in \
-         each unit); or give this service a directory of its own (MONOFLAKE_STATE_DIR, \
-         FileStore::open): its nodes are still claimed host-wide, but its records are its \
-         own",
-        path.display()
-    )
-}
-
 fn file_claim(claim: &Claim) -> Result<&FileClaim, Error> {
     claim.token::<FileClaim>().ok_or_else(|| Error::LeaseLost {
         node: claim.node(),
@@ -958,201 +626,4 @@ impl NodeStore for FileStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::cell::Cell;
-    use std::rc::Rc;
-
-    use super::record::failpoint::{self, Stage};
-    use super::*;
-
-    /// A fresh directory. These tests look at the directory's files, each in a directory of
-    /// its own and in parallel: their claims skip the host-wide claim (host.rs has its own
-    /// tests), which would otherwise have them take node 0 from one another.
-    fn temp_dir(tag: &str) -> PathBuf {
-        host::tests::SKIP.set(true);
-        let dir = std::env::temp_dir().join(format!("monoflake-unit-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
-
-    /// What node 0's reservation file says.
-    fn on_file(dir: &Path) -> u64 {
-        let state = FileStore::open(dir).unwrap().current().unwrap();
-        let (layout_fd, _) = open_subdir(&state, dir, OsStr::new("twitter")).unwrap();
-        match record::read(&layout_fd, &record::name(0), &state.trust) {
-            Ok(Some(Parsed::Good(until))) => until,
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// A reservation is read up to 4,096 bytes (empty lines after its text are allowed) and
-    /// refused as damaged past that, naming its length: never half-read.
-    #[test]
-    fn a_reservation_is_read_up_to_its_limit_and_no_further() {
-        let dir = temp_dir("record-limit");
-        let store = FileStore::open(&dir).unwrap();
-        let claim = store
-            .claim(&Layout::twitter(), NodeRequest::Exact(0))
-            .unwrap();
-        store.extend(&claim, 1_700_000_005_000).unwrap();
-        let good = std::fs::read_to_string(dir.join("twitter/node-0.reservation")).unwrap();
-        let state = store.current().unwrap();
-        let (layout_fd, _) = open_subdir(&state, &dir, OsStr::new("twitter")).unwrap();
-        for len in [4096, 4097] {
-            let padded = format!("{good}{}", "\n".repeat(len - good.len()));
-            std::fs::write(dir.join("twitter/node-0.reservation"), padded).unwrap();
-            let read = record::read(&layout_fd, &record::name(0), &state.trust);
-            match (len, read) {
-                (4096, Ok(Some(Parsed::Good(1_700_000_005_000)))) => {}
-                (4097, Err(record::ReadError::Damaged(why))) => {
-                    assert_eq!(why, "it is 4097 bytes long");
-                }
-                (len, other) => panic!("{len} bytes: {other:?}"),
-            }
-        }
-        drop(claim);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// The fix an error about the default directory suggests works for several users under
-    /// systemd: a root-owned directory from tmpfiles.d, not `StateDirectory=` (which systemd
-    /// chowns, recursively, to the starting unit's user at every start — a directory the
-    /// other units then refuse as another user's).
-    #[test]
-    fn the_default_directory_fix_names_a_directory_several_units_can_share() {
-        let fix = default_fix("it is missing", Path::new("/var/lib/monoflake"));
-        assert!(
-            fix.contains("`d /var/lib/monoflake 2770 root monoflake -`")
-                && fix.contains("SupplementaryGroups=monoflake"),
-            "{fix}"
-        );
-        assert!(!fix.contains("StateDirectory="), "{fix}");
-    }
-
-    /// A holder's lock file is deleted (an operator's `rm`) after the holder checked its
-    /// claim for its next reservation write, and a successor claims the node, reading the
-    /// reservation as it was, before the holder's write begins. The write must fail with
-    /// `LeaseLost` and leave the record alone: had it succeeded, the holder's fence would let
-    /// it issue up to the new reservation while the successor starts from the old one —
-    /// duplicates (seen with a 10 ms reservation window: thousands of the holder's IDs above
-    /// its successor's floor).
-    #[test]
-    fn a_successor_that_claims_while_the_holder_writes_keeps_the_record_it_read() {
-        let dir = temp_dir("successor-mid-write");
-        let store = FileStore::open(&dir).unwrap();
-        let layout = Layout::twitter();
-        let holder = store.claim(&layout, NodeRequest::Exact(0)).unwrap();
-        store.extend(&holder, 1_000).unwrap();
-        let lock = dir.join("twitter/node-0.lock");
-        let read = Rc::new(Cell::new(None));
-        let (other, seen) = (store.clone(), Rc::clone(&read));
-        failpoint::set(move |stage| {
-            if stage == Stage::Start && seen.get().is_none() {
-                std::fs::remove_file(&lock).unwrap();
-                // (On one host the host-wide claim alone refuses this successor; the record
-                // layer must fence it by itself too.)
-                let successor = other
-                    .claim(&Layout::twitter(), NodeRequest::Exact(0))
-                    .unwrap();
-                seen.set(Some(successor.reserved_until_ms()));
-                std::mem::forget(successor); // keeps its lock until the test ends
-            }
-        });
-        let written = store.extend(&holder, 2_000);
-        failpoint::clear();
-        assert!(
-            matches!(written, Err(Error::LeaseLost { node: 0, .. })),
-            "{written:?}"
-        );
-        assert_eq!(read.get(), Some(Some(1_000)));
-        assert_eq!(on_file(&dir), 1_000);
-        drop(holder);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    /// Twitter's bit shape with the epoch `ms` later.
-    fn twitter_later(ms: u64) -> Layout {
-        Layout::builder()
-            .node_field("worker", 10)
-            .epoch_ms(Layout::twitter().epoch_ms() + ms)
-            .build()
-            .unwrap()
-    }
-
-    /// One directory, two layouts of one shape with epochs 1 s apart: one record, read as
-    /// the same ID value (issue 34, case 3). The cheapest check of the mutant
-    /// `monoflake_mutant_epoch_blind`, which keys records by state name again.
-    #[test]
-    fn an_epoch_one_second_later_reads_the_record_one_second_later() {
-        let dir = temp_dir("epoch-same-dir");
-        let store = FileStore::open(&dir).unwrap();
-        let (early, late) = (Layout::twitter(), twitter_later(1_000));
-        let claim = store.claim(&early, NodeRequest::Exact(0)).unwrap();
-        store.release(claim, 1_800_000_000_000).unwrap();
-        let claim = store.claim(&late, NodeRequest::Exact(0)).unwrap();
-        assert_eq!(claim.reserved_until_ms(), Some(1_800_000_001_000));
-        assert!(claim.recorded());
-        store.release(claim, 1_800_000_002_000).unwrap();
-        // Stored as Twitter's Unix ms (its preset's clock): 1 s earlier than written.
-        assert_eq!(on_file(&dir), 1_800_000_001_000);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    /// Two state directories on one host (sharing its anchors), two layouts of one shape with
-    /// epochs 1 s apart: the second directory has no record, and the host's anchor of the
-    /// first holder's reservation reads as the same ID value.
-    #[test]
-    fn another_directory_reads_the_anchor_as_an_id_value() {
-        let (a, b) = (temp_dir("epoch-anchor-a"), temp_dir("epoch-anchor-b"));
-        let first = FileStore::open(&a).unwrap();
-        let mut second = FileStore::open(&b).unwrap();
-        // One host: the second store uses the first one's anchors.
-        second.anchors = Arc::clone(&first.anchors);
-        if !first.anchors.available() {
-            return;
-        }
-        let claim = first
-            .claim(&Layout::twitter(), NodeRequest::Exact(3))
-            .unwrap();
-        first.extend(&claim, 1_800_000_000_000).unwrap();
-        let other = second
-            .claim(&twitter_later(1_000), NodeRequest::Exact(3))
-            .unwrap();
-        assert_eq!(other.reserved_until_ms(), Some(1_800_000_001_000));
-        assert!(!other.recorded());
-        drop((claim, other));
-        for dir in [&a, &b] {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-        if let Some(parent) = a.parent() {
-            let name = format!(".{}.host-anchors", a.file_name().unwrap().to_string_lossy());
-            let _ = std::fs::remove_dir_all(parent.join(name));
-        }
-    }
-
-    /// The lock file replaced just before the holder's rename: the write fails after the
-    /// rename (`LeaseLost`), so the holder never issues under the reservation it wrote.
-    #[test]
-    fn a_lock_file_replaced_just_before_the_rename_fails_the_write() {
-        let dir = temp_dir("replaced-before-rename");
-        let store = FileStore::open(&dir).unwrap();
-        let holder = store
-            .claim(&Layout::twitter(), NodeRequest::Exact(0))
-            .unwrap();
-        let lock = dir.join("twitter/node-0.lock");
-        failpoint::set(move |stage| {
-            if stage == Stage::BeforeRename {
-                std::fs::remove_file(&lock).unwrap();
-                std::fs::write(&lock, "").unwrap();
-            }
-        });
-        let written = store.extend(&holder, 2_000);
-        failpoint::clear();
-        assert!(
-            matches!(written, Err(Error::LeaseLost { node: 0, .. })),
-            "{written:?}"
-        );
-        drop(holder);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;
