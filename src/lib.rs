@@ -225,6 +225,7 @@ pub use crate::generator::{
 pub use crate::global::{configure_default, default_generator, next_id};
 pub use crate::id::{Id, Parts, rfc3339};
 pub use crate::layout::{Layout, LayoutBuilder, NodeField, PRESETS};
+pub use crate::lease::Caveat;
 pub use crate::lease::handover;
 pub use crate::lease::{
     Claim, DEFAULT_CHECK_INTERVAL, DEFAULT_RESERVATION_WINDOW, Leased, MAX_RESERVATION_WINDOW,

@@ -120,6 +120,14 @@ pub struct Stats {
     pub lease_renewals: u64,
     /// Leases lost (renewal refused, or the deadline passed without one).
     pub lease_losses: u64,
+    /// The node store could not use the host's anchors in `/var/tmp`
+    /// ([`Caveat::AnchorsUnused`](crate::Caveat::AnchorsUnused)): said once as a `tracing`
+    /// warning, and on standard error by the command line.
+    pub anchors_unused: bool,
+    /// This process is in a network namespace other than the host's, out of the reach of
+    /// the file store's host-wide claim
+    /// ([`Caveat::OtherNetworkNamespace`](crate::Caveat::OtherNetworkNamespace)).
+    pub other_network_namespace: bool,
 }
 
 impl fmt::Display for Stats {
@@ -132,7 +140,7 @@ impl fmt::Display for Stats {
              calls {} (retries {}: spins {}, yields {}, sleeps {}; timed out {}), forward \
              steps {} (skew {} µs, max {} µs, slewing {} µs), nodes skipped ahead {} \
              (sorting below by up to {} ms; unusable {}), claim wait {} ms, reservation writes {} (failed {}), lease renewals \
-             {} (lost {})",
+             {} (lost {}){}{}",
             self.issued,
             self.borrowed_ticks,
             self.max_lead_ticks,
@@ -154,7 +162,17 @@ impl fmt::Display for Stats {
             self.reservation_writes,
             self.reservation_failures,
             self.lease_renewals,
-            self.lease_losses
+            self.lease_losses,
+            if self.anchors_unused {
+                ", caveat: the host's anchors unused"
+            } else {
+                ""
+            },
+            if self.other_network_namespace {
+                ", caveat: another network namespace"
+            } else {
+                ""
+            }
         )
     }
 }

@@ -21,7 +21,7 @@ pub const MAX_RESERVATION_WINDOW: Duration = Duration::from_secs(86_400);
 use crate::clock::TimeSource;
 use crate::generator::Refusal;
 use crate::sync::Ordering;
-use crate::{Error, GeneratorBuilder, PerCore, PerThread};
+use crate::{Caveat, Error, GeneratorBuilder, PerCore, PerThread};
 
 impl<C: TimeSource + 'static> GeneratorBuilder<C> {
     /// How far ahead of need the reservation is extended (default
@@ -322,6 +322,15 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
             unrecorded_wait_ms: handover::unrecorded_wait_ms(duration_ms(check)),
             trust: settings.trust_future,
         };
+        for caveat in store.caveats() {
+            #[cfg(feature = "tracing")]
+            tracing::warn!("monoflake: {caveat}");
+            let flag = match caveat {
+                Caveat::AnchorsUnused { .. } => &status.anchors_unused,
+                Caveat::OtherNetworkNamespace { .. } => &status.other_network_namespace,
+            };
+            flag.store(true, Ordering::Relaxed);
+        }
         let chosen = choose(
             &*store,
             &layout,

@@ -12,11 +12,13 @@
 //! * `status.rs`: what the keeper knows, for refusals and statistics; store time ↔ ticks.
 //! * `handover.rs`: the hand-over protocol's decisions, pure (public as
 //!   [`monoflake::handover`](crate::handover), for the model checker).
+//! * `caveat.rs`: [`Caveat`], what a store cannot promise where it runs.
 //! * `store.rs`: the [`NodeStore`] trait and [`Claim`]; `file/`, `etcd.rs` and `postgres/`
 //!   implement it (`etcd_options.rs`, `postgres_options.rs`: how they connect;
 //!   `etcd_clock.rs`: etcd's clock, the `Date` of its HTTP gateway).
 
 mod build;
+mod caveat;
 mod choose;
 #[cfg(feature = "etcd")]
 mod etcd;
@@ -43,6 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::build::{MAX_RESERVATION_WINDOW, MIN_RESERVATION_WINDOW};
+pub use self::caveat::Caveat;
 #[cfg(feature = "etcd")]
 pub use self::etcd::{DEFAULT_LEASE_TTL, EtcdStore};
 #[cfg(feature = "etcd")]

@@ -111,6 +111,9 @@ pub(crate) struct LeaseStatus {
     pub(crate) skipped_unusable: AtomicU64,
     /// How long the claim waited for a reservation slightly ahead of the clock, in ms.
     pub(crate) claim_wait_ms: AtomicU64,
+    /// The store's caveats ([`crate::Caveat`]), as found at the build.
+    pub(crate) anchors_unused: AtomicBool,
+    pub(crate) other_network_namespace: AtomicBool,
 }
 
 impl LeaseStatus {
@@ -134,6 +137,8 @@ impl LeaseStatus {
             sorts_below_ms: AtomicU64::new(0),
             skipped_unusable: AtomicU64::new(0),
             claim_wait_ms: AtomicU64::new(0),
+            anchors_unused: AtomicBool::new(false),
+            other_network_namespace: AtomicBool::new(false),
         }
     }
 
@@ -174,6 +179,8 @@ impl LeaseStatus {
         stats.sorts_below_ms = self.sorts_below_ms.load(Ordering::Relaxed);
         stats.nodes_skipped_unusable = self.skipped_unusable.load(Ordering::Relaxed);
         stats.claim_wait_ms = self.claim_wait_ms.load(Ordering::Relaxed);
+        stats.anchors_unused = self.anchors_unused.load(Ordering::Relaxed);
+        stats.other_network_namespace = self.other_network_namespace.load(Ordering::Relaxed);
     }
 
     pub(crate) fn count(counter: &AtomicU64) {

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Caveat;
 use crate::{Error, Layout};
 
 /// Which node ID to claim.
@@ -346,6 +347,24 @@ pub trait NodeStore: Send + Sync + fmt::Debug {
     fn restore(&self, claim: &Claim, until_ms: u64) -> Result<(), Error> {
         let _ = (claim, until_ms);
         Ok(())
+    }
+
+    /// What this store cannot promise where it runs ([`Caveat`]), found when it was opened:
+    /// a leased build warns of each and counts it in [`Stats`](crate::Stats); a command line
+    /// prints each once. Default: none.
+    ///
+    /// ```
+    /// use monoflake::NodeStore;
+    /// let dir = std::env::temp_dir().join(format!("monoflake-doc-caveats-{}", std::process::id()));
+    /// let store = monoflake::FileStore::open(&dir)?;
+    /// for caveat in store.caveats() {
+    ///     eprintln!("monoflake: warning: {caveat}");
+    /// }
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), monoflake::Error>(())
+    /// ```
+    fn caveats(&self) -> Vec<Caveat> {
+        Vec::new()
     }
 
     /// Gives the node ID up unused, writing nothing: the node's records stay exactly as the

@@ -111,6 +111,31 @@ impl Anchors {
         self.dir().is_some()
     }
 
+    /// Why the host's anchors cannot be used by this process, if they cannot: `/var/tmp`
+    /// missing, not a directory, not root's, without the sticky bit, or private to this
+    /// service (systemd's `PrivateTmp=`, where the host's other processes never see them).
+    pub(super) fn unusable(&self) -> Option<String> {
+        let Place::Host = self.place else {
+            return None;
+        };
+        let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+        let fd = match rustix::fs::open(DIR, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(e) => return Some(format!("{DIR} cannot be opened: {e}")),
+        };
+        let st = rustix::fs::fstat(&fd).ok()?;
+        if st.st_uid != 0 || st.st_mode & 0o1000 == 0 {
+            return Some(format!(
+                "{DIR} is not root's with the sticky bit: owner uid {}, mode {:04o}",
+                st.st_uid,
+                st.st_mode & 0o7777
+            ));
+        }
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        super::caveats::var_tmp_is_private(&mountinfo)
+            .then(|| format!("{DIR} is private to this service (systemd's PrivateTmp=)"))
+    }
+
     /// The name every user's anchor of `node` of `layout`'s shape starts with: `v2`, those
     /// written now (ID values); `v1`, those of before (Unix ms of an unknown layout).
     fn prefix(&self, version: &str, layout: &Layout, node: u64) -> String {

@@ -8,6 +8,7 @@
 //! * `anchor.rs`: the host's anchors in `/var/tmp`; `host.rs`: the host-wide claim.
 
 mod anchor;
+mod caveats;
 mod default;
 mod host;
 mod legacy;
@@ -615,6 +616,10 @@ impl NodeStore for FileStore {
         let result = self.extend(&claim, until_ms);
         drop(claim); // closes the file: the lock goes with it
         result
+    }
+
+    fn caveats(&self) -> Vec<crate::Caveat> {
+        self.find_caveats()
     }
 
     /// Closes the lock file (the lock goes with it) and the host-wide claim; nothing written.
