@@ -451,8 +451,15 @@ pub struct ServeArgs {
     /// Threads serving requests [default: one per CPU].
     #[arg(long, env = "MONOFLAKE_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
-    /// How long a stop (SIGTERM, SIGINT) waits for requests in flight before it closes their
-    /// connections and releases the node.
+    /// After SIGTERM (or SIGINT), how long the service drains before its listeners close:
+    /// /readyz answers 503, new connections are still served, every HTTP/1 answer carries
+    /// `Connection: close` and HTTP/2 connections get GOAWAY, so that clients and load
+    /// balancers move away without a failed request. 0 closes at once; a second signal ends
+    /// the grace.
+    #[arg(long, env = "MONOFLAKE_DRAIN_GRACE", value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_grace)]
+    pub drain_grace: f64,
+    /// Once the listeners closed, how long requests in flight may take before their
+    /// connections are cut and the node is released.
     #[arg(long, env = "MONOFLAKE_DRAIN_TIMEOUT", value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_seconds)]
     pub drain_timeout: f64,
 }
@@ -522,6 +529,16 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(out_of_range());
     }
     Ok(d)
+}
+
+/// `--drain-grace`: seconds, 0 (no grace) to a day.
+#[cfg(feature = "server")]
+fn parse_grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
+        Ok(v) => Err(format!("{v} is outside 0..=86400 seconds")),
+        Err(_) => Err(format!("expected seconds, e.g. 2.5, got {s:?}")),
+    }
 }
 
 /// Seconds, fractions allowed: from 0.001 to a day.

@@ -107,7 +107,7 @@ fn settings_come_from_the_environment_and_the_flag_wins() {
 }
 
 /// Every variable `serve` reads, as `--help` must name it.
-const VARIABLES: [&str; 30] = [
+const VARIABLES: [&str; 31] = [
     "MONOFLAKE_LAYOUT",
     "MONOFLAKE_NODE",
     "MONOFLAKE_TRUST_RESERVATION",
@@ -137,6 +137,7 @@ const VARIABLES: [&str; 30] = [
     "MONOFLAKE_MAX_WAIT",
     "MONOFLAKE_RECLAIM_AFTER",
     "MONOFLAKE_THREADS",
+    "MONOFLAKE_DRAIN_GRACE",
     "MONOFLAKE_DRAIN_TIMEOUT",
 ];
 
