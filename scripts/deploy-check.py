@@ -14,7 +14,9 @@ check each file's own language; this checks the files against `monoflake serve -
   socket of the host's network namespace), AF_UNIX allowed, and /var/tmp (the host anchors)
   writable when ProtectSystem=strict and no private /tmp;
 * the manifests: each probe's path is a route of openapi.json, readiness on /readyz, ports the
-  image exposes, a grace period longer than the drain.
+  image exposes, a grace period longer than the drain;
+* the Dockerfile's bases pinned by digest, and a HEALTHCHECK that runs `health` of the binary
+  it copies.
 Exits 1 naming each problem.
 """
 
@@ -29,6 +31,7 @@ import yaml
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 VARIABLE = re.compile(r"\bMONOFLAKE_[A-Z0-9_]+")
 DRAIN_TIMEOUT_S = 5
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}(\s|$)")
 problems = []
 
 
@@ -73,6 +76,9 @@ def dockerfile(path, flags, variables):
     if len(stages) < 2:
         problem(path, "not a multi-stage build")
         return
+    for word, rest in lines:
+        if word == "FROM" and not DIGEST.search(rest):
+            problem(path, f"FROM {rest}: not pinned by digest (@sha256:...)")
     last = stages[-1]
     users = [rest for word, rest in last if word == "USER"]
     if not users or users[-1].split(":")[0] in ("root", "0"):
@@ -89,6 +95,19 @@ def dockerfile(path, flags, variables):
           flags, variables)
     exposed = {int(p.split("/")[0]) for word, rest in last if word == "EXPOSE"
                for p in rest.split()}
+    checks = [rest for word, rest in last if word == "HEALTHCHECK"]
+    if not checks:
+        problem(path, "the last stage has no HEALTHCHECK")
+    else:
+        options, _, command = checks[-1].partition("CMD")
+        argv = json.loads(command.strip())
+        if argv[:2] != [copied[-1] if copied else None, "health"]:
+            problem(path, f"the HEALTHCHECK runs {argv}, not `health` of the binary copied in")
+        given = dict(o.lstrip("-").split("=", 1) for o in options.split())
+        probe = float(argv[argv.index("--timeout") + 1]) if "--timeout" in argv else 2.0
+        if float(given.get("timeout", "30s").rstrip("s")) <= probe:
+            problem(path, f"HEALTHCHECK --timeout {given.get('timeout')} is not longer than "
+                          f"the probe's own {probe} s")
     return exposed
 
 
