@@ -11,7 +11,9 @@
 //!   served, and the client opens no new stream on that connection.
 //! * A connection closed under a request the client had already written ("connection reset",
 //!   "closed without response") is the one outcome a client cannot tell apart from a lost
-//!   answer. The phases below keep it out of everything sent before the listener closes.
+//!   answer. The phases below keep it out of everything sent before the listener closes —
+//!   but for HTTP/1 requests pipelined behind one answered with `Connection: close`, which a
+//!   pipelining client must send again (RFC 9112, 9.3.2).
 //!
 //! The phases, in order (`lifecycle.rs` moves them; each listener and connection watches):
 //!
