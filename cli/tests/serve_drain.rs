@@ -512,3 +512,79 @@ fn a_stop_under_load_answers_every_request_sent() {
         one_run(run);
     }
 }
+
+/// Connections the kernel had accepted into the listener's queue when the stop closes it are
+/// served, not reset: the only slot is held by an HTTP/2 stream whose window never opens, so
+/// three clients that connect and write their request wait in the kernel's queue until the
+/// listener closes; each then gets its ID, with `Connection: close`.
+#[test]
+fn connections_queued_in_the_kernel_when_the_listener_closes_are_answered() {
+    let dir = common::TempDir::new("serve-drain-queue");
+    let s = Server::start(&[
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+        "--max-connections",
+        "1",
+        "--drain-grace",
+        "0.2",
+        "--drain-timeout",
+        "1",
+    ]);
+    let http: SocketAddr = s.http.parse().unwrap();
+    let rt = server::runtime();
+    // The slot's holder: a batch behind a one-byte window, in flight until the drain cuts it.
+    let holder = rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(http).await.unwrap();
+        let (send, connection) = h2::client::Builder::new()
+            .initial_window_size(1)
+            .handshake::<_, bytes::Bytes>(tcp)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let mut send = send.ready().await.unwrap();
+        let request = http::Request::get("http://monoflake/v1/ids?count=100000")
+            .body(())
+            .unwrap();
+        let (response, _) = send.send_request(request, true).unwrap();
+        let head = response.await.unwrap();
+        assert_eq!(head.status(), 200);
+        (send, head)
+    });
+    let queued: Vec<BufReader<TcpStream>> = (0..3)
+        .map(|_| {
+            let mut c = TcpStream::connect(http).unwrap();
+            c.write_all(b"GET /v1/id HTTP/1.1\r\nHost: monoflake\r\n\r\n")
+                .unwrap();
+            // Nothing can have answered it: the one slot is taken.
+            c.set_nonblocking(true).unwrap();
+            let e = c.read(&mut [0; 1]).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+            c.set_nonblocking(false).unwrap();
+            c.set_read_timeout(Some(GUARD)).unwrap();
+            BufReader::new(c)
+        })
+        .collect();
+    common::signal(s.pid(), "TERM");
+    let mut ids = HashSet::new();
+    for mut c in queued {
+        let mut line = String::new();
+        c.read_line(&mut line).expect("an answer, not a reset");
+        assert!(line.starts_with("HTTP/1.1 200 "), "{line:?}");
+        let mut head = String::new();
+        loop {
+            line.clear();
+            c.read_line(&mut line).unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line.to_ascii_lowercase());
+        }
+        assert!(head.contains("connection: close\r\n"), "{head}");
+        let mut body = String::new();
+        c.read_to_string(&mut body).unwrap();
+        assert!(ids.insert(id_of(&body)));
+    }
+    drop(holder);
+    let (status, log) = s.wait_exit();
+    assert_eq!(status.code(), Some(0), "{log}");
+}
