@@ -16,6 +16,7 @@
 //!   open connections finish the request in flight (HTTP/1 closes after it, HTTP/2 has had
 //!   GOAWAY) and are cut after the drain timeout.
 
+use std::io;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -179,7 +180,16 @@ async fn close(listener: TcpListener, mut serve: impl FnMut(TcpStream)) {
             match tokio::time::timeout(drain::SETTLE, listener.accept()).await {
                 Ok(Ok((stream, _))) => serve(stream),
                 // A connection reset before it was accepted: look for the next.
-                Ok(Err(_)) => {}
+                Ok(Err(e))
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+                    ) => {}
+                // Out of file descriptors: what is left in the queue cannot be taken.
+                Ok(Err(e)) => {
+                    eprintln!("monoflake: accept failed while closing {addr}: {e}");
+                    break;
+                }
                 Err(_) => break,
             }
         }
