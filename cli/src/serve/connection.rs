@@ -170,3 +170,33 @@ fn is_malformed(e: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
     }
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::exchange::Exchange;
+
+    #[tokio::test]
+    async fn a_stop_shuts_down_http2_at_once_and_the_rest_after_a_request() {
+        let fresh = Conn::for_tests();
+        for before in [true, false] {
+            assert!(!shuts_down(Phase::Serving, before, &fresh));
+            assert!(!shuts_down(Phase::Draining, before, &fresh));
+            // No request yet: one may be written and unread, closing would lose it.
+            assert!(!shuts_down(Phase::Closing, before, &fresh));
+        }
+        let http1 = Conn::for_tests();
+        drop(Exchange::begin(&http1));
+        http1.arrived(false);
+        // HTTP/1 needs no shutdown while draining: its answers say Connection: close.
+        assert!(!shuts_down(Phase::Draining, true, &http1));
+        assert!(shuts_down(Phase::Closing, false, &http1));
+        let http2 = Conn::for_tests();
+        drop(Exchange::begin(&http2));
+        http2.arrived(true);
+        assert!(shuts_down(Phase::Draining, true, &http2));
+        // Accepted during the drain: served until the listeners close.
+        assert!(!shuts_down(Phase::Draining, false, &http2));
+        assert!(shuts_down(Phase::Closing, false, &http2));
+    }
+}
