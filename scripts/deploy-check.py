@@ -223,7 +223,7 @@ def secret_fixtures(work, pg_url):
     token = base64.b64encode(os.urandom(32)).decode() + "\n"
     key, crt = os.path.join(work, "tls.key"), os.path.join(work, "tls.crt")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj",
+                    "ec_paramgen_curve:P-256", "-nodes", "-days", "30", "-subj",
                     "/CN=monoflake.default.svc", "-keyout", key, "-out", crt],
                    check=True, capture_output=True)
     return {
@@ -318,8 +318,9 @@ def image(path):
     if check:
         options, _, command = check[0].partition("CMD")
         health = {"options": options.split(), "cmd": json.loads(command.strip())}
+    copied = [rest.split()[-1] for word, rest in stage if word == "COPY" and "--from=" in rest]
     return {"env": env, "entrypoint": entry[0] if entry else [], "cmd": cmd[0] if cmd else [],
-            "healthcheck": health}
+            "healthcheck": health, "binary": copied[-1] if copied else None}
 
 
 def free_port():
@@ -380,7 +381,6 @@ def pod(binary, manifest_path, dockerfile_path, pg_url):
                            check=True, capture_output=True)
             pg_url = urllib.parse.urlsplit(pg_url)._replace(path="/" + database).geturl()
         fixtures = secret_fixtures(work, pg_url or "postgres://unset/")
-        # The image: the binary where the Dockerfile copies it.
         root = passable_dirs(work, "rootfs")
         mounts = {}
         print(f"pod check: {where}, container {c['name']}: uid {uid}, gid {gid}, "
@@ -407,8 +407,12 @@ def pod(binary, manifest_path, dockerfile_path, pg_url):
                   f"{oct(source.get('defaultMode', DEFAULT_MODE))}, fsGroup {fs_group}")
             for line in listing:
                 print(f"    {line}")
-        bindir = passable_dirs(root, "usr/local/bin")
-        local_binary = os.path.join(bindir, "monoflake")
+        # The image: the binary where the Dockerfile copies it.
+        if not img["binary"]:
+            problem(dockerfile_path, "the last stage copies no binary in")
+            return
+        parent, _, name = img["binary"].rpartition("/")
+        local_binary = os.path.join(passable_dirs(root, parent), name)
         shutil.copy(binary, local_binary)
         os.chmod(local_binary, 0o755)
 
@@ -417,7 +421,7 @@ def pod(binary, manifest_path, dockerfile_path, pg_url):
             for mount, at in mounts.items():
                 if path == mount or path.startswith(mount + "/"):
                     return at + path[len(mount):]
-            if path == "/usr/local/bin/monoflake":
+            if path == img["binary"]:
                 return local_binary
             return path
 
