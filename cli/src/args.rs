@@ -34,6 +34,11 @@ pub enum Command {
     /// Serve IDs over HTTP (and gRPC with --grpc-listen) from one leased node.
     #[cfg(feature = "server")]
     Serve(ServeArgs),
+    /// Ask a running `monoflake serve` whether it is ready (GET /readyz), for a container's
+    /// HEALTHCHECK or an exec probe without curl: exit 0 on a 200, 1 otherwise.
+    #[cfg(feature = "server")]
+    #[command(after_help = HEALTH_AFTER_HELP)]
+    Health(HealthArgs),
     /// Measure how fast this machine issues IDs for a layout and clock (about ten seconds).
     Bench(BenchArgs),
     /// Look after the file backend's state directory (`state migrate`).
@@ -451,10 +456,49 @@ pub struct ServeArgs {
     /// Threads serving requests [default: one per CPU].
     #[arg(long, env = "MONOFLAKE_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
-    /// How long a stop (SIGTERM, SIGINT) waits for requests in flight before it closes their
-    /// connections and releases the node.
+    /// After SIGTERM (or SIGINT), how long the service drains before its listeners close:
+    /// /readyz answers 503, new connections are still served, every HTTP/1 answer carries
+    /// `Connection: close` and HTTP/2 connections get GOAWAY, so that clients and load
+    /// balancers move away without a failed request. 0 closes at once; a second signal ends
+    /// the grace.
+    #[arg(long, env = "MONOFLAKE_DRAIN_GRACE", value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_grace)]
+    pub drain_grace: f64,
+    /// Once the listeners closed, how long requests in flight may take before their
+    /// connections are cut and the node is released.
     #[arg(long, env = "MONOFLAKE_DRAIN_TIMEOUT", value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_seconds)]
     pub drain_timeout: f64,
+}
+
+/// What `health --help` adds.
+#[cfg(feature = "server")]
+const HEALTH_AFTER_HELP: &str = "Reads the settings serve reads for the same things, so \
+that an image's HEALTHCHECK needs none: $MONOFLAKE_LISTEN (0.0.0.0 or :: is reached on \
+loopback) and $MONOFLAKE_TLS_CERT (HTTPS, trusting exactly that certificate). Exit codes: 0 \
+ready (the answer is printed), 1 not ready, unreachable or too slow (the reason is printed), \
+2 bad usage.";
+
+/// `monoflake health`: one probe of a running server.
+#[cfg(feature = "server")]
+#[derive(Debug, clap::Args)]
+pub struct HealthArgs {
+    /// The server's HTTP listener, as `serve --listen` was given it.
+    #[arg(
+        long,
+        env = "MONOFLAKE_LISTEN",
+        value_name = "ADDR:PORT",
+        default_value = "127.0.0.1:8080"
+    )]
+    pub listen: std::net::SocketAddr,
+    /// The server's --tls-cert: probe over HTTPS, accepting only the first certificate of
+    /// this file.
+    #[arg(long, env = "MONOFLAKE_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// Probe /healthz (the process serves) instead of /readyz (it holds its lease and issues).
+    #[arg(long)]
+    pub live: bool,
+    /// Give up after this long: connecting, TLS, the request and the answer together.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, value_parser = parse_seconds)]
+    pub timeout: f64,
 }
 
 /// Measures how fast this machine issues IDs: per ID and per second for 1..N threads (one
@@ -522,6 +566,16 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(out_of_range());
     }
     Ok(d)
+}
+
+/// `--drain-grace`: seconds, 0 (no grace) to a day.
+#[cfg(feature = "server")]
+fn parse_grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
+        Ok(v) => Err(format!("{v} is outside 0..=86400 seconds")),
+        Err(_) => Err(format!("expected seconds, e.g. 2.5, got {s:?}")),
+    }
 }
 
 /// Seconds, fractions allowed: from 0.001 to a day.

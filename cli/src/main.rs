@@ -6,7 +6,7 @@
 //!
 //! The arrows run one way: `main` parses with `args` (every clap type) and hands each
 //! subcommand its arguments; a subcommand's module (`generate`, `decode`, `layouts`, `keys`,
-//! `shell`, `state`, `bench/`, `serve/`) imports no other one, only `args`, the shared pieces below it
+//! `shell`, `state`, `bench/`, `serve/`, `health`) imports no other one, only `args`, the shared pieces below it
 //! (`store`, `key_file`, `parts`), `failure` and the library.
 
 mod args;
@@ -14,6 +14,8 @@ mod bench;
 mod decode;
 mod failure;
 mod generate;
+#[cfg(feature = "server")]
+mod health;
 mod key_file;
 mod keys;
 mod layouts;
@@ -62,6 +64,8 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Manpage(args) => shell::manpage(&args),
         #[cfg(feature = "server")]
         Command::Serve(args) => serve::run(&args),
+        #[cfg(feature = "server")]
+        Command::Health(args) => health::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::State(command) => state::run(&command),
     };

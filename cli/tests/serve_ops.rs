@@ -1,5 +1,6 @@
 //! `monoflake serve` as operators run it: settings from `MONOFLAKE_*` environment variables
-//! (the flag winning, secrets never printed), and `/metrics`' build and process metrics.
+//! (the flag winning, secrets never printed), `/metrics`' build and process metrics, and its
+//! help texts against docs/service.md.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -107,7 +108,7 @@ fn settings_come_from_the_environment_and_the_flag_wins() {
 }
 
 /// Every variable `serve` reads, as `--help` must name it.
-const VARIABLES: [&str; 30] = [
+const VARIABLES: [&str; 31] = [
     "MONOFLAKE_LAYOUT",
     "MONOFLAKE_NODE",
     "MONOFLAKE_TRUST_RESERVATION",
@@ -137,6 +138,7 @@ const VARIABLES: [&str; 30] = [
     "MONOFLAKE_MAX_WAIT",
     "MONOFLAKE_RECLAIM_AFTER",
     "MONOFLAKE_THREADS",
+    "MONOFLAKE_DRAIN_GRACE",
     "MONOFLAKE_DRAIN_TIMEOUT",
 ];
 
@@ -569,4 +571,111 @@ fn every_answer_the_server_gives_is_described_by_openapi_json() {
     // response budget, needs a flood: serve_abuse.rs makes one.)
     assert_eq!(seen.len(), 35, "{seen:#?}");
     drop(s);
+}
+
+/// The metric table of docs/service.md: each row's metric as queried (`_total` on counters,
+/// labels dropped), its type and its help text.
+fn documented_metrics() -> Vec<(String, String, String)> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/service.md"))
+        .unwrap();
+    let section = doc
+        .split("\n## Metrics\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("docs/service.md has a Metrics section");
+    section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|row| {
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+            assert_eq!(cells.len(), 4, "metric | type | help | notes: {row}");
+            let name = cells[0].trim_matches('`');
+            let name = name.split('{').next().unwrap();
+            (name.to_owned(), cells[1].to_owned(), cells[2].to_owned())
+        })
+        .collect()
+}
+
+/// Every `# HELP` of a running server's `/metrics` — TLS on, so that the certificate's
+/// metric is there too — is in docs/service.md's table with its type and the same words, and
+/// every row of the table is a metric the server gives.
+#[test]
+fn help_texts_are_the_documented_ones() {
+    let dir = common::TempDir::new("serve-help");
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let s = Server::start(&[
+        "--state-dir",
+        dir.path().join("state").to_str().unwrap(),
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    let roots = ureq::tls::RootCerts::Specific(std::sync::Arc::new(vec![
+        ureq::tls::Certificate::from_der(certified.cert.der()).to_owned(),
+    ]));
+    let trusting: ureq::Agent = ureq::Agent::config_builder()
+        .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
+        .timeout_global(Some(server::GUARD))
+        .build()
+        .into();
+    let port = s.http.rsplit(':').next().unwrap();
+    let scraped = get(&trusting, &format!("https://localhost:{port}/metrics"), &[]);
+    assert_eq!(scraped.status, 200);
+    let mut served = std::collections::BTreeMap::new();
+    let mut kinds = std::collections::BTreeMap::new();
+    for line in scraped.body.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap();
+            served.insert(name.to_owned(), help.to_owned());
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            kinds.insert(name.to_owned(), kind.to_owned());
+        }
+    }
+    // The names as queried: a counter's samples end in `_total`.
+    let served: std::collections::BTreeMap<String, (String, String)> = served
+        .into_iter()
+        .map(|(family, help)| {
+            let kind = kinds[&family].clone();
+            let name = if kind == "counter" {
+                format!("{family}_total")
+            } else {
+                family
+            };
+            (name, (kind, help))
+        })
+        .collect();
+    let documented = documented_metrics();
+    assert!(documented.len() >= 30, "{documented:?}");
+    let mut names = std::collections::BTreeSet::new();
+    for (name, kind, help) in &documented {
+        assert!(names.insert(name.clone()), "{name} is in the table twice");
+        // The soft limit on descriptors is left out when unlimited (docs/service.md says so).
+        if name == "process_max_fds" && !served.contains_key(name) {
+            let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+            assert!(limits.contains("unlimited            unlimited            files"));
+            continue;
+        }
+        let Some((served_kind, served_help)) = served.get(name) else {
+            panic!("docs/service.md names {name}, which /metrics does not give");
+        };
+        assert_eq!(served_kind, kind, "{name}'s type");
+        assert_eq!(
+            served_help, help,
+            "{name}'s help: /metrics, then docs/service.md"
+        );
+    }
+    for name in served.keys() {
+        assert!(
+            names.contains(name),
+            "/metrics gives {name}, which docs/service.md's table does not name"
+        );
+    }
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
 }

@@ -75,10 +75,22 @@ pub struct Conn {
     server: Arc<Budget>,
     shed: Notify,
     shed_asked: AtomicBool,
+    /// The server's stop began (`App::draining`, shared by every connection).
+    draining: Arc<AtomicBool>,
+    /// A request came over HTTP/2: a stop can send this connection `GOAWAY` at once.
+    http2: AtomicBool,
+    /// A request arrived after the stop began (`drain.rs`: the connection's task decides
+    /// whether to shut it down now).
+    arrival: Notify,
 }
 
 impl Conn {
-    pub fn new(timeouts: Timeouts, per_connection: usize, server: Arc<Budget>) -> Conn {
+    pub fn new(
+        timeouts: Timeouts,
+        per_connection: usize,
+        server: Arc<Budget>,
+        draining: Arc<AtomicBool>,
+    ) -> Conn {
         let opened = Instant::now();
         Conn {
             opened,
@@ -94,6 +106,9 @@ impl Conn {
             server,
             shed: Notify::new(),
             shed_asked: AtomicBool::new(false),
+            draining,
+            http2: AtomicBool::new(false),
+            arrival: Notify::new(),
         }
     }
 
@@ -149,6 +164,41 @@ impl Conn {
         self.shed_asked.store(false, Ordering::Relaxed);
     }
 
+    /// Whether the server's stop began: HTTP/1 answers then carry `Connection: close`.
+    pub fn draining(&self) -> bool {
+        // Ordering: Relaxed; a flag that only ever turns on, read on its own.
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    /// A request arrived (over HTTP/2 when `http2`); wakes the connection's task when a stop
+    /// is under way. Called after [`Exchange::begin_at`] counted it.
+    #[inline]
+    pub fn arrived(&self, http2: bool) {
+        // Ordering: Relaxed for both; flags read on their own, after the task is woken.
+        if http2 && !self.http2.load(Ordering::Relaxed) {
+            self.http2.store(true, Ordering::Relaxed);
+        }
+        if self.draining() {
+            self.arrival.notify_one();
+        }
+    }
+
+    /// Whether a request came over HTTP/2.
+    pub fn is_http2(&self) -> bool {
+        self.http2.load(Ordering::Relaxed)
+    }
+
+    /// Whether a request arrived on this connection yet.
+    pub fn had_request(&self) -> bool {
+        self.progress().arrived > 0
+    }
+
+    /// Resolves once a request arrives during a stop (at once when one did since the last
+    /// call).
+    pub async fn arrival(&self) {
+        self.arrival.notified().await;
+    }
+
     /// A connection with a 10 s handshake, a 30 s idle timeout, 1 MiB of its own budget and a
     /// server budget of 4 MiB.
     #[cfg(test)]
@@ -160,6 +210,7 @@ impl Conn {
             },
             1 << 20,
             Arc::new(Budget::striped(4 << 20)),
+            Arc::new(AtomicBool::new(false)),
         ))
     }
 
@@ -206,6 +257,11 @@ impl Exchange {
             reserved: AtomicBool::new(false),
             finished: AtomicBool::new(false),
         }
+    }
+
+    /// The connection the request came on.
+    pub fn conn(&self) -> &Conn {
+        &self.conn
     }
 
     /// Reserves what an answer larger than `budget::SMALL` will hold at most, from the

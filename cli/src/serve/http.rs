@@ -39,8 +39,9 @@ pub struct App {
     /// The bytes answers hold, server-wide (each connection has its own share).
     pub budget: Arc<Budget>,
     pub token: Option<Token>,
-    /// Set when a stop began: `/readyz` answers 503 so load balancers move away.
-    pub draining: AtomicBool,
+    /// Set when a stop began: `/readyz` answers 503 so load balancers move away, and every
+    /// HTTP/1 answer carries `Connection: close` (each connection holds a clone: `drain.rs`).
+    pub draining: Arc<AtomicBool>,
     /// The gRPC health service's statuses (`grpc.health.v1.Health`), kept in step with
     /// `/readyz` by the supervisor (`lifecycle.rs`).
     pub health: tonic_health::server::HealthReporter,

@@ -1,9 +1,12 @@
 //! Starting and stopping: the runtime, the listeners, the signals, the drain, the release.
 //!
-//! SIGTERM or SIGINT: `/readyz` turns 503, the listeners stop accepting, requests in flight
-//! finish (for at most the drain timeout), then the lease is released — the final
-//! reservation written and the node freed, so a new `serve` on the same store gets it at
-//! once — and the process exits 0.
+//! SIGTERM or SIGINT: `/readyz` turns 503 and the stop drains for `--drain-grace` (the
+//! listeners still accept; every HTTP/1 answer closes its connection, HTTP/2 connections get
+//! GOAWAY), then the listeners close, requests in flight finish (for at most the drain
+//! timeout), then the lease is released — the final reservation written and the node freed,
+//! so a new `serve` on the same store gets it at once — and the process exits 0. A second
+//! signal during the grace ends it at once. `drain.rs` says why each step loses nothing a
+//! client sent.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tonic_health::ServingStatus;
 
+use super::drain::Phase;
 use super::grpc::SERVICE_NAME;
 use super::http::App;
 use super::listener::{self, Limits};
@@ -62,10 +66,10 @@ pub async fn run(
     endpoints: Vec<Endpoint>,
     tls: Option<TlsAcceptor>,
     limits: Limits,
-    reclaim_after: Duration,
+    times: Times,
     signals: Signals,
 ) -> Result<(), String> {
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let (phase_tx, phase_rx) = watch::channel(Phase::Serving);
     let Signals {
         mut terminate,
         mut interrupt,
@@ -84,10 +88,11 @@ pub async fn run(
             limits.clone(),
             Arc::clone(&app.metrics),
             Arc::clone(&app.budget),
-            stop_rx.clone(),
+            Arc::clone(&app.draining),
+            phase_rx.clone(),
         ));
     }
-    let supervisor = tokio::spawn(supervise(Arc::clone(&app), reclaim_after));
+    let supervisor = tokio::spawn(supervise(Arc::clone(&app), times.reclaim_after));
     let signal = tokio::select! {
         _ = terminate.recv() => "SIGTERM",
         _ = interrupt.recv() => "SIGINT",
@@ -96,12 +101,29 @@ pub async fn run(
         "monoflake: {signal}: draining, then releasing node {}",
         app.issuer.node()
     );
+    // Ordering: Relaxed; each connection reads the flag on its own (answers after this carry
+    // `Connection: close`), and the phase sent below wakes every connection's task.
     app.draining.store(true, Ordering::Relaxed);
     supervisor.abort();
     report_health(&app, false).await;
-    let _ = stop_tx.send(true);
+    let _ = phase_tx.send(Phase::Draining);
+    tokio::select! {
+        () = tokio::time::sleep(times.grace) => {}
+        _ = terminate.recv() => eprintln!("monoflake: SIGTERM again: closing now"),
+        _ = interrupt.recv() => eprintln!("monoflake: SIGINT again: closing now"),
+    }
+    let _ = phase_tx.send(Phase::Closing);
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The service's own timings.
+#[derive(Clone, Copy, Debug)]
+pub struct Times {
+    /// After a lost lease, how long before a node is claimed again.
+    pub reclaim_after: Duration,
+    /// How long a stop drains before the listeners close (`--drain-grace`).
+    pub grace: Duration,
 }
 
 /// Sets the gRPC health statuses (the server's, `""`, and `monoflake.v1.Ids`).

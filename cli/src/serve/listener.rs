@@ -11,21 +11,26 @@
 //! * HTTP/1.1 and HTTP/2 (h2c by prior knowledge, or h2 by ALPN under TLS) on every
 //!   listener: gRPC needs HTTP/2, `curl` and `wrk` speak HTTP/1.1. HTTP/2 serves at most
 //!   `max_streams` streams per connection, with small receive windows (requests are tiny).
-//! * On stop the loop stops accepting; open connections finish the request in flight (HTTP/1
-//!   closes after it, HTTP/2 sends GOAWAY) and are cut after the drain timeout.
+//! * A stop (`drain.rs`): while it drains, the loop still accepts; when it closes, the
+//!   listener stops taking new connections without resetting those the kernel queued, and
+//!   open connections finish the request in flight (HTTP/1 closes after it, HTTP/2 has had
+//!   GOAWAY) and are cut after the drain timeout.
 
+use std::io;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 
 use super::budget::Budget;
-use super::connection::{self, Shared, stopped};
+use super::connection::{self, Shared};
+use super::drain::{self, Phase, reached};
 use super::exchange::{Conn, Timeouts};
 use super::http::App;
 use super::metrics::Metrics;
@@ -67,7 +72,8 @@ fn builder(limits: &Limits) -> Builder<TokioExecutor> {
     builder
 }
 
-/// Serves `router` on `listener` until `stop` turns true, then drains.
+/// Serves `router` on `listener` until the stop closes it (`drain.rs`), then waits for its
+/// connections to end, at most `limits.drain`.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve(
     listener: TcpListener,
@@ -77,7 +83,8 @@ pub async fn serve(
     limits: Limits,
     metrics: Arc<Metrics>,
     budget: Arc<Budget>,
-    mut stop: watch::Receiver<bool>,
+    draining: Arc<AtomicBool>,
+    mut phase: watch::Receiver<Phase>,
 ) {
     let shared = Arc::new(Shared {
         router,
@@ -88,10 +95,35 @@ pub async fn serve(
     });
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let slots = Arc::new(Slots::default());
+    // Every connection's task holds a clone; `recv` ends once all are dropped.
+    let (alive, mut ended) = mpsc::channel::<()>(1);
+    let watched = phase.clone();
+    let open = |stream: TcpStream, permit: Option<OwnedSemaphorePermit>| {
+        let _ = stream.set_nodelay(true);
+        let conn = Arc::new(Conn::new(
+            limits.timeouts,
+            limits.per_connection,
+            Arc::clone(&budget),
+            Arc::clone(&draining),
+        ));
+        let place = slots.enter(Arc::clone(&conn));
+        let shared = Arc::clone(&shared);
+        let metrics = Arc::clone(&metrics);
+        let phase = watched.clone();
+        let alive = alive.clone();
+        tokio::spawn(async move {
+            metrics.connection_opened();
+            let why = connection::serve(stream, conn, shared, phase).await;
+            metrics.connection_closed(why);
+            drop(place);
+            drop(permit);
+            drop(alive);
+        });
+    };
     loop {
         let stream = tokio::select! {
             biased;
-            () = stopped(&mut stop) => break,
+            () = reached(&mut phase, Phase::Closing) => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
@@ -111,7 +143,11 @@ pub async fn serve(
                 slots.shed_one();
                 tokio::select! {
                     biased;
-                    () = stopped(&mut stop) => break,
+                    // Served without a slot: the stop closes every connection soon.
+                    () = reached(&mut phase, Phase::Closing) => {
+                        open(stream, None);
+                        break;
+                    }
                     permit = Arc::clone(&permits).acquire_owned() => match permit {
                         Ok(permit) => permit,
                         Err(_) => break,
@@ -119,27 +155,45 @@ pub async fn serve(
                 }
             }
         };
-        let _ = stream.set_nodelay(true);
-        let conn = Arc::new(Conn::new(
-            limits.timeouts,
-            limits.per_connection,
-            Arc::clone(&budget),
-        ));
-        let place = slots.enter(Arc::clone(&conn));
-        let shared = Arc::clone(&shared);
-        let metrics = Arc::clone(&metrics);
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            metrics.connection_opened();
-            let why = connection::serve(stream, conn, shared, stop).await;
-            metrics.connection_closed(why);
-            drop(place);
-            drop(permit);
-        });
+        open(stream, Some(permit));
+    }
+    close(listener, |stream| open(stream, None)).await;
+    drop(alive);
+    // Then let the connections finish what is in flight, for at most the drain timeout.
+    let _ = tokio::time::timeout(limits.drain, ended.recv()).await;
+}
+
+/// Closes `listener` without resetting a connection the kernel accepted for it: new attempts
+/// are ignored first ([`drain::refuse_new`]), then every connection already queued, or whose
+/// handshake completes within [`drain::SETTLE`], goes to `serve`.
+async fn close(listener: TcpListener, mut serve: impl FnMut(TcpStream)) {
+    let addr = listener
+        .local_addr()
+        .map_or_else(|e| e.to_string(), |a| a.to_string());
+    if let Err(e) = drain::refuse_new(&listener) {
+        eprintln!(
+            "monoflake: cannot hold back new connections on {addr} ({e}): the ones the \
+             kernel has queued are reset"
+        );
+    } else {
+        loop {
+            match tokio::time::timeout(drain::SETTLE, listener.accept()).await {
+                Ok(Ok((stream, _))) => serve(stream),
+                // A connection reset before it was accepted: look for the next.
+                Ok(Err(e))
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+                    ) => {}
+                // Out of file descriptors: what is left in the queue cannot be taken.
+                Ok(Err(e)) => {
+                    eprintln!("monoflake: accept failed while closing {addr}: {e}");
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
     }
     drop(listener);
-    // Stop accepting first (above), then let the connections finish what is in flight: each
-    // gives its permit back when it ends.
-    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(limits.drain, permits.acquire_many(all)).await;
+    eprintln!("monoflake: no longer accepting on {addr}");
 }

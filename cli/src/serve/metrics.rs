@@ -1,5 +1,7 @@
 //! `/metrics`: the generator's and the lease's counters, the service's own, and request
-//! latency per endpoint, in Prometheus text through `prometheus-client`.
+//! latency per endpoint, in Prometheus text through `prometheus-client`. Every help text here
+//! is also in docs/service.md's metric table, word for word (`serve_ops.rs` holds them
+//! together).
 //!
 //! The hot path touches only relaxed atomics, on its thread's own stripe (`stripe.rs`): a
 //! request adds to its endpoint's latency bucket and sum (prometheus-client's own histogram takes a lock per observation,
@@ -186,7 +188,8 @@ impl Metrics {
         self.over_budget.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// IDs handed to callers (the generator's `issued` also counts readiness probes).
+    /// IDs put in answers to callers (the generator's own `issued` counts them on its side;
+    /// readiness probes and scrapes take none).
     #[inline]
     pub fn served(&self, n: u64) {
         self.hot().ids_served.fetch_add(n, Ordering::Relaxed);
@@ -268,7 +271,7 @@ impl Collector for Scrape {
         counter(
             e,
             "monoflake_ids_issued",
-            "IDs issued by the generator (readiness probes included).",
+            "IDs issued by the generator (readiness probes and scrapes take none).",
             stats.issued,
         )?;
         counter(
@@ -458,7 +461,7 @@ impl Collector for Scrape {
         }
         let mut family = e.encode_descriptor(
             "monoflake_request_duration_seconds",
-            "Time from a request's arrival at its handler to its answer, per endpoint.",
+            "Time from a request's arrival to its answer, per endpoint.",
             None,
             MetricType::Histogram,
         )?;

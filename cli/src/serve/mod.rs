@@ -14,12 +14,14 @@
 //!   `tracked.rs`: the service wrapper that tracks each request and counts each answer.
 //! * `budget.rs`: the bytes answers hold; `batch.rs`: a batch streamed in pieces.
 //! * `stripe.rs`: per-thread stripes for the counters every request adds to.
-//! * `lifecycle.rs`: signals, drain, release.
+//! * `lifecycle.rs`: signals, drain, release; `drain.rs`: a stop's phases, and closing a
+//!   listener without resetting what the kernel queued.
 
 mod auth;
 mod batch;
 mod budget;
 mod connection;
+mod drain;
 mod exchange;
 mod grpc;
 mod http;
@@ -203,7 +205,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         metrics,
         budget,
         token,
-        draining: AtomicBool::new(false),
+        draining: Arc::new(AtomicBool::new(false)),
         health: tonic_health::server::HealthReporter::new(),
     });
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -250,13 +252,16 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         drain: Duration::from_secs_f64(args.drain_timeout),
         per_connection,
     };
-    let reclaim_after = Duration::from_secs_f64(args.reclaim_after);
+    let times = lifecycle::Times {
+        reclaim_after: Duration::from_secs_f64(args.reclaim_after),
+        grace: Duration::from_secs_f64(args.drain_grace),
+    };
     let served = runtime.block_on(lifecycle::run(
         Arc::clone(&app),
         endpoints,
         tls,
         limits,
-        reclaim_after,
+        times,
         signals,
     ));
     // Connections still open after the drain are cut here; nothing then holds the generator.

@@ -11,7 +11,7 @@ use std::task::{Context, Poll, ready};
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, Method, Request, Response};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, Response, Version};
 use axum::routing::future::RouteFuture;
 use bytes::{Buf, Bytes};
 use http_body::{Frame, SizeHint};
@@ -66,6 +66,8 @@ where
             &self.conn,
             tokio::time::Instant::from_std(arrival),
         ));
+        let http1 = request.version() < Version::HTTP_2;
+        self.conn.arrived(!http1);
         let answer = match &self.direct {
             // What the router would route to `http::id`: `GET /v1/id` (a `HEAD` goes through
             // the router, which strips the body). The request's body is never read, as there.
@@ -91,9 +93,12 @@ where
             answer,
             exchange: Some(exchange),
             metrics: Arc::clone(&self.metrics),
+            http1,
         }
     }
 }
+
+const CLOSE: HeaderValue = HeaderValue::from_static("close");
 
 /// Where an answer comes from.
 enum Answer {
@@ -110,6 +115,8 @@ pub struct TrackedFuture {
     answer: Answer,
     exchange: Option<Arc<Exchange>>,
     metrics: Arc<Metrics>,
+    /// The request came over HTTP/1.x: during a stop, its answer closes the connection.
+    http1: bool,
 }
 
 impl Future for TrackedFuture {
@@ -118,7 +125,7 @@ impl Future for TrackedFuture {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // `RouteFuture` is `Unpin` (it boxes what it runs), so the whole future is.
         let this = self.get_mut();
-        let response = match &mut this.answer {
+        let mut response = match &mut this.answer {
             Answer::Routed(inner) => {
                 let Ok(response) = ready!(Pin::new(inner).poll(cx));
                 response
@@ -134,6 +141,14 @@ impl Future for TrackedFuture {
             .exchange
             .take()
             .expect("a TrackedFuture is polled to its answer once");
+        if this.http1 && exchange.conn().draining() {
+            // A stop began: the client is told, with this answer, to send its next request on
+            // a new connection (hyper closes this one once the answer is written). Without the
+            // header the client could send again on a connection the stop is about to close.
+            response
+                .headers_mut()
+                .insert(axum::http::header::CONNECTION, CLOSE);
+        }
         Poll::Ready(Ok(response.map(|inner| {
             let body = TrackedBody { inner, exchange };
             // An empty answer (a HEAD, a 204, a trailers-only gRPC error) is complete as it
