@@ -34,7 +34,7 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::convert::count;
 use crate::errors::{Attr, Kind, is, raise, to_py, warn};
-use crate::generator::{Flavour, PyGenerator};
+use crate::generator::{Flavour, PyGenerator, try_core};
 use crate::layout::{LayoutArg, PyLayout};
 use crate::options::{Args, NodeArg, Options, warn_fallback};
 use crate::wait::SLICE;
@@ -42,6 +42,12 @@ use crate::wait::SLICE;
 /// `[Generator]` once this process (or, before a fork, its parent) has a default; `[None]`
 /// before, and after it was given up at exit or after a loss, until the next one is built.
 static SLOT: PyOnceLock<Py<PyList>> = PyOnceLock::new();
+
+/// `[the default's generator]`, the item of its `Generator`'s own slot, while it may issue in
+/// this process: the hot path's shortcut past the `Generator` (one list read instead of two).
+/// `[None]` before, in a forked child (cleared by the fork hook) and from before the default
+/// is closed or replaced (its `close()` waits for every holder of the generator to let go).
+static FAST: PyOnceLock<Py<PyList>> = PyOnceLock::new();
 
 /// How the default is built (`configure_default`); `None` for the embedded default (the
 /// Twitter layout, a node from the host-wide file store). A forked child inherits it. Locked
@@ -78,6 +84,13 @@ fn slot(py: Python<'_>) -> PyResult<&Bound<'_, PyList>> {
         Ok::<_, PyErr>(PyList::new(py, [py.None()])?.unbind())
     })
     .map(|slot| slot.bind(py))
+}
+
+/// Forgets the shortcut (before the default is closed or replaced, and in a forked child).
+fn forget_fast(py: Python<'_>) {
+    if let Some(fast) = FAST.get(py) {
+        let _ = fast.bind(py).set_item(0, py.None());
+    }
 }
 
 /// The settings the default is built with.
@@ -162,6 +175,7 @@ fn replace<'py>(
     // claimed (the final reservation write may fail after a loss: nothing unsafe, the
     // reservation then stays at the last extension, which is later).
     let mut retired = None;
+    forget_fast(py);
     if let Ok(old) = slot.get_item(0)?.cast_into::<PyGenerator>()
         && !old.get().in_child()
     {
@@ -190,6 +204,10 @@ fn replace<'py>(
         PyGenerator::wrap(py, Flavour::Leased(leased), options.max_batch())?,
     )?;
     slot.set_item(0, &g)?;
+    let fast = FAST.get_or_try_init(py, || {
+        Ok::<_, PyErr>(PyList::new(py, [py.None()])?.unbind())
+    })?;
+    fast.bind(py).set_item(0, g.get().core_item(py)?)?;
     // Said once stored: a warning raised as an error (`-W error`) leaves the default built.
     warn_fallback(py, note.as_deref())?;
     if let (Some((old, _, _)), Some((_, e))) = (retired, failed)
@@ -265,6 +283,18 @@ fn again<'py, T>(
 /// host-wide file store, unless `configure_default` said otherwise).
 #[pyfunction]
 pub(crate) fn next_id(py: Python<'_>) -> PyResult<u64> {
+    if let Some(fast) = FAST.get(py)
+        && let Ok(item) = fast.bind(py).get_item(0)
+        && let Some(id) = try_core(&item)
+    {
+        return Ok(id);
+    }
+    next_id_slow(py)
+}
+
+/// `next_id()` past the shortcut: the first call, a wait, an error, a replacement.
+#[cold]
+fn next_id_slow(py: Python<'_>) -> PyResult<u64> {
     let g = current(py)?;
     match g.get().next_id(py) {
         Ok(id) => Ok(id),
@@ -322,8 +352,9 @@ pub(crate) fn configure_default(
 /// Run by `os.register_at_fork(after_in_child=...)`: the thread that may have been building
 /// in the parent does not exist here, and every generator from before is the parent's.
 #[pyfunction]
-pub(crate) fn _after_fork_in_child() {
+pub(crate) fn _after_fork_in_child(py: Python<'_>) {
     BUILDING.store(false, Ordering::Relaxed);
+    forget_fast(py);
     crate::generator::after_fork_in_child();
 }
 
@@ -345,7 +376,11 @@ pub(crate) fn _release_at_exit(py: Python<'_>) {
     else {
         return;
     };
-    if g.get().in_child() || slot.set_item(0, py.None()).is_err() {
+    if g.get().in_child() {
+        return;
+    }
+    forget_fast(py);
+    if slot.set_item(0, py.None()).is_err() {
         return;
     }
     EXIT_NODE.store(g.get().node(), Ordering::Relaxed);

@@ -179,6 +179,13 @@ impl PyGenerator {
         })
     }
 
+    /// The item of its slot: the generator while open, for a caller that keeps it as a
+    /// shortcut to [`try_core`] (the default's hot path). Such a caller must let it go before
+    /// the generator is closed, or `close()` would wait for it forever.
+    pub(crate) fn core_item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.bind(py).get_item(0)
+    }
+
     /// Whether this is a forked child of the process that made the generator.
     #[inline]
     pub(crate) fn in_child(&self) -> bool {
@@ -304,6 +311,16 @@ impl PyGenerator {
     fn forked_error(&self, py: Python<'_>) -> PyErr {
         forked(py, self.node)
     }
+}
+
+/// One ID from a slot item taken by [`PyGenerator::core_item`], when the generator issues it
+/// at once; `None` for anything else (closed, at the lead limit, an error), which the caller
+/// then asks of the generator itself. It does not check for a fork: the library does (the
+/// call then fails), and the caller forgets its shortcut in a child made by Python's fork.
+#[inline]
+pub(crate) fn try_core(item: &Bound<'_, PyAny>) -> Option<u64> {
+    let core = item.cast::<Core>().ok()?;
+    core.get().0.as_ref()?.try_next_id().ok().map(Id::as_u64)
 }
 
 /// `ids` as a list of ints.
