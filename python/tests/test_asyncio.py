@@ -4,6 +4,7 @@ event loop runs other tasks meanwhile. Every check is an ordering, none a durati
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +29,7 @@ def hourly_generator() -> monoflake.Generator:
             return g
 
 
-def test_a_batch_waiting_in_to_thread_leaves_the_loop_running():
+def test_a_batch_waiting_in_to_thread_leaves_the_loop_running() -> None:
     """The batch cannot finish before the next hour; the loop, meanwhile, runs a task that
     counts and then closes the generator, which is what ends the batch (`LeaseLost`). Had the
     batch blocked the loop, nothing could have closed it."""
@@ -52,7 +53,7 @@ def test_a_batch_waiting_in_to_thread_leaves_the_loop_running():
 
 
 @pytest.mark.parametrize("threaded", [False, True])
-def test_large_batches_at_the_cap_through_to_thread(threaded, state_dir):
+def test_large_batches_at_the_cap_through_to_thread(threaded: bool, state_dir: Path) -> None:
     """Three batches of 300,000 in a row, which wait at the layout's cap (4,096 IDs
     a millisecond): awaited through `to_thread`, a task that counts runs between the
     request and the answer; called directly, it cannot (the control)."""

@@ -296,7 +296,7 @@ def test_decode_and_opaque_use_the_configured_default_layout(state_dir):
 import json, time, monoflake
 key = {key!r}
 twitter_id = monoflake.Layout("twitter").compose_at(1_700_000_000_000, 5, 1)
-before = monoflake.decode(twitter_id).layout.name
+before = [monoflake.decode(twitter_id).layout.name, monoflake.Opaque(key).bits]
 monoflake.configure_default(layout="discord")
 id = monoflake.next_id()
 p = monoflake.decode(id)
@@ -305,19 +305,19 @@ print(json.dumps({{
     "layout": p.layout.name,
     "age_ms": time.time() * 1000 - p.unix_ms,
     "same": p == monoflake.decode(id, "discord"),
+    # Discord's IDs use all 64 bits, Twitter's 63: the space an Opaque permutes says whose.
+    "opaque_bits": monoflake.Opaque(key).bits,
     "opaque": monoflake.Opaque(key).encrypt(id) == monoflake.Opaque(key, "discord").encrypt(id),
-    "opaque_not_twitter": monoflake.Opaque(key).encrypt(id)
-        != monoflake.Opaque(key, "twitter").encrypt(id),
 }}))
 """,
         state_dir,
     )
-    assert out["before"] == "twitter"
+    assert out["before"] == ["twitter", 63]
     assert out["layout"] == "discord" and out["same"]
     # Read as Discord's ID (from 2015), not Twitter's (from 2010): the time is now, not years
     # before it.
     assert -60_000 < out["age_ms"] < 60_000
-    assert out["opaque"] and out["opaque_not_twitter"]
+    assert out["opaque_bits"] == 64 and out["opaque"]
 
 
 def _nobody_can_run(python: str) -> bool:
