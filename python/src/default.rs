@@ -195,8 +195,11 @@ fn replace<'py>(
     let (leased, note) = (built.leased, built.note);
     if let Some((_, layout, last)) = &retired
         && layout == leased.layout()
+        && let Err(e) = wait_past(py, &leased, *last)
     {
-        wait_past(py, &leased, *last)?;
+        // Ctrl-C meanwhile: the new generator is given up (a file written), without the GIL.
+        py.detach(move || drop(leased));
+        return Err(e);
     }
     let node = leased.node();
     let g = Bound::new(
@@ -228,8 +231,8 @@ fn replace<'py>(
 /// Waits (the GIL released, signals checked) until `leased`'s clock is past `last`, the last
 /// tick its predecessor in this process issued, for at most `leased`'s `max_wait`: its IDs
 /// are then above every ID of the one it replaces, whichever node it holds. (Not longer than
-/// that: uniqueness does not depend on it, only the order across the replacement.) A wait
-/// that ends with an exception releases `leased` without the GIL.
+/// that: uniqueness does not depend on it, only the order across the replacement.) Raises
+/// what a signal handler raises.
 fn wait_past(py: Python<'_>, leased: &Leased, last: u64) -> PyResult<()> {
     let layout = leased.layout();
     let start = Instant::now();
