@@ -387,3 +387,38 @@ def test_the_fallback_to_the_users_own_state_directory_is_said_once():
     a, b, c = out["ids"]
     assert len({a, b, c}) == 3
     assert monoflake.decode(a).node == monoflake.decode(c).node != monoflake.decode(b).node
+
+
+RAW_FORK = r"""
+import ctypes, json, os, sys
+import monoflake
+monoflake.configure_default(sys.argv[1])
+parent = [monoflake.next_id() for _ in range(1000)]
+r, w = os.pipe()
+# fork(2) itself, past os.fork: Python's fork hooks do not run, so the package does not know
+# it is in a child; the library does, and the default claims anew when it says so.
+pid = ctypes.CDLL(None, use_errno=True).syscall(57)  # SYS_fork on x86-64
+if pid == 0:
+    try:
+        child = [monoflake.next_id() for _ in range(1000)] + monoflake.next_ids(1000)
+        os.write(w, json.dumps(child).encode())
+    finally:
+        os._exit(0)
+os.close(w)
+data = b""
+while chunk := os.read(r, 1 << 16):
+    data += chunk
+_, status = os.waitpid(pid, 0)
+after = [monoflake.next_id() for _ in range(1000)]
+print(json.dumps({"status": status, "parent": parent + after, "child": json.loads(data)}))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="SYS_fork is 57 on x86-64 only")
+def test_a_child_of_a_raw_fork_claims_its_own_node(state_dir):
+    out = run_json(f"import sys; sys.argv = ['x', {PRIVATE_SHAPE!r}]\n" + RAW_FORK, state_dir)
+    assert out["status"] == 0
+    parent, child = out["parent"], out["child"]
+    assert len(child) == 2000 and set(parent).isdisjoint(child)
+    assert {monoflake.decode(i, PRIVATE_SHAPE).node for i in parent} == {0}
+    assert {monoflake.decode(i, PRIVATE_SHAPE).node for i in child} == {1}
