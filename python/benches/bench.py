@@ -1,7 +1,7 @@
 """What one ID costs a Python caller: monoflake beside the floor and the published peers.
 
     python python/benches/bench.py [--rounds 60] [--calls 20000] [--sustained 2000000]
-                                   [--sustained-rounds 6] [--json FILE]
+                                   [--sustained-rounds 6] [--json FILE] [--runs N]
 
 One run, one process; every row is timed with `timeit`, the rows interleaved round by round
 (each round times every row once, in turn, then rests), so that every row sees the same
@@ -24,6 +24,10 @@ another process preempts is one round's outlier, not every round's. Each timing 
   sequence bits lifts the cap; its row shows the call again.
 * The batch rows divide by the IDs made. Their floor is `array.tolist()` of 1000 64-bit
   values: what making 1000 Python ints and a list costs, whoever makes them.
+* `--runs N` makes N such runs one after the other, each a fresh interpreter, and prints
+  one table of them all: the lowest time per ID of any run, and for a ratio the median of
+  the runs' medians with the lowest and the highest run's median beside it — how far one
+  run's answer moves with the machine's load, which a shared machine changes by the minute.
 """
 
 from __future__ import annotations
@@ -87,7 +91,12 @@ def main() -> int:
         "--sustained-rounds", type=int, default=6, help="rounds that also time the sustained rows"
     )
     parser.add_argument("--json", help="also write the timings to this file")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="runs, each in a fresh interpreter, reported together"
+    )
     args = parser.parse_args()
+    if args.runs > 1:
+        return several(args)
 
     state_dir = tempfile.mkdtemp(prefix="monoflake-bench-")
     os.chmod(state_dir, 0o700)
@@ -190,6 +199,82 @@ def main() -> int:
     return 0
 
 
+def several(args: argparse.Namespace) -> int:
+    """`args.runs` runs of this script in turn, each a fresh interpreter writing its timings
+    as JSON; then one table of them all (`report_runs`)."""
+    import subprocess
+
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="monoflake-bench-runs-") as out:
+        for i in range(args.runs):
+            path = os.path.join(out, f"run-{i}.json")
+            command = [
+                sys.executable, __file__, "--rounds", str(args.rounds), "--calls",
+                str(args.calls), "--sustained", str(args.sustained), "--sustained-rounds",
+                str(args.sustained_rounds), "--json", path,
+            ]
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+            with open(path) as f:
+                runs.append(json.load(f))
+            print(f"run {i + 1} of {args.runs} done", file=sys.stderr)
+    report_runs(runs)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(runs, f, indent=1)
+    return 0
+
+
+def median_ratio(rows: dict[str, list[float]], name: str, base: str) -> float:
+    """The median over the rounds of `name`'s time over `base`'s in the same round."""
+    return statistics.median(a / b for a, b in zip(rows[name], rows[base]))
+
+
+def report_runs(runs: list[dict]) -> None:
+    """One table of several runs: the lowest ns per ID of all, and each ratio as the median
+    of the runs' medians, with the lowest and highest run's median in brackets."""
+    loads = ", ".join(f"{run['load'][0]:.1f}" for run in runs)
+    first = runs[0]
+    print(
+        f"{first['python']}, monoflake {monoflake.__version__}, {first['machine']}, "
+        f"{first['cpus']} CPUs; {len(runs)} runs of {first['rounds']} interleaved rounds; "
+        f"load average (1 min) at the end of each: {loads}"
+    )
+
+    def ratio(table: str, name: str, base: str) -> str:
+        if name == base:
+            return "1"
+        medians = sorted(median_ratio(run["times"][table], name, base) for run in runs)
+        return f"{statistics.median(medians):.2f}× ({medians[0]:.2f}–{medians[-1]:.2f})"
+
+    for table, floor, header, against in TABLES:
+        rows = first["times"][table]
+        extra = f" × {against} |" if against in rows else ""
+        print()
+        print(f"| {header(first)} | ns per ID (min of {len(runs)} runs) | × floor |{extra}")
+        print("|---|---:|---:|" + ("---:|" if extra else ""))
+        for name in rows:
+            low = min(min(run["times"][table][name]) for run in runs)
+            line = f"| {name} | {low:.1f} | {ratio(table, name, floor)} |"
+            if extra:
+                line += f" {ratio(table, name, against)} |"
+            print(line)
+
+
+# Each table: its key, its floor row, its header (from a run), the row its last column
+# divides by (when that row was timed).
+TABLES = (
+    ("burst", FLOOR, lambda run: f"burst: {run['calls']:,} calls per timing", "monoflake.next_id()"),
+    ("batch", LIST_FLOOR, lambda run: "batch: 1000 IDs per call", None),
+    (
+        "sustained",
+        FLOOR,
+        lambda run: f"sustained: {run['sustained_calls']:,} calls in a row, "
+        f"{run['sustained_rounds']} rounds",
+        "uuid_utils.uuid7()",
+    ),
+)
+
+
 def report(run: dict) -> None:
     """The tables: the lowest ns per ID, and the middle half of the rounds' ratios."""
 
@@ -208,21 +293,11 @@ def report(run: dict) -> None:
         f"{run['cpus']} CPUs; one run of {run['rounds']} interleaved rounds; load average "
         f"(1, 5, 15 min) at the end: {load}"
     )
-    for table, floor, header, against in (
-        ("burst", FLOOR, f"burst: {run['calls']:,} calls per timing", "monoflake.next_id()"),
-        ("batch", LIST_FLOOR, "batch: 1000 IDs per call", None),
-        (
-            "sustained",
-            FLOOR,
-            f"sustained: {run['sustained_calls']:,} calls in a row, "
-            f"{run['sustained_rounds']} rounds",
-            "uuid_utils.uuid7()",
-        ),
-    ):
+    for table, floor, header, against in TABLES:
         rows = run["times"][table]
         extra = f" × {against} |" if against in rows else ""
         print()
-        print(f"| {header} | ns per ID (min) | × floor |{extra}")
+        print(f"| {header(run)} | ns per ID (min) | × floor |{extra}")
         print("|---|---:|---:|" + ("---:|" if extra else ""))
         for name, values in rows.items():
             line = f"| {name} | {min(values):.1f} | {ratio(rows, name, floor)} |"

@@ -114,16 +114,30 @@ pub(crate) fn aware_datetime(py: Python<'_>, unix_ms: u64) -> PyResult<Bound<'_,
     epoch.bind(py).add(delta)
 }
 
-/// `n` as a count of IDs: an int; negative is `OutOfRange`. One beyond 64 bits is taken as
+/// `n` as a count of IDs for a generator whose largest batch is `max_batch`: an int; a
+/// negative one is `OutOfRange` with `max` the real limit. One beyond 64 bits is taken as
 /// `u64::MAX`, which no generator issues at once: the library refuses it with `BatchTooLarge`
 /// as any other batch too large, and [`batch_error`] puts the `n` given back in the error.
-pub(crate) fn count(n: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub(crate) fn count(n: &Bound<'_, PyAny>, max_batch: u64) -> PyResult<u64> {
     if let Ok(n) = n.extract::<u64>() {
         return Ok(n);
     }
     let int = index(n)?;
     if int.lt(0)? {
-        return Err(out_of_range(&int, "n", u64::MAX));
+        return Err(raise(
+            n.py(),
+            Kind::OutOfRange,
+            "OutOfRange",
+            format!(
+                "n {int} is out of range: a batch holds 0..={max_batch} IDs, what fits within \
+                 max_lead"
+            ),
+            vec![
+                ("field", Attr::Str("n".into())),
+                ("value", Attr::Object(int.into_any().unbind())),
+                ("max", Attr::Int(max_batch)),
+            ],
+        ));
     }
     Ok(u64::MAX)
 }
@@ -137,7 +151,7 @@ pub(crate) fn batch_error(py: Python<'_>, e: Error, n: &Bound<'_, PyAny>) -> PyE
             Kind::BatchTooLarge,
             "BatchTooLarge",
             format!(
-                "a batch of {n} IDs can never be issued at once: at most {limit} fit within \
+                "n {n} is too large: a batch holds 0..={limit} IDs, what fits within \
                  max_lead; ask for fewer at a time"
             ),
             vec![

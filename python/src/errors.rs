@@ -17,6 +17,8 @@
 //! ├── BatchTooLarge(ValueError) requested, limit
 //! ├── InvalidKey(ValueError)
 //! └── InvalidConfig(ValueError) setting, value, allowed
+//!
+//! LeaseWarning(UserWarning)   a note about where and how a node is held
 //! ```
 //!
 //! Every instance also carries `kind`, the name of the Rust variant (`"AllNodesHeld"`), and
@@ -29,7 +31,7 @@ use monoflake::Error;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyTuple, PyType};
+use pyo3::types::{IntoPyDict, PyDict, PyList, PyTuple, PyType};
 
 /// The exception classes, made at import.
 pub(crate) struct Classes {
@@ -47,6 +49,7 @@ pub(crate) struct Classes {
     batch_too_large: Py<PyType>,
     invalid_key: Py<PyType>,
     invalid_config: Py<PyType>,
+    lease_warning: Py<PyType>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -191,7 +194,25 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "A generator setting is outside what can be kept safely (`setting`, `value`, \
          `allowed`).",
     )?;
+    let lease_warning = py
+        .get_type::<PyType>()
+        .call1((
+            "LeaseWarning",
+            (py.get_type::<pyo3::exceptions::PyUserWarning>(),),
+            [
+                ("__module__", "monoflake"),
+                (
+                    "__doc__",
+                    "A note about where and how a node is held, said once: the default state \
+                     directory is this user's own (the host-wide one cannot be used), or the \
+                     default generator claimed a node again after its lease was lost.",
+                ),
+            ]
+            .into_py_dict(py)?,
+        ))?
+        .cast_into::<PyType>()?;
     for c in [
+        &lease_warning,
         &error,
         &would_block,
         &timed_out,
@@ -226,9 +247,28 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             batch_too_large: batch_too_large.unbind(),
             invalid_key: invalid_key.unbind(),
             invalid_config: invalid_config.unbind(),
+            lease_warning: lease_warning.unbind(),
         },
     );
     Ok(())
+}
+
+/// Warns `message` as a `monoflake.LeaseWarning`, at the caller's line; an error when warnings
+/// are errors (`-W error`).
+pub(crate) fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
+    let Some(c) = CLASSES.get(py) else {
+        return Ok(());
+    };
+    let message = std::ffi::CString::new(message.replace('\0', " "))?;
+    PyErr::warn(py, c.lease_warning.bind(py), &message, 1)
+}
+
+/// Whether `err` is an exception of class `kind` (or of a subclass).
+pub(crate) fn is(py: Python<'_>, err: &PyErr, kind: Kind) -> bool {
+    let Some(c) = CLASSES.get(py) else {
+        return false;
+    };
+    err.is_instance(py, c.class(kind).bind(py))
 }
 
 /// An attribute value of an exception.
@@ -299,28 +339,35 @@ fn make(
     let Some(c) = CLASSES.get(py) else {
         return Ok(pyo3::exceptions::PyRuntimeError::new_err(message));
     };
-    let class = match kind {
-        Kind::Error => &c.error,
-        Kind::WouldBlock => &c.would_block,
-        Kind::TimedOut => &c.timed_out,
-        Kind::Exhausted => &c.exhausted,
-        Kind::LeaseLost => &c.lease_lost,
-        Kind::Forked => &c.forked,
-        Kind::NodeUnavailable => &c.node_unavailable,
-        Kind::StoreError => &c.store_error,
-        Kind::InvalidLayout => &c.invalid_layout,
-        Kind::InvalidId => &c.invalid_id,
-        Kind::OutOfRange => &c.out_of_range,
-        Kind::BatchTooLarge => &c.batch_too_large,
-        Kind::InvalidKey => &c.invalid_key,
-        Kind::InvalidConfig => &c.invalid_config,
-    };
-    let value = class.bind(py).call1((message,))?;
+    let value = c.class(kind).bind(py).call1((message,))?;
     value.setattr("kind", variant)?;
     for (name, attr) in attrs {
         value.setattr(name, attr)?;
     }
     Ok(PyErr::from_value(value))
+}
+
+impl Classes {
+    /// The class of `kind`.
+    fn class(&self, kind: Kind) -> &Py<PyType> {
+        let c = self;
+        match kind {
+            Kind::Error => &c.error,
+            Kind::WouldBlock => &c.would_block,
+            Kind::TimedOut => &c.timed_out,
+            Kind::Exhausted => &c.exhausted,
+            Kind::LeaseLost => &c.lease_lost,
+            Kind::Forked => &c.forked,
+            Kind::NodeUnavailable => &c.node_unavailable,
+            Kind::StoreError => &c.store_error,
+            Kind::InvalidLayout => &c.invalid_layout,
+            Kind::InvalidId => &c.invalid_id,
+            Kind::OutOfRange => &c.out_of_range,
+            Kind::BatchTooLarge => &c.batch_too_large,
+            Kind::InvalidKey => &c.invalid_key,
+            Kind::InvalidConfig => &c.invalid_config,
+        }
+    }
 }
 
 /// The Python exception for `e`.

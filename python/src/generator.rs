@@ -44,7 +44,7 @@ use crate::stats::PyStats;
 use crate::wait::{Waited, wait};
 
 /// The two flavours behind one Python class.
-enum Flavour {
+pub(crate) enum Flavour {
     Leased(Leased),
     Plain(Box<Generator>),
 }
@@ -74,10 +74,23 @@ impl Flavour {
         }
     }
 
-    fn last_tick(&self) -> u64 {
+    pub(crate) fn layout(&self) -> &monoflake::Layout {
+        self.contract().layout()
+    }
+
+    pub(crate) fn last_tick(&self) -> u64 {
         match self {
             Flavour::Leased(g) => g.last_tick(),
             Flavour::Plain(g) => g.last_tick(),
+        }
+    }
+
+    /// Gives the node up (a leased generator: the final reservation written); the GIL is
+    /// released meanwhile.
+    pub(crate) fn release(self, py: Python<'_>) -> Result<(), Error> {
+        match self {
+            Flavour::Leased(leased) => py.detach(|| leased.release()),
+            Flavour::Plain(_) => Ok(()),
         }
     }
 }
@@ -113,6 +126,9 @@ pub(crate) struct PyGenerator {
     node: u64,
     leased: bool,
     max_wait: Duration,
+    /// The largest batch it can ever issue (`Generator::max_batch`), for the error of a
+    /// negative count.
+    max_batch: u64,
 }
 
 /// Why a first, non-waiting attempt did not issue; boxed, so that the common path moves only
@@ -139,7 +155,8 @@ impl Drop for Core {
 }
 
 impl PyGenerator {
-    fn wrap(py: Python<'_>, flavour: Flavour) -> PyResult<Self> {
+    /// `flavour` as a Python object; `max_batch` is its largest batch.
+    pub(crate) fn wrap(py: Python<'_>, flavour: Flavour, max_batch: u64) -> PyResult<Self> {
         let max_wait = match &flavour {
             Flavour::Leased(g) => g.max_wait(),
             Flavour::Plain(g) => g.max_wait(),
@@ -158,12 +175,20 @@ impl PyGenerator {
             layout: Py::new(py, PyLayout { layout })?,
             node,
             max_wait,
+            max_batch,
         })
+    }
+
+    /// The item of its slot: the generator while open, for a caller that keeps it as a
+    /// shortcut to [`try_core`] (the default's hot path). Such a caller must let it go before
+    /// the generator is closed, or `close()` would wait for it forever.
+    pub(crate) fn core_item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.bind(py).get_item(0)
     }
 
     /// Whether this is a forked child of the process that made the generator.
     #[inline]
-    fn in_child(&self) -> bool {
+    pub(crate) fn in_child(&self) -> bool {
         FORKS.load(Ordering::Relaxed) != self.born
     }
 
@@ -225,12 +250,46 @@ impl PyGenerator {
 
     /// `n` IDs, waiting (the GIL released) at the lead limit.
     fn ids(&self, py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<Ids> {
-        let count = count(n)?;
+        let count = count(n, self.max_batch)?;
         self.issue(
             py,
             |g| g.contract().try_next_ids(count),
             |e| batch_error(py, e, n),
         )
+    }
+
+    /// What `close()` does before it gives the node up: marks the generator closed, takes it
+    /// out of the slot and waits (the GIL released, signals checked) until calls waiting on
+    /// other threads have let go of it. `None` when it was closed already, or in a forked
+    /// child (the node is the parent's: nothing to give up).
+    pub(crate) fn shut(&self, py: Python<'_>) -> PyResult<Option<Flavour>> {
+        let was_open = self.open.swap(false, Ordering::Relaxed);
+        if !was_open || self.in_child() {
+            return Ok(None);
+        }
+        let slot = self.slot.bind(py);
+        let item = slot.get_item(0)?;
+        slot.set_item(0, py.None())?;
+        let taken = item
+            .cast::<Core>()
+            .ok()
+            .and_then(|core| core.get().0.clone());
+        // The `Core` goes (unless a call holds it), and with it its `Arc`.
+        drop(item);
+        let Some(mut shared) = taken else {
+            return Ok(None);
+        };
+        // Waiting calls see `open` within a slice and drop their `Arc`.
+        loop {
+            match Arc::try_unwrap(shared) {
+                Ok(flavour) => return Ok(Some(flavour)),
+                Err(still_shared) => {
+                    shared = still_shared;
+                    py.detach(|| std::thread::sleep(Duration::from_millis(1)));
+                    py.check_signals()?;
+                }
+            }
+        }
     }
 
     #[cold]
@@ -252,6 +311,16 @@ impl PyGenerator {
     fn forked_error(&self, py: Python<'_>) -> PyErr {
         forked(py, self.node)
     }
+}
+
+/// One ID from a slot item taken by [`PyGenerator::core_item`], when the generator issues it
+/// at once; `None` for anything else (closed, at the lead limit, an error), which the caller
+/// then asks of the generator itself. It does not check for a fork: the library does (the
+/// call then fails), and the caller forgets its shortcut in a child made by Python's fork.
+#[inline]
+pub(crate) fn try_core(item: &Bound<'_, PyAny>) -> Option<u64> {
+    let core = item.cast::<Core>().ok()?;
+    core.get().0.as_ref()?.try_next_id().ok().map(Id::as_u64)
 }
 
 /// `ids` as a list of ints.
@@ -287,8 +356,10 @@ impl PyGenerator {
         settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let options = Options::new(py, Args::new(py, "Generator", layout, node, settings)?)?;
-        let leased = py.detach(|| options.build()).map_err(|e| to_py(py, e))?;
-        PyGenerator::wrap(py, Flavour::Leased(leased))
+        let built = py.detach(|| options.build()).map_err(|e| to_py(py, e))?;
+        let generator = PyGenerator::wrap(py, Flavour::Leased(built.leased), options.max_batch())?;
+        crate::options::warn_fallback(py, built.note.as_deref())?;
+        Ok(generator)
     }
 
     /// A generator on `node`, which the caller guarantees no other live generator of this
@@ -313,12 +384,13 @@ impl PyGenerator {
         let tuning = Tuning::new(py, &layout, max_lead, max_wait, start_offset_bits)?;
         let builder = Generator::builder(layout).node(node);
         let generator = tuning.apply(builder).build().map_err(|e| to_py(py, e))?;
-        PyGenerator::wrap(py, Flavour::Plain(Box::new(generator)))
+        let max_batch = generator.max_batch();
+        PyGenerator::wrap(py, Flavour::Plain(Box::new(generator)), max_batch)
     }
 
     /// One ID, waiting (the GIL released, signals checked) at the lead limit, for at most
     /// `max_wait`.
-    fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
+    pub(crate) fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
         self.issue(py, |g| g.try_next_id().map(Id::as_u64), |e| to_py(py, e))
     }
 
@@ -329,7 +401,7 @@ impl PyGenerator {
     }
 
     /// `n` consecutive IDs, reserved at once, as a list; waits as `next_id`.
-    fn next_ids<'py>(
+    pub(crate) fn next_ids<'py>(
         &self,
         py: Python<'py>,
         n: &Bound<'py, PyAny>,
@@ -354,7 +426,7 @@ impl PyGenerator {
         py: Python<'py>,
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let count = count(n)?;
+        let count = count(n, self.max_batch)?;
         let ids = self
             .with(py, |g| g.contract().try_next_ids(count))?
             .map_err(|e| batch_error(py, e, n))?;
@@ -380,7 +452,7 @@ impl PyGenerator {
 
     /// The node value every ID carries.
     #[getter]
-    fn node(&self) -> u64 {
+    pub(crate) fn node(&self) -> u64 {
         self.node
     }
 
@@ -412,37 +484,10 @@ impl PyGenerator {
     /// on other threads have seen the close (they raise `LeaseLost`, within 20 ms). Later calls
     /// raise `LeaseLost`. Closing twice does nothing; in a forked child it gives nothing up
     /// (the node is the parent's) and waits for nothing.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let was_open = self.open.swap(false, Ordering::Relaxed);
-        if !was_open || self.in_child() {
-            return Ok(());
-        }
-        let slot = self.slot.bind(py);
-        let item = slot.get_item(0)?;
-        slot.set_item(0, py.None())?;
-        let taken = item
-            .cast::<Core>()
-            .ok()
-            .and_then(|core| core.get().0.clone());
-        // The `Core` goes (unless a call holds it), and with it its `Arc`.
-        drop(item);
-        let Some(mut shared) = taken else {
-            return Ok(());
-        };
-        // Waiting calls see `open` within a slice and drop their `Arc`.
-        let flavour = loop {
-            match Arc::try_unwrap(shared) {
-                Ok(flavour) => break flavour,
-                Err(still_shared) => {
-                    shared = still_shared;
-                    py.detach(|| std::thread::sleep(Duration::from_millis(1)));
-                    py.check_signals()?;
-                }
-            }
-        };
-        match flavour {
-            Flavour::Leased(leased) => py.detach(|| leased.release()).map_err(|e| to_py(py, e)),
-            Flavour::Plain(_) => Ok(()),
+    pub(crate) fn close(&self, py: Python<'_>) -> PyResult<()> {
+        match self.shut(py)? {
+            Some(flavour) => flavour.release(py).map_err(|e| to_py(py, e)),
+            None => Ok(()),
         }
     }
 

@@ -4,8 +4,9 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use monoflake::{Id, Layout, PRESETS};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::convert::{aware_datetime, uint};
 use crate::errors::to_py;
@@ -17,10 +18,31 @@ pub(crate) struct PyLayout {
 }
 
 /// A `layout=` argument: a `Layout`, or a preset name or spec.
-#[derive(FromPyObject)]
 pub(crate) enum LayoutArg {
     Layout(Py<PyLayout>),
     Text(String),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for LayoutArg {
+    type Error = PyErr;
+
+    /// Anything else is a `TypeError` that names the argument (every argument of this type
+    /// is called `layout`), what it got and what it takes.
+    fn extract(arg: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
+        if let Ok(layout) = arg.cast::<PyLayout>() {
+            return Ok(LayoutArg::Layout(layout.to_owned().unbind()));
+        }
+        if let Ok(text) = arg.cast::<PyString>() {
+            return Ok(LayoutArg::Text(text.to_cow()?.into_owned()));
+        }
+        Err(PyTypeError::new_err(format!(
+            "layout={} ({}) is not a layout: give a Layout, a preset name ({}) or a spec such as \
+             \"time=41,worker=10,sequence=12,epoch=2024-01-01\"",
+            arg.repr()?,
+            arg.get_type().name()?,
+            PRESETS.join(", ")
+        )))
+    }
 }
 
 impl LayoutArg {

@@ -56,8 +56,8 @@ fn monoflake_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "PRESETS",
         pyo3::types::PyTuple::new(py, monoflake::PRESETS)?,
     )?;
-    // A forked child's first `next_id()` claims a new node (the library does it); this tells
-    // the child's calls to make that first call with the GIL released.
+    // A forked child's first `next_id()` claims a node of its own: this tells it that every
+    // generator it has is its parent's.
     let kwargs = PyDict::new(py);
     kwargs.set_item(
         "after_in_child",
@@ -65,5 +65,11 @@ fn monoflake_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     py.import("os")?
         .call_method("register_at_fork", (), Some(&kwargs))?;
+    // At a normal exit the default generator gives its node up, so that the next process
+    // takes it at once.
+    py.import("atexit")?.call_method1(
+        "register",
+        (wrap_pyfunction!(default::_release_at_exit, m)?,),
+    )?;
     Ok(())
 }

@@ -37,7 +37,7 @@ impl PyOpaque {
         .map_err(|e| to_py(py, e))?;
         let layout = match layout {
             Some(l) => l.into_layout(py)?,
-            None => monoflake::Layout::twitter(),
+            None => crate::default::default_layout(py)?.get().layout.clone(),
         };
         Ok(PyOpaque {
             opaque: Opaque::new(&layout, key),

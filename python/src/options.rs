@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use monoflake::{Error, FileStore, Generator, GeneratorBuilder, Layout, Leased, NodeRequest};
@@ -12,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use crate::convert::{index, uint};
-use crate::errors::{Attr, Kind, raise};
+use crate::errors::{Attr, Kind, raise, warn};
 use crate::layout::LayoutArg;
 
 /// A `node=` argument: `"auto"` or a node value, read once the layout is known.
@@ -173,8 +174,8 @@ pub(crate) struct Args {
     etcd_password: Option<String>,
     pg_url: Option<String>,
     pg_table: String,
-    /// The keyword settings given, other than `None`.
-    given: Vec<String>,
+    /// The keyword settings given, other than `None`, with their values.
+    given: Vec<(String, Py<PyAny>)>,
     max_lead: Option<f64>,
     max_wait: Option<f64>,
     start_offset_bits: Option<Py<PyAny>>,
@@ -249,7 +250,7 @@ impl Args {
                 "pg_table" => args.pg_table = value.extract()?,
                 "max_lead" => args.max_lead = value.extract()?,
                 "max_wait" => args.max_wait = value.extract()?,
-                "start_offset_bits" => args.start_offset_bits = Some(value.unbind()),
+                "start_offset_bits" => args.start_offset_bits = Some(value.clone().unbind()),
                 "reservation_window" => args.reservation_window = value.extract()?,
                 "future_reservation_tolerance" => {
                     args.future_reservation_tolerance = value.extract()?
@@ -262,7 +263,7 @@ impl Args {
                 }
             }
             if given {
-                args.given.push(key);
+                args.given.push((key, value.unbind()));
             }
         }
         Ok(args)
@@ -282,7 +283,7 @@ impl Options {
                 "\"file\", \"etcd\" or \"postgres\"",
             ));
         }
-        for setting in &args.given {
+        for (setting, value) in &args.given {
             let backends: &[&str] = match setting.as_str() {
                 "state_dir" => &["file"],
                 // The file backend's lease is a lock file: it has no TTL.
@@ -292,13 +293,12 @@ impl Options {
                 _ => continue,
             };
             if !backends.contains(&args.backend.as_str()) {
-                let value = match setting.as_str() {
-                    "lease_ttl" => args.lease_ttl.to_string(),
-                    _ => "set".to_owned(),
-                };
-                let quoted: Vec<String> = backends.iter().map(|b| format!("\"{b}\"")).collect();
-                let allowed = format!("only with backend={}", quoted.join(" or "));
-                return Err(invalid(py, setting, &value, &allowed));
+                return Err(other_backend(
+                    value.bind(py),
+                    setting,
+                    backends,
+                    &args.backend,
+                ));
             }
         }
         let store = match args.backend.as_str() {
@@ -334,12 +334,33 @@ impl Options {
         })
     }
 
+    /// The layout IDs are issued under.
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The largest batch a generator of these settings can ever issue: the library's
+    /// `Generator::max_batch`, asked of a plain generator with the same layout and lead (a
+    /// lease does not change either; `Leased` does not say it itself).
+    pub(crate) fn max_batch(&self) -> u64 {
+        let builder = Generator::builder(self.layout.clone()).node(0);
+        self.tuning
+            .apply(builder)
+            .build()
+            .map_or(u64::MAX, |g| g.max_batch())
+    }
+
     /// Opens the store, claims a node and starts the keeper: file I/O, a network round trip,
     /// possibly a wait for a reservation slightly ahead. Called with the GIL released.
-    pub(crate) fn build(&self) -> Result<Leased, Error> {
+    pub(crate) fn build(&self) -> Result<Built, Error> {
+        let mut note = None;
         let store: Arc<dyn NodeStore> = match &self.store {
             Store::File { dir: Some(dir) } => Arc::new(FileStore::open(dir)?),
-            Store::File { dir: None } => Arc::new(FileStore::open_default()?),
+            Store::File { dir: None } => {
+                let store = FileStore::open_default()?;
+                note = store.default_note().map(str::to_owned);
+                Arc::new(store)
+            }
             #[cfg(feature = "etcd")]
             Store::Etcd(e) => {
                 let mut options = monoflake::EtcdOptions::new();
@@ -369,10 +390,70 @@ impl Options {
         if let Some(tolerance) = self.future_reservation_tolerance {
             builder = builder.future_reservation_tolerance(tolerance);
         }
-        builder
+        let leased = builder
             .trust_future_reservation(self.trust_future_reservation)
-            .build_leased(store, self.node)
+            .build_leased(store, self.node)?;
+        Ok(Built { leased, note })
     }
+}
+
+/// Whether this process has said that the default state directory is the user's own.
+// Ordering: Relaxed. It publishes nothing; at worst two threads both say it.
+static FALLBACK_SAID: AtomicBool = AtomicBool::new(false);
+
+/// A leased generator just built, and why it uses this user's own state directory, if it
+/// does (`FileStore::default_note`).
+pub(crate) struct Built {
+    pub(crate) leased: Leased,
+    pub(crate) note: Option<String>,
+}
+
+/// Says `note`, the fallback to this user's own state directory, once per process, as the
+/// CLI says it once on standard error: a `monoflake.LeaseWarning`. Raises when warnings are
+/// errors (`-W error`).
+pub(crate) fn warn_fallback(py: Python<'_>, note: Option<&str>) -> PyResult<()> {
+    match note {
+        Some(note) if !FALLBACK_SAID.swap(true, Ordering::Relaxed) => {
+            warn(py, &format!("monoflake: {note}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `InvalidConfig` for `setting=value`, a setting of `backends` only, given with `backend`:
+/// named with the value as it was given (a secret hidden), never ignored.
+#[cold]
+fn other_backend(
+    value: &Bound<'_, PyAny>,
+    setting: &str,
+    backends: &[&str],
+    backend: &str,
+) -> PyErr {
+    let (repr, text) = match setting {
+        "etcd_password" | "pg_url" => ("<hidden>".to_owned(), "<hidden>".to_owned()),
+        _ => (
+            value.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+            value.str().map_or_else(|_| "?".into(), |s| s.to_string()),
+        ),
+    };
+    let quoted: Vec<String> = backends.iter().map(|b| format!("'{b}'")).collect();
+    let backends = quoted.join(" or ");
+    raise(
+        value.py(),
+        Kind::InvalidConfig,
+        "InvalidConfig",
+        format!(
+            "{setting}={repr} is a setting of backend={backends} only, not of backend='{backend}'"
+        ),
+        vec![
+            ("setting", Attr::Str(setting.to_owned())),
+            ("value", Attr::Str(text)),
+            (
+                "allowed",
+                Attr::Str(format!("only with backend={backends}")),
+            ),
+        ],
+    )
 }
 
 /// `lease_ttl` of etcd and PostgreSQL: whole seconds, as the CLI's `--lease-ttl`.

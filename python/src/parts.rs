@@ -128,8 +128,8 @@ impl PyParts {
     }
 }
 
-/// The parts of `id` under `layout` (a `Layout`, a preset name or a spec; Twitter's by
-/// default).
+/// The parts of `id` under `layout` (a `Layout`, a preset name or a spec); by default the
+/// default generator's layout (`configure_default(layout=...)`, else Twitter's).
 #[pyfunction]
 #[pyo3(signature = (id, layout = None))]
 pub(crate) fn decode(
@@ -138,8 +138,9 @@ pub(crate) fn decode(
     layout: Option<LayoutArg>,
 ) -> PyResult<PyParts> {
     let id = id_arg(id)?;
-    let layout = layout
-        .unwrap_or_else(|| LayoutArg::Text("twitter".into()))
-        .into_py_layout(py)?;
+    let layout = match layout {
+        Some(layout) => layout.into_py_layout(py)?,
+        None => crate::default::default_layout(py)?,
+    };
     PyParts::new(py, id, layout)
 }

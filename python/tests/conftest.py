@@ -25,6 +25,13 @@ os.chmod(_session_dir, 0o700)
 os.environ["MONOFLAKE_STATE_DIR"] = _session_dir
 
 
+# A bit shape (40 time, 11 node, 12 sequence bits) that nothing else on a host is likely to
+# use. Node IDs are claimed host-wide per bit shape, whatever the state directory: a test that
+# says which node a claim takes uses this shape, so that another process holding a low node of
+# Twitter's shape (a service under test in another checkout) cannot change the answer.
+PRIVATE_SHAPE = "time=40,worker=11,sequence=12,epoch=2024-01-01"
+
+
 def private_dir(prefix: str = "monoflake-test-") -> Path:
     """A new directory only this user can use (mode 0700), as a state directory must be."""
     path = Path(tempfile.mkdtemp(prefix=prefix))

@@ -204,11 +204,12 @@ def test_a_state_dir_others_can_write_is_refused(state_dir):
 
 
 def test_a_default_that_could_not_be_built_is_tried_again(state_dir):
-    from conftest import run_json
+    from conftest import PRIVATE_SHAPE, run_json
 
     result = run_json(
         f"""
 import json, os, monoflake
+monoflake.configure_default({PRIVATE_SHAPE!r})
 dir = {str(state_dir)!r}
 os.chmod(dir, 0o777)
 try:
@@ -287,3 +288,88 @@ def test_the_etcd_backend(state_dir):
     with pytest.raises(monoflake.InvalidConfig) as e:
         monoflake.Generator(backend="etcd", etcd_endpoints=endpoint, lease_ttl=0.5)
     assert e.value.setting == "lease_ttl"
+
+
+PRESET_NAMES = "twitter, discord, sonyflake, baidu, js-safe, game-server"
+
+
+def test_error_texts_name_the_argument_its_value_and_the_real_limit(state_dir):
+    """The texts, exactly: what was given, under its name, and what is allowed."""
+    for bad, shown in ((5, "5 (int)"), (1.5, "1.5 (float)"), (b"twitter", "b'twitter' (bytes)")):
+        for call in (
+            lambda: monoflake.Generator(layout=bad, state_dir=state_dir),
+            lambda: monoflake.Generator.unleased(bad, 1),
+            lambda: monoflake.configure_default(bad),
+            lambda: monoflake.decode(1, bad),
+            lambda: monoflake.Opaque("00" * 16, bad),
+        ):
+            with pytest.raises(TypeError) as e:
+                call()
+            assert str(e.value) == (
+                f"layout={shown} is not a layout: give a Layout, a preset name "
+                f'({PRESET_NAMES}) or a spec such as "time=41,worker=10,sequence=12,'
+                'epoch=2024-01-01"'
+            )
+    with monoflake.Generator(state_dir=state_dir) as g:
+        # Twitter's layout with the default 100 ms lead: 101 ticks of 4096 IDs.
+        for call in (g.next_ids, g.try_next_ids, g.next_ids_array):
+            with pytest.raises(monoflake.OutOfRange) as e:
+                call(-1)
+            assert str(e.value) == (
+                "n -1 is out of range: a batch holds 0..=413696 IDs, what fits within max_lead"
+            )
+            assert (e.value.field, e.value.value, e.value.max) == ("n", -1, 413_696)
+            with pytest.raises(monoflake.BatchTooLarge) as e:
+                call(413_697)
+            assert str(e.value) == (
+                "n 413697 is too large: a batch holds 0..=413696 IDs, what fits within "
+                "max_lead; ask for fewer at a time"
+            )
+    # The limit is the generator's own: another lead, another layout.
+    g = monoflake.Generator.unleased("discord", 1, max_lead=0.01)
+    with pytest.raises(monoflake.OutOfRange) as e:
+        g.next_ids(-5)
+    assert str(e.value) == (
+        "n -5 is out of range: a batch holds 0..=45056 IDs, what fits within max_lead"
+    )
+    with pytest.raises(monoflake.InvalidConfig) as e:
+        monoflake.Generator(etcd_prefix="x", state_dir=state_dir)
+    assert str(e.value) == "etcd_prefix='x' is a setting of backend='etcd' only, not of backend='file'"
+    assert (e.value.setting, e.value.value, e.value.allowed) == (
+        "etcd_prefix",
+        "x",
+        "only with backend='etcd'",
+    )
+    with pytest.raises(monoflake.InvalidConfig) as e:
+        monoflake.Generator(lease_ttl=5, state_dir=state_dir)
+    assert str(e.value) == (
+        "lease_ttl=5 is a setting of backend='etcd' or 'postgres' only, not of backend='file'"
+    )
+    # A secret is never repeated back.
+    with pytest.raises(monoflake.InvalidConfig) as e:
+        monoflake.Generator(pg_url="postgres://u:hunter2@db/app", state_dir=state_dir)
+    assert str(e.value) == (
+        "pg_url=<hidden> is a setting of backend='postgres' only, not of backend='file'"
+    )
+    assert "hunter2" not in repr(e.value.args) and e.value.value == "<hidden>"
+
+
+def test_the_default_names_its_own_limit_before_anything_is_claimed(state_dir):
+    from conftest import run_json
+
+    out = run_json(
+        """
+import json, os, monoflake
+monoflake.configure_default("discord", max_lead=0.01)
+try:
+    monoflake.next_ids(-1)
+except monoflake.OutOfRange as e:
+    said = str(e)
+print(json.dumps([said, os.listdir(os.environ["MONOFLAKE_STATE_DIR"])]))
+""",
+        state_dir,
+    )
+    assert out == [
+        "n -1 is out of range: a batch holds 0..=45056 IDs, what fits within max_lead",
+        [],
+    ]

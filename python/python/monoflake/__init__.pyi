@@ -24,6 +24,7 @@ __all__ = [
     "BatchTooLarge",
     "InvalidKey",
     "InvalidConfig",
+    "LeaseWarning",
     "Layout",
     "Parts",
     "Generator",
@@ -53,10 +54,16 @@ def next_id() -> int:
     child, claims a node (the GIL is released meanwhile); later calls cost about what
     `time.monotonic_ns()` does. Waits, bounded, at the layout's lead limit.
 
+    At a normal exit the default gives its node up (the final reservation written), so the
+    next process takes it at once. After a lost lease it is released and a node claimed
+    again, said by a `LeaseWarning`.
+
     Raises `TimedOut`, `Exhausted`, `LeaseLost`, `NodeUnavailable` or `StoreError`."""
 
 def next_ids(n: int) -> list[int]:
-    """`n` consecutive IDs from the process-wide default generator."""
+    """`n` consecutive IDs from the process-wide default generator. The list is made with
+    the GIL held; a wait at the lead limit releases it. In asyncio, a large batch goes
+    through ``await asyncio.to_thread(monoflake.next_ids, n)``."""
 
 def configure_default(
     layout: Optional[_LayoutArg] = None,
@@ -86,7 +93,8 @@ def configure_default(
     ``"DefaultAlreadyBuilt"``) once the default exists."""
 
 def decode(id: int, layout: Optional[_LayoutArg] = None) -> Parts:
-    """The parts of `id` under `layout` (Twitter's by default)."""
+    """The parts of `id` under `layout`; by default the default generator's layout
+    (`configure_default`'s, else Twitter's)."""
 
 def encode(id: int, encoding: _Encoding = "base32") -> str:
     """`id` as text: decimal, or fixed-width order-preserving hex (16), base32 (13, Crockford)
@@ -309,7 +317,8 @@ class Generator:
 
 @final
 class Opaque:
-    """A keyed permutation of a layout's IDs: `encrypt` hides time, node and order."""
+    """A keyed permutation of a layout's IDs: `encrypt` hides time, node and order. Without
+    `layout`, the default generator's (`configure_default`'s, else Twitter's)."""
 
     def __new__(cls, key: Union[bytes, str], layout: Optional[_LayoutArg] = None) -> Opaque: ...
     @staticmethod
@@ -363,3 +372,7 @@ class InvalidConfig(Error, ValueError):
     setting: str
     value: str
     allowed: str
+
+class LeaseWarning(UserWarning):
+    """Said once: the default state directory is this user's own (the host-wide one cannot
+    be used), or the default generator claimed a node again after its lease was lost."""
