@@ -37,8 +37,44 @@ pub(crate) static TOLERANCE_MS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT
 /// (the IDs then carry the reservation's time, not the clock's), instead of refusing.
 pub(crate) static TRUST_RESERVATION: GucSetting<bool> = GucSetting::<bool>::new(false);
 
+/// `monoflake.test_clock_offset_ms` (test builds only, feature `test-clock`): moves this
+/// server's wall clock, as the extension reads it, by this many ms — in every process,
+/// the postmaster included (it reads postgresql.conf on reload), so that a test can step
+/// the clock back around a crash restart, where the postmaster sets shared memory up again.
+#[cfg(feature = "test-clock")]
+pub(crate) static TEST_CLOCK_OFFSET_MS: GucSetting<i32> = GucSetting::<i32>::new(0);
+
+/// `monoflake.test_clock_offset_ms`'s assign hook: the clock reads an atomic, not the setting
+/// (`clock.rs`).
+#[cfg(feature = "test-clock")]
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn assign_test_clock_offset(
+    ms: std::ffi::c_int,
+    _extra: *mut std::ffi::c_void,
+) {
+    crate::clock::set_test_offset_ms(ms);
+}
+
 /// Registers the settings.
 pub(crate) fn define() {
+    // SAFETY: the assign hook is a `pg_guard`ed function that cannot fail (it stores an
+    // atomic); no check or show hook.
+    #[cfg(feature = "test-clock")]
+    unsafe {
+        GucRegistry::define_int_guc_with_hooks(
+            c"monoflake.test_clock_offset_ms",
+            c"Test builds only: moves the wall clock the extension reads by this many ms.",
+            c"For the extension's tests (a clock stepped around a crash restart); a build without the feature test-clock has no such setting.",
+            &TEST_CLOCK_OFFSET_MS,
+            i32::MIN + 1,
+            i32::MAX,
+            GucContext::Sighup,
+            GucFlags::SUPERUSER_ONLY,
+            None,
+            Some(assign_test_clock_offset),
+            None,
+        );
+    }
     GucRegistry::define_string_guc(
         c"monoflake.layout",
         c"The ID layout: a preset name (twitter, discord, sonyflake, js-safe, ...) or a spec.",

@@ -164,7 +164,7 @@ pub extern "C-unwind" fn monoflake_claim_main(_arg: pg_sys::Datum) {
                 }
                 failures += 1;
                 claimed.set_message(&text);
-                if !BackgroundWorker::wait_latch(Some(RETRY)) {
+                if !wait(RETRY) {
                     return;
                 }
                 continue;
@@ -194,7 +194,7 @@ pub extern "C-unwind" fn monoflake_claim_main(_arg: pg_sys::Datum) {
                 );
                 // Already sealed and written back by the keeper: letting go ends its thread.
                 drop(lease);
-                if !BackgroundWorker::wait_latch(Some(RETRY)) {
+                if !wait(RETRY) {
                     return;
                 }
             }
@@ -244,10 +244,24 @@ fn hold(shared: &'static Shared, lease: &StateLease<LineClock>) -> Held {
         if claimed.wake.swap(false, Ordering::Relaxed) {
             lease.wake();
         }
-        if !BackgroundWorker::wait_latch(Some(POLL)) {
+        if !wait(POLL) {
             return Held::Stop;
         }
     }
+}
+
+/// Waits on the worker's latch up to `timeout`; false when the server stops (SIGTERM). A
+/// SIGHUP reloads the configuration first: `monoflake.tolerance_ms` and
+/// `monoflake.trust_reservation` apply to the next claim as they do to the backends.
+fn wait(timeout: Duration) -> bool {
+    let go_on = BackgroundWorker::wait_latch(Some(timeout));
+    if go_on && BackgroundWorker::sighup_received() {
+        // SAFETY: on the worker's main thread, between calls into PostgreSQL, as
+        // PostgreSQL's own background workers reload (the keeper thread never reads a
+        // setting: the clock's test offset is an atomic, `clock.rs`).
+        unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+    }
+    go_on
 }
 
 /// Runs `f` with every signal blocked on this thread, so that the threads it starts (the
