@@ -45,8 +45,9 @@
 # With --bench S, then pgbench for S seconds at 1 and 8 clients, N rounds (--rounds, 1),
 # on the release build (reinstalled without test-clock, the server restarted): next_id()
 # against nextval() of a plain sequence, gen_random_uuid() and a PL/pgSQL snowflake
-# (Instagram's next_id(): a sequence and clock_timestamp()), and INSERT … DEFAULT rows/s; a
-# Markdown table per round on stdout. The last line says what happened:
+# (Instagram's next_id(): a sequence and clock_timestamp()), and INSERT … DEFAULT rows/s,
+# nextval measured again last (the ratios' base: the mean of its two windows); a Markdown
+# table per round on stdout. The last line says what happened:
 #   pg-extension: N passed, M failed
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -650,22 +651,35 @@ SQL
             -f "$dir/$1" postgres 2>/dev/null |
             awk '/^latency average/ {l=$4} /^tps/ {t=$3} END {printf "%.0f %.3f", t, l}'
     }
+    sbase=(); ibase=()
     for round in $(seq 1 "$rounds"); do
         echo
         echo "round $round of $rounds (test clock: $(sql -c "SELECT count(*) FROM pg_settings WHERE name = 'monoflake.test_clock_offset_ms'") setting)"
-        echo "| statement | clients | tps | latency (ms) | vs nextval |"
+        echo "| statement | clients | tps | latency (ms) | vs nextval (mean of its two) |"
         echo "|---|---:|---:|---:|---:|"
         for clients in 1 8; do
+            # Each statement in turn, then nextval (and its INSERT) again: the base of the
+            # ratios is the mean of the two nextval windows around the others, so that load
+            # from outside that changes during the round weighs on both sides.
+            rows=()
             for pair in "seq:SELECT nextval('s')" "mf:SELECT monoflake.next_id()" "uuid:SELECT gen_random_uuid()" \
                 "insta:SELECT insta_next_id()" \
                 "ins_seq:INSERT … DEFAULT nextval('s')" "ins_mf:INSERT … DEFAULT monoflake.next_id()" \
-                "ins_uuid:INSERT … DEFAULT gen_random_uuid()" "ins_insta:INSERT … DEFAULT insta_next_id()"; do
+                "ins_uuid:INSERT … DEFAULT gen_random_uuid()" "ins_insta:INSERT … DEFAULT insta_next_id()" \
+                "seq:SELECT nextval('s') (again)" "ins_seq:INSERT … DEFAULT nextval('s') (again)"; do
                 f=${pair%%:*}; label=${pair#*:}
                 read -r t l <<<"$(tps "$f.sql" "$clients")"
-                case $f in seq) base=$t ;; ins_seq) ibase=$t ;; esac
-                b=$base; case $f in ins_*) b=$ibase ;; esac
+                case $f in seq) sbase+=("$t") ;; ins_seq) ibase+=("$t") ;; esac
+                rows+=("$f|$label|$t|$l")
+            done
+            base=$(echo "(${sbase[0]} + ${sbase[1]}) / 2" | bc -l)
+            ibase_mean=$(echo "(${ibase[0]} + ${ibase[1]}) / 2" | bc -l)
+            for row in "${rows[@]}"; do
+                IFS='|' read -r f label t l <<<"$row"
+                b=$base; case $f in ins_*) b=$ibase_mean ;; esac
                 echo "| \`$label\` | $clients | $t | $l | $(echo "scale=2; $t / $b" | bc) |"
             done
+            sbase=(); ibase=()
         done
     done
 fi
