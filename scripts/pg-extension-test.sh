@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The PostgreSQL extension's end-to-end test (issue 38):
-#   bash scripts/pg-extension-test.sh [--no-install] [--bench SECONDS]
+# The PostgreSQL extension's end-to-end test (issues 38 and 56):
+#   bash scripts/pg-extension-test.sh [--no-install] [--bench SECONDS [--rounds N]]
 #
-# Installs the extension (`cargo pgrx install --release` against $PG_CONFIG, default
-# /usr/bin/pg_config: run as root, it writes into PostgreSQL's lib and share directories),
-# builds the CLI, then starts a throwaway cluster as the `postgres` user on 127.0.0.1:55437
-# (data directory under /tmp, stopped by its pid, removed at the end) and checks:
+# Installs the extension's test build (`cargo pgrx install --release --features test-clock`
+# against $PG_CONFIG, default /usr/bin/pg_config: run as root, it writes into PostgreSQL's lib
+# and share directories; the feature adds monoflake.test_clock_offset_ms, the clock check 5
+# moves), builds the CLI, then starts a throwaway cluster as the `postgres` user on
+# 127.0.0.1:55437 (data directory under /tmp, stopped by its pid, removed at the end) and
+# checks:
 #   1. CONNS connections (8) × PER_CONN (100,000) `next_id()` through a BIGINT PRIMARY KEY
 #      DEFAULT: no conflict, increasing per connection;
 #   2. `monoflake.decode` agrees with `monoflake decode --json` on a sample of them;
@@ -14,10 +16,15 @@
 #      monoflake.trust_reservation is turned on (reload), then issues above every ID before;
 #      a restart 10 s back refuses until the clock is within monoflake.tolerance_ms, then
 #      issues above every ID before;
-#   4. the SQL errors: next_ids out of range (22023), not preloaded (55000); no
-#      monoflake.node: the node claimed from this server itself (the default claim database);
-#      no claim database reachable: refused (55000, "monoflake: no node claimed yet");
+#   4. the SQL errors: next_ids out of range (22023), not preloaded (55000); neither
+#      monoflake.node nor monoflake.claim_url: refused (55000, "no claim database", the
+#      reason and the fix); a claim database that is this server: refused (55000, its system
+#      identifier); no claim database reachable: refused (55000, "no node claimed yet");
 #   5. pg_terminate_backend during calls leaves the state consistent (no duplicate after);
+#      the clock stepped back an hour (monoflake.test_clock_offset_ms) and a backend killed
+#      (-9): the running server issues above every ID before, the crash-restarted one refuses
+#      (55000, the reservation ahead of the clock), and issues above every ID once the clock
+#      is back;
 #   6. the node claimed, not configured: two more servers (two data directories, two ports)
 #      without monoflake.node claim from one claim database (a database of this server):
 #      distinct nodes, their claim rows in it, CONNS × CLAIM_PER_CONN (50,000) IDs from
@@ -25,11 +32,22 @@
 #      database: the server refuses ("lease lost"), writes back, claims another node; the
 #      claim worker killed (-9) during calls: the server restarts, claims again, no
 #      conflict after; a server stopped: its row released with a reservation at or above
-#      its last ID's time.
-# With --bench S, then pgbench for S seconds at 1 and 8 clients: next_id() against
-# nextval() of a plain sequence, gen_random_uuid() and a PL/pgSQL snowflake (Instagram's
-# next_id(): a sequence and clock_timestamp()), and INSERT … DEFAULT rows/s; a Markdown
-# table on stdout. The last line says what happened:
+#      its last ID's time;
+#   7. copies (issue 56), each counting the IDs issued by both servers over COPY_N (100,000)
+#      IDs a side, issued at once, or showing the refusal: with the node claimed (server a,
+#      claim database on the first server): pg_basebackup -> a copy started on its own (a
+#      node of its own, 0); the original crash-restarted (kill -9 of a backend) after it (0);
+#      pg_basebackup -R -> a hot standby (refused: in recovery) -> promoted while the
+#      original runs (a node of its own, 0); the original crash-restarted again with its
+#      clock an hour back (0). With a configured node (the first server, node 7): a hot
+#      standby refused (in recovery), then promoted: refused (another timeline); a copy
+#      started on its own: refused (restored from a base backup), then given node 8: 0.
+# With --bench S, then pgbench for S seconds at 1 and 8 clients, N rounds (--rounds, 1),
+# on the release build (reinstalled without test-clock, the server restarted): next_id()
+# against nextval() of a plain sequence, gen_random_uuid() and a PL/pgSQL snowflake
+# (Instagram's next_id(): a sequence and clock_timestamp()), and INSERT … DEFAULT rows/s,
+# nextval measured again last (the ratios' base: the mean of its two windows); a Markdown
+# table per round on stdout. The last line says what happened:
 #   pg-extension: N passed, M failed
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,20 +58,23 @@ PORT=${PORT:-55437}
 CONNS=${CONNS:-8}
 PER_CONN=${PER_CONN:-100000}
 CLAIM_PER_CONN=${CLAIM_PER_CONN:-50000}
+COPY_N=${COPY_N:-100000}
 NODE=7
 install=1
 bench=0
+rounds=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-install) install=0; shift ;;
         --bench) bench=$2; shift 2 ;;
-        *) echo "usage: bash scripts/pg-extension-test.sh [--no-install] [--bench SECONDS]" >&2; exit 2 ;;
+        --rounds) rounds=$2; shift 2 ;;
+        *) echo "usage: bash scripts/pg-extension-test.sh [--no-install] [--bench SECONDS [--rounds N]]" >&2; exit 2 ;;
     esac
 done
 
 target=${CARGO_TARGET_DIR:-$PWD/target}
 if [ "$install" = 1 ]; then
-    (cd pg && cargo pgrx install --release --pg-config "$PG_CONFIG")
+    (cd pg && cargo pgrx install --release --features test-clock --pg-config "$PG_CONFIG")
     cargo build -p monoflake-cli
 fi
 MONOFLAKE=${MONOFLAKE:-$target/debug/monoflake}
@@ -96,6 +117,47 @@ sqlstate() {
 # sqlerror SQL: the error line the statement fails with ("" when it does not fail).
 sqlerror() {
     as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -qAtX -c "$1" 2>&1 | grep '^ERROR:' | head -1 || true
+}
+# refusal PORT SQL: how the statement fails on the server at PORT, verbose: its
+# "ERROR:  <SQLSTATE>: …", DETAIL and HINT lines ("" when it does not fail).
+refusal() {
+    as_pg "$BIN/psql" -h 127.0.0.1 -p "$1" -U postgres -d postgres -qAtX \
+        -c '\set VERBOSITY verbose' -c "$2" 2>&1 >/dev/null | grep -E '^(ERROR|DETAIL|HINT):' || true
+}
+# refusal_until PORT SQL PATTERN: refusal, polled (up to 30 s) until it matches the glob
+# PATTERN (its lines joined by newlines); the last refusal.
+refusal_until() {
+    local r=""
+    for _ in $(seq 1 300); do
+        r=$(refusal "$1" "$2")
+        # shellcheck disable=SC2053
+        [[ "$r" == $3 ]] && break
+        sleep 0.1
+    done
+    echo "$r"
+}
+# crash PORT LOG: kills (-9) one backend of the server at PORT and waits until it has
+# restarted (its log, LOG, says it is ready again): every process ends, shared memory is
+# set up again.
+crash() {
+    local ready victim=""
+    ready=$(grep -c 'database system is ready to accept connections' "$2" || true)
+    as_pg "$BIN/psql" -h 127.0.0.1 -p "$1" -U postgres -d postgres -qAtX -c 'SELECT pg_sleep(600)' >/dev/null 2>&1 &
+    for _ in $(seq 1 100); do
+        victim=$(as_pg "$BIN/psql" -h 127.0.0.1 -p "$1" -U postgres -d postgres -qAtX \
+            -c "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'")
+        [ -z "$victim" ] || break
+        sleep 0.1
+    done
+    kill -9 "$victim"
+    for _ in $(seq 1 300); do
+        [ "$(grep -c 'database system is ready to accept connections' "$2" || true)" -gt "$ready" ] && break
+        sleep 0.1
+    done
+    for _ in $(seq 1 100); do
+        as_pg "$BIN/pg_isready" -q -h 127.0.0.1 -p "$1" && break
+        sleep 0.1
+    done
 }
 # conf LINE: appends a setting to postgresql.conf (the last one wins) and reloads.
 conf() {
@@ -212,17 +274,29 @@ state=$(sqlstate 'SELECT count(*) FROM monoflake.next_ids(100000000)')
 check "next_ids past the bound is refused" "$([ "$state" = 22023 ]; echo $?)" "SQLSTATE $state"
 n=$(sql -c 'SELECT count(DISTINCT x) FROM monoflake.next_ids(100000) x')
 check "next_ids(100000) gives 100000 distinct IDs" "$([ "$n" = 100000 ]; echo $?)" "$n"
-# No monoflake.node: the claim worker claims one from the default claim database, this
-# server itself (its Unix socket, as the user it runs as, database postgres).
+# Neither monoflake.node nor monoflake.claim_url (the default): refused, with the reason and
+# the fix. A server never claims its node from itself: a copy would take the claims along.
 stop; pg_opts="-c monoflake.node=-1"; start
-self_node=""
-for _ in $(seq 1 300); do
-    self_node=$(sql -c 'SELECT node FROM monoflake.decode(monoflake.next_id())' 2>/dev/null) && break
-    self_node=""; sleep 0.1
-done
-self_row=$(sql -c "SELECT count(*) FROM monoflake_nodes WHERE node = ${self_node:-0} AND claimant IS NOT NULL" 2>/dev/null || true)
-check "no monoflake.node: a node claimed from this server itself (the default claim database)" \
-    "$([ -n "$self_node" ] && [ "$self_row" = 1 ]; echo $?)" "node ${self_node:-none}, its claimed row: ${self_row:-none}"
+r=$(refusal "$PORT" 'SELECT monoflake.next_id()')
+rb=$(refusal "$PORT" 'SELECT count(*) FROM monoflake.next_ids(10)' | head -1)
+echo "$r"
+warned=$(grep -c 'WARNING:  monoflake: neither monoflake.node nor monoflake.claim_url is set' "$dir/log" || true)
+check "neither monoflake.node nor monoflake.claim_url: refused, the reason and the fix" \
+    "$([[ "$r" == "ERROR:  55000: monoflake: no claim database: neither monoflake.node nor monoflake.claim_url is set"* ]] &&
+        [[ "$r" == *"DETAIL:  A server cannot claim its node from a database in its own data directory"* ]] &&
+        [[ "$r" == *"HINT:  set monoflake.claim_url in postgresql.conf to a database on another server"* ]] &&
+        [[ "$rb" == "ERROR:  55000: monoflake: no claim database"* ]] && [ "$warned" -ge 1 ]; echo $?)" \
+    "next_ids: ${rb:0:60}…; the start's WARNING in the log: $warned"
+# A claim database that is this server (by another name): refused by its system identifier.
+stop; pg_opts="-c monoflake.node=-1 -c monoflake.claim_url='host=127.0.0.1 port=$PORT user=postgres dbname=postgres'"; start
+r=$(refusal_until "$PORT" 'SELECT monoflake.next_id()' "ERROR:  55000: monoflake: the claim database*")
+sysid=$(sql -c 'SELECT system_identifier FROM pg_control_system()')
+echo "$r"
+check "a claim database that is this server: refused (its system identifier)" \
+    "$([[ "$r" == "ERROR:  55000: monoflake: the claim database (monoflake.claim_url) has this server's system identifier, $sysid: "* ]] &&
+        [[ "$r" == *"HINT:  set monoflake.claim_url"* ]] &&
+        [ "$(sql -c "SELECT count(*) FROM pg_tables WHERE tablename = 'monoflake_nodes'")" = 0 ]; echo $?)" \
+    "system identifier $sysid; no monoflake_nodes table made in it"
 # No claim database reachable: refused, never an ID.
 stop; pg_opts="-c monoflake.node=-1 -c monoflake.claim_url='host=127.0.0.1 port=1 user=postgres dbname=postgres'"; start
 state=$(sqlstate 'SELECT monoflake.next_id()')
@@ -237,7 +311,7 @@ done
 echo "$error / DETAIL: $detail"
 check "no claim database reachable: refused" \
     "$([ "$state" = 55000 ] && [ "$error" = "ERROR:  monoflake: no node claimed yet" ] &&
-        [[ "$detail" == "the claim from the claim database failed: "* ]]; echo $?)" "SQLSTATE $state"
+        [[ "$detail" == "the claim database cannot be asked for its system identifier: "* ]]; echo $?)" "SQLSTATE $state"
 stop
 pg_opts="-c shared_preload_libraries=''"; start
 state=$(sqlstate 'SELECT monoflake.next_id()')
@@ -256,13 +330,43 @@ sql -c 'INSERT INTO ids (conn, n) SELECT 0, g FROM generate_series(1, 100000) g'
 check "after pg_terminate_backend mid-call: 100000 more IDs, no conflict" "$ok" \
     "$(sql -c 'SELECT count(*) FROM ids') rows"
 
+# The clock stepped back around a crash restart: libfaketime cannot (the postmaster sets up
+# shared memory again in its SIGCHLD handler, where libfaketime reads the real clock), the
+# test build's monoflake.test_clock_offset_ms can — every process reads it, the postmaster
+# included, and a reload sets it.
+[ "$(sql -c "SELECT count(*) FROM pg_settings WHERE name = 'monoflake.test_clock_offset_ms'")" = 1 ] || {
+    echo "FAILED: monoflake.test_clock_offset_ms is missing: not a test build (cargo pgrx install --features test-clock)"
+    exit 1
+}
+before=$(sql -c 'SELECT monoflake.next_id()')
+conf 'monoflake.test_clock_offset_ms = -3600000'
+running=$(sql -c 'SELECT max(x) FROM monoflake.next_ids(1000) x')
+check "the clock an hour back while the server runs: issues above every ID before" \
+    "$([ -n "$running" ] && [ "$running" -gt "$before" ]; echo $?)" "$running > $before"
+crash "$PORT" "$dir/log"
+r=$(refusal "$PORT" 'SELECT monoflake.next_id()')
+now=$(sql -c 'SELECT now()')
+echo "$r" | head -1
+conf 'monoflake.test_clock_offset_ms = 0'
+after=""
+for _ in $(seq 1 100); do
+    after=$(sql -c 'SELECT max(x) FROM monoflake.next_ids(1000) x' 2>/dev/null) && break
+    after=""; sleep 0.2
+done
+check "a backend killed (-9) with the clock an hour back: the crash restart refuses, then issues above every ID once the clock is back" \
+    "$([[ "$r" == "ERROR:  55000: monoflake: this server's reservation"*"ahead of the server's clock"* ]] &&
+        [ -n "$after" ] && [ "$after" -gt "$running" ]; echo $?)" \
+    "refused while the wall clock read $now (PostgreSQL's own, not moved); then $after > $running"
+
 # 6. The node claimed, not configured: two servers without monoflake.node, one claim
 # database (the database `claims` of this server).
 sql -c 'CREATE DATABASE claims'
 claim_url="host=127.0.0.1 port=$PORT user=postgres dbname=claims"
 claims() { as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d claims -v ON_ERROR_STOP=1 -qAtX "$@"; }
 sql_at() { local port=$1; shift; as_pg "$BIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qAtX "$@"; }
-declare -A sport=([a]=$((PORT + 1)) [b]=$((PORT + 2)))
+# (main: the first server, for the copies of check 7.)
+declare -A sport=([a]=$((PORT + 1)) [b]=$((PORT + 2)) [copy]=$((PORT + 3)) [standby]=$((PORT + 4))
+    [cstandby]=$((PORT + 5)) [ccopy]=$((PORT + 6)) [main]=$PORT)
 srv_start() { # srv_start NAME: starts the server NAME (as postgres), waits until it answers
     as_pg "$BIN/pg_ctl" -D "$dir/$1" -l "$dir/$1.log" -W start >/dev/null
     for _ in $(seq 1 300); do
@@ -379,9 +483,137 @@ read -r released reserved <<<"$(claims -c "SELECT claimant IS NULL, reserved_unt
 check "a server stopped: its node released, reserved to at least its last ID's time" \
     "$([ "$released" = t ] && [ "$reserved" -ge "$last_b_ms" ]; echo $?)" \
     "node $node_b released: $released, reservation $reserved >= $last_b_ms"
+
+# 7. Copies (issue 56). Each pair of servers issues COPY_N IDs a side at once (two
+# connections each) into one table of the claim database; "issued by both": the IDs found
+# from both servers (any ID twice counted too).
+claims -c 'CREATE TABLE copies (id bigint, server text)'
+# basebackup NAME PORT [pg_basebackup options]: server NAME, a copy of the one at PORT.
+basebackup() {
+    local name=$1 port=$2
+    shift 2
+    as_pg "$BIN/pg_basebackup" -h 127.0.0.1 -p "$port" -U postgres -D "$dir/$name" -X stream -c fast "$@"
+    printf 'port = %s\nshared_buffers = 16MB\n' "${sport[$name]}" >>"$dir/$name/postgresql.conf"
+}
+# both A B: COPY_N IDs from each of servers A and B at once into `copies`; prints the
+# number of connections that failed.
+both() {
+    local pids=() errs=0 name
+    for name in "$1" "$2"; do
+        for _ in 1 2; do
+            (sql_at "${sport[$name]}" -c "COPY (SELECT monoflake.next_id(), '$name' FROM generate_series(1, $((COPY_N / 2)))) TO STDOUT" |
+                claims -c 'COPY copies FROM STDIN') &
+            pids+=($!)
+        done
+    done
+    for p in "${pids[@]}"; do wait "$p" || errs=$((errs + 1)); done
+    echo "$errs"
+}
+# tally A B: "rows of A, rows of B, IDs issued by both, IDs found twice" over all of `copies`.
+tally() {
+    claims -c "SELECT (SELECT count(*) FROM copies WHERE server = '$1'), (SELECT count(*) FROM copies WHERE server = '$2'),
+                      (SELECT count(*) FROM (SELECT id FROM copies GROUP BY id HAVING count(DISTINCT server) > 1) s),
+                      (SELECT count(*) FROM (SELECT id FROM copies GROUP BY id HAVING count(*) > 1) s)" | tr '|' ' '
+}
+# pair_check NAME A B ERRS ROWS_A_BEFORE ROWS_B_BEFORE: checks the last `both A B`.
+pair_check() {
+    local rows_a rows_b by_both twice
+    read -r rows_a rows_b by_both twice <<<"$(tally "$2" "$3")"
+    check "$1" \
+        "$([ "$4" = 0 ] && [ $((rows_a - $5)) = "$COPY_N" ] && [ $((rows_b - $6)) = "$COPY_N" ] &&
+            [ "$by_both" = 0 ] && [ "$twice" = 0 ]; echo $?)" \
+        "$2: $((rows_a - $5)) IDs, $3: $((rows_b - $6)) IDs; issued by both: $by_both (over all $((rows_a + rows_b)) of theirs); any ID twice: $twice; $4 failed connections"
+}
+rows() { claims -c "SELECT count(*) FROM copies WHERE server = '$1'"; }
+conf_at() { # conf_at NAME LINE: a setting for server NAME, reloaded
+    echo "$2" >>"$dir/$1/postgresql.conf"
+    sql_at "${sport[$1]}" -c 'SELECT pg_reload_conf()' >/dev/null
+    sleep 1
+}
+
+# The node claimed (server a, claim database `claims` on the first server).
+node_a=$(node_of a)
+basebackup copy "${sport[a]}"
+srv_start copy
+node_copy=$(node_of copy)
+ra=$(rows a); rc=$(rows copy)
+errs=$(both a copy)
+pair_check "pg_basebackup -> a copy started on its own: node ${node_copy:-none} (the original: $node_a); 0 IDs issued by both" \
+    a copy "$errs" "$ra" "$rc"
+crash "${sport[a]}" "$dir/a.log"
+node_a2=$(node_of a)
+ra=$(rows a); rc=$(rows copy)
+errs=$(both a copy)
+pair_check "the original crash-restarted after the copy: node ${node_a2:-none} (the copy: $node_copy); 0 IDs issued by both" \
+    a copy "$errs" "$ra" "$rc"
+srv_stop copy
+basebackup standby "${sport[a]}" -R
+srv_start standby
+r=$(refusal "${sport[standby]}" 'SELECT monoflake.next_id()')
+rb=$(refusal "${sport[standby]}" 'SELECT count(*) FROM monoflake.next_ids(10)' | head -1)
+echo "$r" | head -1
+check "pg_basebackup -R -> a hot standby (node claimed): refused, in recovery" \
+    "$([[ "$r" == "ERROR:  55000: monoflake: this server is in recovery"* ]] &&
+        [[ "$rb" == "ERROR:  55000: monoflake: this server is in recovery"* ]] &&
+        [ "$(sql_at "${sport[standby]}" -c 'SELECT pg_is_in_recovery()')" = t ]; echo $?)" "next_id and next_ids"
+as_pg "$BIN/pg_ctl" -D "$dir/standby" -w promote >/dev/null
+node_s=$(node_of standby)
+ra=$(rows a); rs=$(rows standby)
+errs=$(both a standby)
+pair_check "the standby promoted while the original runs: node ${node_s:-none} (the original: $node_a2); 0 IDs issued by both" \
+    a standby "$errs" "$ra" "$rs"
+# The original crash-restarted once more, its clock an hour back: the claim database's clock
+# says so (PgStore reads it: a node without a row counts as used up to the database's now),
+# so every node is an hour ahead of this clock and the claim is refused, loudly; with the
+# clock back, it claims and issues.
+conf_at a 'monoflake.test_clock_offset_ms = -3600000'
+crash "${sport[a]}" "$dir/a.log"
+r=$(refusal_until "${sport[a]}" 'SELECT monoflake.next_id()' "ERROR:  55000: monoflake: no node claimed yet*DETAIL:  the claim from the claim database failed: node *60.0 min ahead of this clock*")
+check "the original crash-restarted with its clock an hour back (node claimed): refused, the claim database's clock an hour ahead" \
+    "$([[ "$r" == *"60.0 min ahead of this clock"* ]]; echo $?)" "$(head -2 <<<"$r" | cut -c1-160 | paste -sd' ')…"
+conf_at a 'monoflake.test_clock_offset_ms = 0'
+node_a3=$(node_of a)
+ra=$(rows a); rs=$(rows standby)
+errs=$(both a standby)
+pair_check "then, the clock back: node ${node_a3:-none} (the standby: $node_s); 0 IDs issued by both" \
+    a standby "$errs" "$ra" "$rs"
+srv_stop standby
 srv_stop a
 
+# A configured node (the first server, node 7).
+basebackup cstandby "$PORT" -R
+srv_start cstandby
+r=$(refusal "${sport[cstandby]}" 'SELECT monoflake.next_id()' | head -1)
+echo "$r"
+check "pg_basebackup -R -> a hot standby (node configured): refused, in recovery" \
+    "$([[ "$r" == "ERROR:  55000: monoflake: this server is in recovery"* ]]; echo $?)" "the primary issues under node $NODE meanwhile"
+as_pg "$BIN/pg_ctl" -D "$dir/cstandby" -w promote >/dev/null
+r=$(refusal_until "${sport[cstandby]}" 'SELECT monoflake.next_id()' "ERROR:  55000: monoflake: monoflake.node*")
+echo "$r"
+check "the standby promoted (node configured): refused, another timeline" \
+    "$([[ "$r" == "ERROR:  55000: monoflake: monoflake.node = $NODE belongs to the server this one was copied from: this server is on timeline 2, but node $NODE was last used in this data directory on timeline 1"* ]] &&
+        [[ "$r" == *"HINT:  give this server a node of its own"* ]]; echo $?)" "the primary still issues: $(sql -c 'SELECT monoflake.next_id()')"
+srv_stop cstandby
+basebackup ccopy "$PORT"
+srv_start ccopy
+r=$(refusal_until "${sport[ccopy]}" 'SELECT monoflake.next_id()' "ERROR:  55000: monoflake: monoflake.node*")
+echo "$r" | head -1
+check "pg_basebackup -> a copy started on its own (node configured): refused, restored from a base backup" \
+    "$([[ "$r" == "ERROR:  55000: monoflake: monoflake.node = $NODE belongs to the server this one was copied from: this data directory was restored from a base backup (backup_label.old: "* ]]; echo $?)" ""
+srv_stop ccopy
+echo "monoflake.node = 8" >>"$dir/ccopy/postgresql.conf"
+srv_start ccopy
+rm=$(rows main); rc=$(rows ccopy)
+errs=$(both main ccopy)
+pair_check "the copy given node 8 of its own: issues; 0 IDs issued by both" main ccopy "$errs" "$rm" "$rc"
+srv_stop ccopy
+
 if [ "$bench" != 0 ]; then
+    # The figures are the release build's: without the test clock.
+    if [ "$install" = 1 ]; then
+        (cd pg && cargo pgrx install --release --pg-config "$PG_CONFIG")
+    fi
+    stop; start
     sql -c 'CREATE SEQUENCE s; CREATE TABLE bench_seq (id bigint PRIMARY KEY DEFAULT nextval($$s$$), v int);
             CREATE TABLE bench_mf (id bigint PRIMARY KEY DEFAULT monoflake.next_id(), v int);
             CREATE TABLE bench_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), v int)'
@@ -419,19 +651,35 @@ SQL
             -f "$dir/$1" postgres 2>/dev/null |
             awk '/^latency average/ {l=$4} /^tps/ {t=$3} END {printf "%.0f %.3f", t, l}'
     }
-    echo
-    echo "| statement | clients | tps | latency (ms) | vs nextval |"
-    echo "|---|---:|---:|---:|---:|"
-    for clients in 1 8; do
-        for pair in "seq:SELECT nextval('s')" "mf:SELECT monoflake.next_id()" "uuid:SELECT gen_random_uuid()" \
-            "insta:SELECT insta_next_id()" \
-            "ins_seq:INSERT … DEFAULT nextval('s')" "ins_mf:INSERT … DEFAULT monoflake.next_id()" \
-            "ins_uuid:INSERT … DEFAULT gen_random_uuid()" "ins_insta:INSERT … DEFAULT insta_next_id()"; do
-            f=${pair%%:*}; label=${pair#*:}
-            read -r t l <<<"$(tps "$f.sql" "$clients")"
-            case $f in seq) base=$t ;; ins_seq) ibase=$t ;; esac
-            b=$base; case $f in ins_*) b=$ibase ;; esac
-            echo "| \`$label\` | $clients | $t | $l | $(echo "scale=2; $t / $b" | bc) |"
+    sbase=(); ibase=()
+    for round in $(seq 1 "$rounds"); do
+        echo
+        echo "round $round of $rounds (test clock: $(sql -c "SELECT count(*) FROM pg_settings WHERE name = 'monoflake.test_clock_offset_ms'") setting)"
+        echo "| statement | clients | tps | latency (ms) | vs nextval (mean of its two) |"
+        echo "|---|---:|---:|---:|---:|"
+        for clients in 1 8; do
+            # Each statement in turn, then nextval (and its INSERT) again: the base of the
+            # ratios is the mean of the two nextval windows around the others, so that load
+            # from outside that changes during the round weighs on both sides.
+            rows=()
+            for pair in "seq:SELECT nextval('s')" "mf:SELECT monoflake.next_id()" "uuid:SELECT gen_random_uuid()" \
+                "insta:SELECT insta_next_id()" \
+                "ins_seq:INSERT … DEFAULT nextval('s')" "ins_mf:INSERT … DEFAULT monoflake.next_id()" \
+                "ins_uuid:INSERT … DEFAULT gen_random_uuid()" "ins_insta:INSERT … DEFAULT insta_next_id()" \
+                "seq:SELECT nextval('s') (again)" "ins_seq:INSERT … DEFAULT nextval('s') (again)"; do
+                f=${pair%%:*}; label=${pair#*:}
+                read -r t l <<<"$(tps "$f.sql" "$clients")"
+                case $f in seq) sbase+=("$t") ;; ins_seq) ibase+=("$t") ;; esac
+                rows+=("$f|$label|$t|$l")
+            done
+            base=$(echo "(${sbase[0]} + ${sbase[1]}) / 2" | bc -l)
+            ibase_mean=$(echo "(${ibase[0]} + ${ibase[1]}) / 2" | bc -l)
+            for row in "${rows[@]}"; do
+                IFS='|' read -r f label t l <<<"$row"
+                b=$base; case $f in ins_*) b=$ibase_mean ;; esac
+                echo "| \`$label\` | $clients | $t | $l | $(echo "scale=2; $t / $b" | bc) |"
+            done
+            sbase=(); ibase=()
         done
     done
 fi

@@ -30,6 +30,23 @@ pub(crate) const HELD: u32 = 1;
 pub(crate) const LOST: u32 = 2;
 /// The node was released: the server is stopping.
 pub(crate) const STOPPED: u32 = 3;
+/// Neither `monoflake.node` nor `monoflake.claim_url` is set: no worker, nothing issued
+/// (set by the postmaster).
+pub(crate) const NO_CLAIM_DATABASE: u32 = 4;
+/// The claim database is this server or a copy of it (the same system identifier): the
+/// worker claims nothing; the message says which identifier.
+pub(crate) const CLAIM_DATABASE_IS_THIS: u32 = 5;
+
+/// Why a server cannot claim its node from itself, for the refusals that say so.
+const NOT_FROM_ITSELF: &str = "A server cannot claim its node from a database in its own \
+    data directory: a copy of the directory (pg_basebackup, a standby promoted, a restored \
+    backup, a VM snapshot) takes the claims along, the two sets of claims diverge, and the \
+    copy issues this server's IDs again.";
+/// The fix, for the same refusals.
+const CLAIM_ELSEWHERE: &str = "set monoflake.claim_url in postgresql.conf to a database on \
+    another server, the one every server issuing IDs claims from (a copy of this server does \
+    not take it along), or monoflake.node to a number no other server uses; then restart \
+    the server";
 
 /// The room for the worker's last message.
 const MESSAGE_BYTES: usize = 480;
@@ -47,7 +64,9 @@ pub(crate) struct Claimed {
     pub(crate) limit: AtomicU64,
     /// The first line tick at which nothing may be issued; 0 while closed.
     pub(crate) deadline: AtomicU64,
-    /// [`WAITING`], [`HELD`], [`LOST`] or [`STOPPED`]; written by the worker only.
+    /// [`WAITING`], [`HELD`], [`LOST`], [`STOPPED`], [`NO_CLAIM_DATABASE`] or
+    /// [`CLAIM_DATABASE_IS_THIS`]; written by the worker only (the fourth by the postmaster,
+    /// before any backend exists).
     pub(crate) status: AtomicU32,
     /// Set by a backend that found its tick past the limit: the worker asks the keeper for a
     /// round at once.
@@ -129,7 +148,9 @@ impl Claimed {
 
     /// Why nothing can be issued, the state being [`SEALED`] (SQLSTATE 55000).
     pub(crate) fn refusal(&self) -> Failure {
-        let status = self.status.load(Ordering::Relaxed);
+        // Ordering: Acquire pairs with the worker's Release store of a status whose message
+        // it wrote first.
+        let status = self.status.load(Ordering::Acquire);
         // Held but sealed: the keeper found the lease lost and writes back what was issued;
         // the worker publishes the reason (and [`LOST`]) at its next look, within 10 ms of it.
         let message = match status {
@@ -137,14 +158,30 @@ impl Claimed {
             _ => self.message(),
         };
         let failure = match status {
+            NO_CLAIM_DATABASE => {
+                return Failure::new(
+                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    "monoflake: no claim database: neither monoflake.node nor \
+                     monoflake.claim_url is set",
+                )
+                .detail(NOT_FROM_ITSELF.to_owned())
+                .hint(CLAIM_ELSEWHERE);
+            }
+            CLAIM_DATABASE_IS_THIS => {
+                return Failure::new(
+                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!("monoflake: {message}"),
+                )
+                .detail(NOT_FROM_ITSELF.to_owned())
+                .hint(CLAIM_ELSEWHERE);
+            }
             WAITING => Failure::new(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "monoflake: no node claimed yet",
             )
             .hint(
                 "the monoflake claim worker claims a node from the claim database \
-                 (monoflake.claim_url, this server by default); the server log says why it \
-                 has not (yet)",
+                 (monoflake.claim_url); the server log says why it has not (yet)",
             ),
             STOPPED => Failure::new(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

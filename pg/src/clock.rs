@@ -36,11 +36,39 @@ pub(crate) fn monotonic_ns() -> u64 {
     (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
 }
 
-/// The wall clock in Unix nanoseconds (0 before 1970).
+/// The wall clock in Unix nanoseconds (0 before 1970); in a test build, moved by
+/// `monoflake.test_clock_offset_ms`.
 pub(crate) fn wall_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .saturating_add_signed(test_offset_ns())
+}
+
+/// The test build's clock offset (ms), as `monoflake.test_clock_offset_ms`'s assign hook
+/// last set it in this process: an atomic, because the claim worker's keeper thread reads the
+/// clock while the worker's main thread reloads the configuration.
+#[cfg(feature = "test-clock")]
+static TEST_OFFSET_MS: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Sets the test build's clock offset (the setting's assign hook).
+#[cfg(feature = "test-clock")]
+pub(crate) fn set_test_offset_ms(ms: i32) {
+    // Ordering: Relaxed; a lone value, read by the next clock reading.
+    TEST_OFFSET_MS.store(ms, Ordering::Relaxed);
+}
+
+/// The test build's clock offset.
+#[cfg(feature = "test-clock")]
+fn test_offset_ns() -> i64 {
+    // Ordering: Relaxed; see `set_test_offset_ms`.
+    i64::from(TEST_OFFSET_MS.load(Ordering::Relaxed)) * 1_000_000
+}
+
+/// No offset outside a test build.
+#[cfg(not(feature = "test-clock"))]
+const fn test_offset_ns() -> i64 {
+    0
 }
 
 /// The line, in shared memory.

@@ -59,6 +59,35 @@ impl Failure {
         )
     }
 
+    /// The server is in recovery (SQLSTATE 55000, as PostgreSQL's own "recovery is in
+    /// progress"): a standby's data is its primary's, and so would its node be.
+    pub(crate) fn in_recovery() -> Failure {
+        Failure::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "monoflake: this server is in recovery (a standby, or a start still replaying \
+             WAL): it issues no IDs",
+        )
+        .hint(
+            "issue IDs on the primary; once promoted, this server issues under a node of its \
+             own (a node claimed from monoflake.claim_url; a configured monoflake.node must be \
+             a number no other server uses)",
+        )
+    }
+
+    /// The configured node is the one of the server this data directory was copied from
+    /// (SQLSTATE 55000): `reason` says what shows it (`identity::copied`).
+    pub(crate) fn copied(node: u64, reason: String) -> Failure {
+        Failure::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("monoflake: monoflake.node = {node} belongs to the server this one was copied from: {reason}"),
+        )
+        .hint(
+            "give this server a node of its own: set monoflake.node to a number no other \
+             server uses and restart, or unset it and set monoflake.claim_url to claim one \
+             from a claim database",
+        )
+    }
+
     /// The invariant that would break, as a library error.
     pub(crate) fn from_error(e: &monoflake::Error) -> Failure {
         let code = match e {

@@ -16,16 +16,21 @@
 //! `monoflake.trust_reservation` is on.
 //!
 //! With `monoflake.node` unset, the node is claimed, not configured: a background worker
-//! (`worker.rs`) claims one from the claim database (`monoflake.claim_url`, this server by
-//! default) through the library's `PgStore` and `StateLease`, holds it, and publishes the
-//! node and the store's fence in shared memory (`claimed.rs`); backends issue only inside
-//! that fence, and refuse (SQLSTATE 55000) while no node is held. `docs/postgres-extension.md`
-//! is the operator's guide.
+//! (`worker.rs`) claims one from the claim database (`monoflake.claim_url`: a database on
+//! another server, `claimdb.rs`) through the library's `PgStore` and `StateLease`, holds it,
+//! and publishes the node and the store's fence in shared memory (`claimed.rs`); backends
+//! issue only inside that fence, and refuse (SQLSTATE 55000) while no node is held. A copy of
+//! a server is never its original (`identity.rs`): no claim database set, or one that is this
+//! server or a copy of it, is refused; so is issuing in recovery, and a configured node in a
+//! data directory promoted or restored since it used it. `docs/postgres-extension.md` is the
+//! operator's guide.
 
 mod api;
+mod claimdb;
 mod claimed;
 mod clock;
 mod failure;
+mod identity;
 mod reservation;
 mod settings;
 mod shared;
@@ -47,7 +52,8 @@ pub extern "C-unwind" fn _PG_init() {
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         settings::define();
         shared::preload();
-        if settings::node().is_none() {
+        // Without a claim database there is nothing to claim from: the backends refuse.
+        if settings::node().is_none() && settings::claim_url().is_some() {
             worker::register();
         }
     }

@@ -16,8 +16,8 @@ pub(crate) static LAYOUT: GucSetting<Option<CString>> =
 pub(crate) static NODE: GucSetting<i32> = GucSetting::<i32>::new(-1);
 
 /// `monoflake.claim_url`: the claim database's connection string (libpq's `key=value` form
-/// or a URL), where the worker claims the node when `monoflake.node` is not set; unset:
-/// this server itself, through its Unix socket (`claim_url()`).
+/// or a URL), where the worker claims the node when `monoflake.node` is not set. Unset (and
+/// no node set): nothing is issued — a server never claims from itself (`identity.rs`).
 pub(crate) static CLAIM_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 /// `monoflake.max_wait_ms`: how long a call may wait for its slot at the lead limit (IDs
@@ -37,8 +37,44 @@ pub(crate) static TOLERANCE_MS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT
 /// (the IDs then carry the reservation's time, not the clock's), instead of refusing.
 pub(crate) static TRUST_RESERVATION: GucSetting<bool> = GucSetting::<bool>::new(false);
 
+/// `monoflake.test_clock_offset_ms` (test builds only, feature `test-clock`): moves this
+/// server's wall clock, as the extension reads it, by this many ms — in every process,
+/// the postmaster included (it reads postgresql.conf on reload), so that a test can step
+/// the clock back around a crash restart, where the postmaster sets shared memory up again.
+#[cfg(feature = "test-clock")]
+pub(crate) static TEST_CLOCK_OFFSET_MS: GucSetting<i32> = GucSetting::<i32>::new(0);
+
+/// `monoflake.test_clock_offset_ms`'s assign hook: the clock reads an atomic, not the setting
+/// (`clock.rs`).
+#[cfg(feature = "test-clock")]
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn assign_test_clock_offset(
+    ms: std::ffi::c_int,
+    _extra: *mut std::ffi::c_void,
+) {
+    crate::clock::set_test_offset_ms(ms);
+}
+
 /// Registers the settings.
 pub(crate) fn define() {
+    // SAFETY: the assign hook is a `pg_guard`ed function that cannot fail (it stores an
+    // atomic); no check or show hook.
+    #[cfg(feature = "test-clock")]
+    unsafe {
+        GucRegistry::define_int_guc_with_hooks(
+            c"monoflake.test_clock_offset_ms",
+            c"Test builds only: moves the wall clock the extension reads by this many ms.",
+            c"For the extension's tests (a clock stepped around a crash restart); a build without the feature test-clock has no such setting.",
+            &TEST_CLOCK_OFFSET_MS,
+            i32::MIN + 1,
+            i32::MAX,
+            GucContext::Sighup,
+            GucFlags::SUPERUSER_ONLY,
+            None,
+            Some(assign_test_clock_offset),
+            None,
+        );
+    }
     GucRegistry::define_string_guc(
         c"monoflake.layout",
         c"The ID layout: a preset name (twitter, discord, sonyflake, js-safe, ...) or a spec.",
@@ -49,8 +85,8 @@ pub(crate) fn define() {
     );
     GucRegistry::define_int_guc(
         c"monoflake.node",
-        c"The node number every ID carries; -1 (the default): claimed from the claim database by the monoflake claim worker.",
-        c"Two servers must never share a node number: each server's IDs are unique only among themselves otherwise. Unset, the node is claimed (monoflake.claim_url), which guarantees it.",
+        c"The node number every ID carries; -1 (the default): claimed from the claim database (monoflake.claim_url) by the monoflake claim worker.",
+        c"Two servers must never share a node number, and a copy of this server (pg_basebackup, a snapshot) keeps the setting: give it a node of its own before it starts. A promoted standby or a data directory restored from a base backup is refused until it has one. Unset, the node is claimed from monoflake.claim_url, which a copy cannot take along.",
         &NODE,
         -1,
         i32::MAX,
@@ -60,7 +96,7 @@ pub(crate) fn define() {
     GucRegistry::define_string_guc(
         c"monoflake.claim_url",
         c"The claim database (a libpq connection string or URL) the node is claimed from when monoflake.node is not set.",
-        c"Unset: this server itself, through its Unix socket, as the operating system user the server runs as, database postgres. Every server claiming from one claim database gets a node of its own.",
+        c"It must be a database on another server: a copy of this server's data directory would take claims kept in it along (one with this server's system identifier is refused). Every server claiming from one claim database gets a node of its own. Unset, with monoflake.node unset too: nothing is issued.",
         &CLAIM_URL,
         GucContext::Postmaster,
         // It may hold a password: only superusers read it.
@@ -115,48 +151,12 @@ pub(crate) fn layout() -> Result<Layout, String> {
         .map_err(|e| format!("monoflake.layout = '{text}': {e}"))
 }
 
-/// The claim database's connection string: `monoflake.claim_url`, or this server itself.
-pub(crate) fn claim_url() -> String {
-    if let Some(url) = CLAIM_URL.get() {
-        return url.to_string_lossy().into_owned();
-    }
-    // SAFETY: globals of the server, set from its settings by the postmaster before it
-    // starts any worker, never written after; read by the worker's one thread that calls
-    // into PostgreSQL. The socket directories are a NUL-terminated string (or NULL).
-    let (port, sockets) = unsafe {
-        let dirs = pgrx::pg_sys::Unix_socket_directories;
-        let dirs = if dirs.is_null() {
-            String::new()
-        } else {
-            std::ffi::CStr::from_ptr(dirs)
-                .to_string_lossy()
-                .into_owned()
-        };
-        (pgrx::pg_sys::PostPortNumber, dirs)
-    };
-    let host = sockets
-        .split(',')
-        .map(str::trim)
-        // (A directory whose name would need quoting in the key=value string: the loopback
-        // address instead.)
-        .find(|d| !d.is_empty() && !d.contains(|c: char| c.is_whitespace() || "'\\".contains(c)))
-        .map_or_else(|| "127.0.0.1".to_owned(), str::to_owned);
-    format!("host={host} port={port} user={} dbname=postgres", os_user())
-}
-
-/// The operating system user this process runs as (the server's superuser, by default).
-fn os_user() -> String {
-    // SAFETY: getpwuid returns NULL or a pointer to a static record valid until the next
-    // getpw* call of this thread; its name is copied at once.
-    unsafe {
-        let pw = libc::getpwuid(libc::geteuid());
-        if pw.is_null() || (*pw).pw_name.is_null() {
-            return "postgres".into();
-        }
-        std::ffi::CStr::from_ptr((*pw).pw_name)
-            .to_string_lossy()
-            .into_owned()
-    }
+/// The claim database's connection string (`monoflake.claim_url`), `None` when unset.
+pub(crate) fn claim_url() -> Option<String> {
+    CLAIM_URL
+        .get()
+        .map(|url| url.to_string_lossy().into_owned())
+        .filter(|url| !url.trim().is_empty())
 }
 
 /// The node setting, `None` when unset.

@@ -29,9 +29,10 @@ use monoflake::{DEFAULT_RESERVATION_WINDOW, Generator, Layout, ManualClock, Stat
 use pgrx::prelude::*;
 use pgrx::{PGRXSharedMemory, PgAtomic, PgSqlErrorCode};
 
-use crate::claimed::{Claimed, SEALED};
+use crate::claimed::{Claimed, NO_CLAIM_DATABASE, SEALED};
 use crate::clock::{Line, wall_ns};
 use crate::failure::Failure;
+use crate::identity::{self, Identity, IdentityCell};
 use crate::{reservation, settings};
 
 /// How long a call waits for another backend's reservation write before it fails.
@@ -56,6 +57,9 @@ pub(crate) struct Shared {
     pub(crate) claimed: Claimed,
     /// The highest tick the reservation file on disk allows.
     reserved_tick: AtomicU64,
+    /// The identity line the reservation file carries (a configured node's history,
+    /// `identity.rs`), and whether it was checked against this server since the start.
+    identity: IdentityCell,
     /// The Unix ns of the tick after the reservation found at start (0: none): no ID is
     /// issued before the line reaches it.
     floor_ns: AtomicU64,
@@ -183,6 +187,7 @@ fn startup() -> Shared {
         claimed_mode: false,
         claimed: Claimed::new(),
         reserved_tick: AtomicU64::new(0),
+        identity: IdentityCell::new(""),
         floor_ns: AtomicU64::new(0),
         writer: AtomicU32::new(0),
         ready: AtomicBool::new(false),
@@ -190,13 +195,24 @@ fn startup() -> Shared {
     };
     if settings::node().is_none() {
         // The worker claims the node: no reservation file (the store keeps the
-        // reservation), nothing issued until it publishes a claim.
+        // reservation), nothing issued until it publishes a claim. Without a claim database
+        // there is no worker: every call says why (`Claimed::refusal`).
         match settings::layout() {
             Ok(_) => {
                 shared.state = AtomicU64::new(SEALED);
                 shared.reserved_tick = AtomicU64::new(u64::MAX);
                 shared.claimed_mode = true;
                 shared.ready = AtomicBool::new(true);
+                if settings::claim_url().is_none() {
+                    pgrx::warning!(
+                        "monoflake: neither monoflake.node nor monoflake.claim_url is set: no \
+                         ID is issued. A server cannot claim its node from itself (a copy of \
+                         its data directory would take the claims along): set \
+                         monoflake.claim_url to a database on another server, or \
+                         monoflake.node, and restart"
+                    );
+                    shared.claimed.status = AtomicU32::new(NO_CLAIM_DATABASE);
+                }
             }
             Err(message) => start_failed(&mut shared, &message),
         }
@@ -208,10 +224,12 @@ fn startup() -> Shared {
             line,
             reserved_tick,
             floor_ns,
+            identity,
         }) => {
             shared.state = AtomicU64::new(state);
             shared.line = line;
             shared.reserved_tick = AtomicU64::new(reserved_tick);
+            shared.identity = IdentityCell::new(&identity);
             shared.floor_ns = AtomicU64::new(floor_ns);
             shared.ready = AtomicBool::new(true);
         }
@@ -226,13 +244,18 @@ struct SetUp {
     line: Line,
     reserved_tick: u64,
     floor_ns: u64,
+    /// The identity line found, carried forward unchecked (the timeline is known only once
+    /// recovery is over: the first call checks it, `admit`).
+    identity: String,
 }
 
 /// Reads the reservation, places the state above it, writes the first one ahead.
 fn set_up() -> Result<SetUp, String> {
     let layout = settings::layout()?;
     let name = layout.state_name();
-    let floor = reservation::read(&name)?;
+    let stored = reservation::read(&name)?;
+    let floor = stored.as_ref().map(|s| s.tick);
+    let identity = stored.map(|s| s.identity).unwrap_or_default();
     let mut b = builder(layout.clone());
     if let Some(r) = floor {
         b = b.resume_after(r);
@@ -264,12 +287,13 @@ fn set_up() -> Result<SetUp, String> {
     let reserved = tick_at(&layout, now_ns)
         .saturating_add(window_ticks(&layout))
         .max(floor.unwrap_or(0));
-    reservation::write(&name, reserved)?;
+    reservation::write(&name, reserved, &identity)?;
     Ok(SetUp {
         state: step.start(),
         line,
         reserved_tick: reserved,
         floor_ns,
+        identity,
     })
 }
 
@@ -359,10 +383,91 @@ pub(crate) fn max_batch() -> Result<u64, Failure> {
     Ok((lead_ticks + 1).saturating_mul(layout.max_sequence() + 1))
 }
 
+/// Whether this process found the server out of recovery and, with a configured node, its
+/// identity checked (`admit`): once true, true for the process's life (a server does not
+/// go back into recovery without restarting every process).
+static ADMITTED: AtomicBool = AtomicBool::new(false);
+
+/// Refuses while the server is in recovery, and, with a configured node, when this data
+/// directory is a copy of the one that used it (`identity.rs`); the first call after a start
+/// records this server's identity with the reservation.
+#[cold]
+fn admit(shared: &Shared, engine: &Engine) -> Result<(), Failure> {
+    if identity::in_recovery() {
+        return Err(Failure::in_recovery());
+    }
+    if let Some(node) = settings::node() {
+        // Ordering: Acquire pairs with the Release store of a check that passed.
+        if shared.identity.checked.load(Ordering::Acquire) == 0 {
+            with_writer(shared, || check_identity(shared, engine, node))?;
+        }
+    }
+    // Ordering: Relaxed; a process-local flag, read and written by this backend's one thread.
+    ADMITTED.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Compares the identity the reservation file recorded with this server's (under the
+/// writer's flag); records this server's when it is not a copy.
+fn check_identity(shared: &Shared, engine: &Engine, node: u64) -> Result<(), Failure> {
+    // Ordering: Relaxed; under the writer's flag, which the last check's writer released.
+    if shared.identity.checked.load(Ordering::Relaxed) != 0 {
+        return Ok(());
+    }
+    let now = Identity::current(node)
+        .map_err(|m| Failure::new(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("monoflake: {m}")))?;
+    if let Some(then) = Identity::parse(&shared.identity.get())
+        && let Some(reason) = identity::copied(&then, &now)
+    {
+        return Err(Failure::copied(node, reason));
+    }
+    let line = now.line();
+    // Ordering: Acquire; under the flag, the latest reservation written.
+    let reserved = shared.reserved_tick.load(Ordering::Acquire);
+    reservation::write(&engine.state_name, reserved, &line)
+        .map_err(|m| Failure::new(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("monoflake: {m}")))?;
+    shared.identity.set(&line);
+    // Ordering: Release, after the line: a backend that reads 1 (Acquire) skips the check.
+    shared.identity.checked.store(1, Ordering::Release);
+    Ok(())
+}
+
+/// Runs `f` holding the reservation writer's flag, waiting for it up to
+/// [`RESERVATION_WAIT`].
+fn with_writer<T>(shared: &Shared, f: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    let mut waited = Duration::ZERO;
+    // Ordering: Acquire/Release on the flag, as `extend`.
+    while shared
+        .writer
+        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        if waited >= RESERVATION_WAIT {
+            return Err(Failure::new(
+                PgSqlErrorCode::ERRCODE_IO_ERROR,
+                format!(
+                    "monoflake: the reservation file stayed busy for {} ms",
+                    RESERVATION_WAIT.as_millis()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_micros(50));
+        waited += Duration::from_micros(50);
+        pgrx::check_for_interrupts!();
+    }
+    let out = f();
+    shared.writer.store(0, Ordering::Release);
+    out
+}
+
 /// Reserves `n >= 1` consecutive state values: the step, the first and the last.
 fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
     let shared = shared()?;
     let engine = engine()?;
+    // Ordering: Relaxed; process-local (see `ADMITTED`).
+    if !ADMITTED.load(Ordering::Relaxed) {
+        admit(shared, engine)?;
+    }
     let claimed = shared.claimed_mode;
     let max_wait = Duration::from_millis(settings::MAX_WAIT_MS.get().max(0) as u64);
     let mut waited = Duration::ZERO;
@@ -492,7 +597,7 @@ fn extend(
             let result = if reserved.saturating_sub(engine.window_ticks / 2) >= tick {
                 Ok(())
             } else {
-                reservation::write(&engine.state_name, want).map(|()| {
+                reservation::write(&engine.state_name, want, &shared.identity.get()).map(|()| {
                     shared.reserved_tick.fetch_max(want, Ordering::Release);
                 })
             };

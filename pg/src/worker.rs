@@ -32,10 +32,10 @@ use pgrx::bgworkers::{
 };
 use pgrx::prelude::*;
 
-use crate::claimed::{HELD, LOST, SEALED, STOPPED};
+use crate::claimed::{CLAIM_DATABASE_IS_THIS, HELD, LOST, SEALED, STOPPED};
 use crate::clock::Line;
-use crate::settings;
 use crate::shared::{SHARED, Shared};
+use crate::{claimdb, identity, settings};
 
 /// How often the worker copies the fence and looks at the lease.
 const POLL: Duration = Duration::from_millis(10);
@@ -140,31 +140,72 @@ pub extern "C-unwind" fn monoflake_claim_main(_arg: pg_sys::Datum) {
             return;
         }
     };
-    let url = settings::claim_url();
+    let Some(url) = settings::claim_url() else {
+        // Not registered without one (`_PG_init`): the backends refuse, saying why.
+        while BackgroundWorker::wait_latch(None) {}
+        return;
+    };
     let word: Arc<dyn OutsideState> = Arc::new(Word {
         shared,
         sequence_bits: layout.sequence_bits(),
     });
     let mut failures = 0u64;
+    let mut said_this_machine = false;
     loop {
-        let built = with_signals_blocked(|| {
-            let store = PgStore::connect_with(&url, &PgOptions::new())?;
-            Generator::builder(layout.clone())
-                .clock(LineClock(&shared.line))
-                .future_reservation_tolerance(Duration::from_nanos(settings::tolerance_ns()))
-                .trust_future_reservation(settings::TRUST_RESERVATION.get())
-                .build_state_lease(Arc::new(store), NodeRequest::Any, Arc::clone(&word))
-        });
+        let built = match claimdb::look(&url) {
+            Err(e) => Err(format!(
+                "the claim database cannot be asked for its system identifier: {e}"
+            )),
+            Ok(seen) if seen.system_identifier == identity::system_identifier() => {
+                let text = format!(
+                    "the claim database (monoflake.claim_url) has this server's system \
+                     identifier, {}: it is this server, a copy of it, or the server this one \
+                     was copied from",
+                    seen.system_identifier
+                );
+                pgrx::warning!("monoflake claim worker: {text}; no node is claimed");
+                claimed.set_message(&text);
+                // Ordering: Release, after the message: a backend that reads this status
+                // (Acquire) reads the message.
+                claimed
+                    .status
+                    .store(CLAIM_DATABASE_IS_THIS, Ordering::Release);
+                // The setting changes only with a restart.
+                while BackgroundWorker::wait_latch(None) {}
+                return;
+            }
+            Ok(seen) => {
+                if seen.on_this_machine && !said_this_machine {
+                    pgrx::warning!(
+                        "monoflake claim worker: the claim database is on this machine: a \
+                         copy of the whole machine (a VM snapshot, a disk image) would take it \
+                         along with this server, and the copy would issue this server's IDs; \
+                         keep it on another machine unless this one is never copied"
+                    );
+                    said_this_machine = true;
+                }
+                with_signals_blocked(|| {
+                    let store = PgStore::connect_with(&url, &PgOptions::new())?;
+                    Generator::builder(layout.clone())
+                        .clock(LineClock(&shared.line))
+                        .future_reservation_tolerance(
+                            Duration::from_nanos(settings::tolerance_ns()),
+                        )
+                        .trust_future_reservation(settings::TRUST_RESERVATION.get())
+                        .build_state_lease(Arc::new(store), NodeRequest::Any, Arc::clone(&word))
+                })
+                .map_err(|e| format!("the claim from the claim database failed: {e}"))
+            }
+        };
         let lease = match built {
             Ok(lease) => lease,
-            Err(e) => {
-                let text = format!("the claim from the claim database failed: {e}");
+            Err(text) => {
                 if failures.is_multiple_of(60) {
                     pgrx::warning!("monoflake claim worker: {text}");
                 }
                 failures += 1;
                 claimed.set_message(&text);
-                if !BackgroundWorker::wait_latch(Some(RETRY)) {
+                if !wait(RETRY) {
                     return;
                 }
                 continue;
@@ -194,7 +235,7 @@ pub extern "C-unwind" fn monoflake_claim_main(_arg: pg_sys::Datum) {
                 );
                 // Already sealed and written back by the keeper: letting go ends its thread.
                 drop(lease);
-                if !BackgroundWorker::wait_latch(Some(RETRY)) {
+                if !wait(RETRY) {
                     return;
                 }
             }
@@ -244,10 +285,24 @@ fn hold(shared: &'static Shared, lease: &StateLease<LineClock>) -> Held {
         if claimed.wake.swap(false, Ordering::Relaxed) {
             lease.wake();
         }
-        if !BackgroundWorker::wait_latch(Some(POLL)) {
+        if !wait(POLL) {
             return Held::Stop;
         }
     }
+}
+
+/// Waits on the worker's latch up to `timeout`; false when the server stops (SIGTERM). A
+/// SIGHUP reloads the configuration first: `monoflake.tolerance_ms` and
+/// `monoflake.trust_reservation` apply to the next claim as they do to the backends.
+fn wait(timeout: Duration) -> bool {
+    let go_on = BackgroundWorker::wait_latch(Some(timeout));
+    if go_on && BackgroundWorker::sighup_received() {
+        // SAFETY: on the worker's main thread, between calls into PostgreSQL, as
+        // PostgreSQL's own background workers reload (the keeper thread never reads a
+        // setting: the clock's test offset is an atomic, `clock.rs`).
+        unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+    }
+    go_on
 }
 
 /// Runs `f` with every signal blocked on this thread, so that the threads it starts (the
