@@ -1735,3 +1735,73 @@ fn restored_records_never_replace_each_other_and_go_once_covered() {
     assert_eq!(restored(), 0);
     assert_eq!(store.reservation(&claim).unwrap(), Some(1_700_000_010_000));
 }
+
+/// Issue 54, case 1, in `monoflake serve`'s reclaim order: a holder whose records are deleted
+/// writes back once and lets go of the host-wide claim; its successor (the same user, the
+/// same node) raises the node's anchor; then the lost holder is dropped. The drop writes
+/// nothing — not a second write-back that put the anchor back under the successor's
+/// reservation, where a claimant of another state directory with its clock set back
+/// reissued every one of the successor's IDs (3.2–3.5 M in a review).
+#[test]
+fn a_lost_holder_dropped_after_its_successor_writes_back_once() {
+    let dir = common::TempDir::new("write-back-once");
+    let store = common::Flaky::new(dir.path(), None);
+    let layout = Layout::twitter();
+    let lost = Generator::builder(layout.clone())
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    assert_eq!(lost.node(), 0);
+    let before = lost.next_id().unwrap();
+    std::fs::remove_dir_all(dir.path()).unwrap();
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while !matches!(lost.try_next_id(), Err(Error::LeaseLost { .. })) {
+        assert!(std::time::Instant::now() < give_up, "the loss was never found");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(store.restored.lock().unwrap().len(), 1, "written back once");
+    // The successor takes the node, above what the lost holder wrote back.
+    let successor = Generator::builder(layout.clone())
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    assert_eq!(successor.node(), 0);
+    let first = successor.next_id().unwrap();
+    assert!(first > before, "{first} after {before}");
+    let reserved = *store.extended.lock().unwrap().last().unwrap();
+    drop(lost);
+    assert_eq!(
+        store.restored.lock().unwrap().len(),
+        1,
+        "the drop of a holder lost and written back writes nothing"
+    );
+    // The node's anchor (the tests' host scope keeps it beside the state directory) still
+    // holds at least the successor's reservation.
+    let mut scoped = std::ffi::OsString::from(".");
+    scoped.push(dir.path().file_name().unwrap());
+    scoped.push(".host-anchors");
+    let anchors = dir.path().parent().unwrap().join(scoped);
+    let uid = format!(".node-0.uid-{}", unsafe_free_euid());
+    let anchor = std::fs::read_dir(&anchors)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with(&uid))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("the node's anchor");
+    let value: u64 = anchor
+        .trim()
+        .strip_prefix("until_ms=")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        value >= reserved,
+        "the anchor reads {value}, under the successor's reservation {reserved}"
+    );
+    drop(successor);
+}
+
+/// This process's effective user, from `/proc/self/status` (no `unsafe`).
+fn unsafe_free_euid() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    line.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
