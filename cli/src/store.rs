@@ -112,8 +112,9 @@ fn pg_url(args: &StoreArgs) -> Result<String, Failure> {
 }
 
 /// Opens the file store in `dir` (`--state-dir`), or the host-wide default — for a user who
-/// cannot use that, their own, said once on standard error. A directory that cannot be used
-/// is a failure that also names the command line's way to choose another.
+/// cannot use that, their own, said once on standard error, as is each of the store's
+/// caveats (`NodeStore::caveats`). A directory that cannot be used is a failure that also
+/// names the command line's way to choose another.
 pub fn open_file_store(dir: Option<&Path>) -> Result<FileStore, Failure> {
     let opened = match dir {
         Some(dir) => FileStore::open(dir),
@@ -123,7 +124,7 @@ pub fn open_file_store(dir: Option<&Path>) -> Result<FileStore, Failure> {
             }
         }),
     };
-    opened.map_err(|e| {
+    let store = opened.map_err(|e| {
         let hint = matches!(e, Error::StateDir { .. } | Error::UntrustedState { .. });
         let mut failure = Failure::from(e);
         if hint {
@@ -132,7 +133,12 @@ pub fn open_file_store(dir: Option<&Path>) -> Result<FileStore, Failure> {
                 .push_str(" (with monoflake: --state-dir DIR chooses the directory)");
         }
         failure
-    })
+    })?;
+    // What the store cannot promise here (no anchors, another network namespace): once.
+    for caveat in monoflake::NodeStore::caveats(&store) {
+        eprintln!("monoflake: warning: {caveat}");
+    }
+    Ok(store)
 }
 
 /// TLS and credentials for etcd from the `--etcd-*` flags (files read here).
