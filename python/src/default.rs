@@ -192,7 +192,7 @@ fn replace<'py>(
     }
     let options = config(py)?;
     let built = py.detach(|| options.build()).map_err(|e| to_py(py, e))?;
-    let (leased, note) = (built.leased, built.note);
+    let (leased, note, caveats) = (built.leased, built.note, built.caveats);
     if let Some((_, layout, last)) = &retired
         && layout == leased.layout()
         && let Err(e) = wait_past(py, &leased, *last)
@@ -213,6 +213,7 @@ fn replace<'py>(
     fast.bind(py).set_item(0, g.get().core_item(py)?)?;
     // Said once stored: a warning raised as an error (`-W error`) leaves the default built.
     warn_fallback(py, note.as_deref())?;
+    crate::options::warn_caveats(py, &caveats)?;
     if let (Some((old, _, _)), Some((_, e))) = (retired, failed)
         && is(py, e, Kind::LeaseLost)
     {

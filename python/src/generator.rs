@@ -359,6 +359,7 @@ impl PyGenerator {
         let built = py.detach(|| options.build()).map_err(|e| to_py(py, e))?;
         let generator = PyGenerator::wrap(py, Flavour::Leased(built.leased), options.max_batch())?;
         crate::options::warn_fallback(py, built.note.as_deref())?;
+        crate::options::warn_caveats(py, &built.caveats)?;
         Ok(generator)
     }
 

@@ -383,6 +383,7 @@ impl Options {
                 Arc::new(monoflake::PgStore::connect_with(&pg.url, &pg.options)?)
             }
         };
+        let caveats = store.caveats().iter().map(ToString::to_string).collect();
         let mut builder = self.tuning.apply(Generator::builder(self.layout.clone()));
         if let Some(window) = self.reservation_window {
             builder = builder.reservation_window(window);
@@ -393,7 +394,11 @@ impl Options {
         let leased = builder
             .trust_future_reservation(self.trust_future_reservation)
             .build_leased(store, self.node)?;
-        Ok(Built { leased, note })
+        Ok(Built {
+            leased,
+            note,
+            caveats,
+        })
     }
 }
 
@@ -406,6 +411,25 @@ static FALLBACK_SAID: AtomicBool = AtomicBool::new(false);
 pub(crate) struct Built {
     pub(crate) leased: Leased,
     pub(crate) note: Option<String>,
+    /// What the store cannot promise here (`NodeStore::caveats`), as text.
+    pub(crate) caveats: Vec<String>,
+}
+
+/// Whether this process has said the store's caveats.
+// Ordering: Relaxed, as `FALLBACK_SAID`.
+static CAVEATS_SAID: AtomicBool = AtomicBool::new(false);
+
+/// Says each of the store's `caveats` (no anchors, another network namespace), once per
+/// process, as the CLI says them once on standard error: a `monoflake.LeaseWarning` each.
+/// Raises when warnings are errors (`-W error`).
+pub(crate) fn warn_caveats(py: Python<'_>, caveats: &[String]) -> PyResult<()> {
+    if caveats.is_empty() || CAVEATS_SAID.swap(true, Ordering::Relaxed) {
+        return Ok(());
+    }
+    for caveat in caveats {
+        warn(py, &format!("monoflake: {caveat}"))?;
+    }
+    Ok(())
 }
 
 /// Says `note`, the fallback to this user's own state directory, once per process, as the

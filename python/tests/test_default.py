@@ -422,3 +422,36 @@ def test_a_child_of_a_raw_fork_claims_its_own_node(state_dir):
     assert len(child) == 2000 and set(parent).isdisjoint(child)
     assert {monoflake.decode(i, PRIVATE_SHAPE).node for i in parent} == {0}
     assert {monoflake.decode(i, PRIVATE_SHAPE).node for i in child} == {1}
+
+
+CAVEAT = r"""
+import sys, warnings
+import monoflake
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as seen:
+    g = monoflake.Generator(state_dir=sys.argv[1])
+    g.next_id()
+    g2 = monoflake.Generator(state_dir=sys.argv[1])
+    g2.next_id()
+    g.close(); g2.close()
+for w in seen:
+    if issubclass(w.category, monoflake.LeaseWarning):
+        print(str(w.message))
+"""
+
+
+def test_a_network_namespace_of_its_own_is_said_once(tmp_path):
+    """In a network namespace with nothing but loopback (unshare --net, root's), out of the
+    reach of the host-wide claim: one LeaseWarning says so, with what to do (issue 54)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare --net")
+    env = {k: v for k, v in os.environ.items() if k != "MONOFLAKE_TEST_HOST_SCOPE"}
+    out = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", CAVEAT, str(tmp_path / "state")],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    said = [line for line in out.stdout.splitlines() if "network namespace" in line]
+    assert len(said) == 1, out.stdout
+    assert said[0].startswith("monoflake: this process is in a network namespace of its own")
+    assert "Give this service a node range of its own" in said[0]
