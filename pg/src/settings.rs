@@ -24,10 +24,15 @@ pub(crate) static CLAIM_URL: GucSetting<Option<CString>> = GucSetting::<Option<C
 /// asked for faster than the layout's cap) before it fails.
 pub(crate) static MAX_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 
-/// The library's default tolerance for a reservation ahead of the clock: the reservation
-/// window plus the lead (5.1 s), what a server stopped moments ago leaves behind.
-pub(crate) const DEFAULT_TOLERANCE_MS: i32 =
-    (DEFAULT_RESERVATION_WINDOW.as_millis() + DEFAULT_MAX_LEAD.as_millis()) as i32;
+/// The library's default tolerance for a reservation ahead of the clock
+/// (`handover::default_tolerance_ms`): the reservation window plus the lead, what a server
+/// stopped moments ago leaves behind, plus a PostgreSQL store's check interval (500 ms) for
+/// the two clocks' skew — 5.6 s.
+pub(crate) const DEFAULT_TOLERANCE_MS: i32 = monoflake::handover::default_tolerance_ms(
+    DEFAULT_RESERVATION_WINDOW.as_millis() as u64,
+    DEFAULT_MAX_LEAD.as_millis() as u64,
+    500,
+) as i32;
 
 /// `monoflake.tolerance_ms`: how far the reservation may be ahead of the server's clock and
 /// still be issued from at once (the line moves up to it).
