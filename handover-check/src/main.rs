@@ -362,6 +362,71 @@ fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
                 }),
             )),
         ),
+        // A search for any node passing the node over while its holder's records are gone:
+        // what it gives back must not read as a record to the next claimant, whose start
+        // would then skip the wait, the re-read and the store's floor.
+        (
+            "pg: a search passes the node over, its clock set back, records deleted",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                Config {
+                    roles: vec![
+                        Role { step_ms: 0, ..holder },
+                        Role { step_ms: 0, ..successor },
+                        Role {
+                            step_ms: -350,
+                            ..passer
+                        },
+                    ],
+                    ..with(deleted)
+                },
+            ),
+        ),
+        (
+            "etcd: a search passes the node over, its clock set back, records deleted",
+            Expect::Clean,
+            on(
+                Flavour::Etcd,
+                Config {
+                    roles: vec![
+                        Role { step_ms: 0, ..holder },
+                        Role { step_ms: 0, ..successor },
+                        Role {
+                            step_ms: -350,
+                            ..passer
+                        },
+                    ],
+                    ..with(deleted)
+                },
+            ),
+        ),
+        // Two successors in turn: a lost holder's write-back, late (it was stopped), lands
+        // after the second deletion; it is evidence of that holder only, and must not let the
+        // second successor start at once under the first.
+        (
+            "pg: two successors, a late write-back after a second deletion",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                Config {
+                    roles: vec![
+                        Role { step_ms: 0, ..holder },
+                        Role { step_ms: 0, ..successor },
+                        Role {
+                            step_ms: 0,
+                            ..role(1, 0, 0)
+                        },
+                    ],
+                    budget: Budget {
+                        deletions: 2,
+                        pauses: 1,
+                        ..Budget::default()
+                    },
+                    ..base.clone()
+                },
+            ),
+        ),
         // Issue 34, case 4: every record deleted while its holder is stopped, its clock ahead.
         (
             "pg: records deleted, the holder stopped, clocks apart",
