@@ -1755,7 +1755,10 @@ fn a_lost_holder_dropped_after_its_successor_writes_back_once() {
     std::fs::remove_dir_all(dir.path()).unwrap();
     let give_up = std::time::Instant::now() + Duration::from_secs(60);
     while !matches!(lost.try_next_id(), Err(Error::LeaseLost { .. })) {
-        assert!(std::time::Instant::now() < give_up, "the loss was never found");
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the loss was never found"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     assert_eq!(store.restored.lock().unwrap().len(), 1, "written back once");
