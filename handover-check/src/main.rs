@@ -55,6 +55,7 @@ const fn role(uid: u8, dir: u8, layout: usize) -> Role {
         trust: false,
         skew_ms: 0,
         step_ms: 0,
+        ns: 0,
     }
 }
 
@@ -199,6 +200,25 @@ fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
                 delete_under_running_holder: true,
                 ..base.clone()
             },
+        ),
+        // Two services sharing a state directory, each in a network namespace and a
+        // `/var/tmp` of its own (systemd's PrivateNetwork= and PrivateTmp=): no host-wide
+        // claim and no anchor reach across, and the file store says so (`Caveat`). The lock
+        // file still excludes them; what keeps a successor above a holder whose records were
+        // deleted is the holder's write-back, read after the unrecorded wait.
+        (
+            "file: two services' namespaces, one state directory, records deleted",
+            Expect::Clean,
+            two(Config {
+                roles: vec![holder, Role { ns: 1, ..successor }],
+                budget: Budget {
+                    deletions: 1,
+                    steps: 1,
+                    ..Budget::default()
+                },
+                delete_under_running_holder: true,
+                ..base.clone()
+            }),
         ),
         // Two state directories used in turn, the clock set back between: the host's anchors.
         (
@@ -372,8 +392,14 @@ fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
                 Flavour::Pg,
                 Config {
                     roles: vec![
-                        Role { step_ms: 0, ..holder },
-                        Role { step_ms: 0, ..successor },
+                        Role {
+                            step_ms: 0,
+                            ..holder
+                        },
+                        Role {
+                            step_ms: 0,
+                            ..successor
+                        },
                         Role {
                             step_ms: -350,
                             ..passer
@@ -390,8 +416,14 @@ fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
                 Flavour::Etcd,
                 Config {
                     roles: vec![
-                        Role { step_ms: 0, ..holder },
-                        Role { step_ms: 0, ..successor },
+                        Role {
+                            step_ms: 0,
+                            ..holder
+                        },
+                        Role {
+                            step_ms: 0,
+                            ..successor
+                        },
                         Role {
                             step_ms: -350,
                             ..passer
@@ -411,8 +443,14 @@ fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
                 Flavour::Pg,
                 Config {
                     roles: vec![
-                        Role { step_ms: 0, ..holder },
-                        Role { step_ms: 0, ..successor },
+                        Role {
+                            step_ms: 0,
+                            ..holder
+                        },
+                        Role {
+                            step_ms: 0,
+                            ..successor
+                        },
                         Role {
                             step_ms: 0,
                             ..role(1, 0, 0)

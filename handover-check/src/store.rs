@@ -36,6 +36,9 @@ pub struct Who<'a> {
     pub p: u8,
     pub uid: u8,
     pub dir: u8,
+    /// The namespaces it runs in: 0 the host's; 1 a unit's own network namespace and
+    /// `/var/tmp` (systemd's `PrivateNetwork=` and `PrivateTmp=`).
+    pub ns: u8,
     pub layout: &'a Layout,
 }
 
@@ -54,10 +57,28 @@ pub struct Dir {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FileNode {
     pub dirs: [Dir; 2],
-    /// The host's anchors, one per user.
-    pub anchors: [Option<u64>; 2],
-    /// The process holding the node's host-wide claim.
-    pub host: Option<u8>,
+    /// The host's anchors, per `/var/tmp` (the host's, or a unit's private one: namespace 1)
+    /// and per user.
+    pub anchors: [[Option<u64>; 2]; 2],
+    /// The process holding the node's host-wide claim, per network namespace (the host's, or
+    /// a unit's own: namespace 1).
+    pub host: [Option<u8>; 2],
+}
+
+impl FileNode {
+    /// The process holding the host-wide claim in `who`'s network namespace.
+    pub fn host_of(&self, who: &Who<'_>) -> Option<u8> {
+        self.host[usize::from(who.ns)]
+    }
+
+    /// The anchors `who` reads and writes: its `/var/tmp`'s.
+    pub fn anchors_of(&self, who: &Who<'_>) -> [Option<u64>; 2] {
+        self.anchors[usize::from(who.ns)]
+    }
+
+    pub fn anchor_mut(&mut self, who: &Who<'_>) -> &mut Option<u64> {
+        &mut self.anchors[usize::from(who.ns)][usize::from(who.uid)]
+    }
 }
 
 /// A remote store's claim.
@@ -137,16 +158,17 @@ impl Store {
         match self {
             Store::File(f) => {
                 let dir = &mut f.dirs[usize::from(who.dir)];
-                if dir.lock.is_some() || f.host.is_some() {
+                if dir.lock.is_some() || f.host[usize::from(who.ns)].is_some() {
                     return None;
                 }
                 dir.lock = Some(who.p);
-                f.host = Some(who.p);
+                f.host[usize::from(who.ns)] = Some(who.p);
+                let [a0, a1] = f.anchors[usize::from(who.ns)];
                 let reserved = handover::reservation_of([
                     read(who, dir.record),
                     read(who, dir.restored),
-                    read(who, f.anchors[0]),
-                    read(who, f.anchors[1]),
+                    read(who, a0),
+                    read(who, a1),
                 ]);
                 Some(ClaimRead {
                     reserved_ms: reserved,
@@ -250,12 +272,9 @@ impl Store {
         match self {
             Store::File(f) => {
                 f.dirs[usize::from(who.dir)].record = Some(v);
-                let uid = usize::from(who.uid);
-                f.anchors[uid] = Some(handover::anchor_after(
-                    f.anchors[uid],
-                    v,
-                    f.host == Some(who.p),
-                ));
+                let holds = f.host_of(who) == Some(who.p);
+                let anchor = f.anchor_mut(who);
+                *anchor = Some(handover::anchor_after(*anchor, v, holds));
             }
             // A transaction compared against the claim's create revision: the key's value.
             Store::Etcd(e) => e.reservation = Some(v),
@@ -276,11 +295,12 @@ impl Store {
         Ok(match self {
             Store::File(f) => {
                 let dir = &f.dirs[usize::from(who.dir)];
+                let [a0, a1] = f.anchors_of(who);
                 handover::reservation_of([
                     read(who, dir.record),
                     read(who, dir.restored),
-                    read(who, f.anchors[0]),
-                    read(who, f.anchors[1]),
+                    read(who, a0),
+                    read(who, a1),
                 ])
             }
             Store::Etcd(e) => handover::reservation_of([
@@ -300,14 +320,11 @@ impl Store {
                 // Into the state directory now at the store's path (made again if missing).
                 let dir = &mut f.dirs[usize::from(who.dir)];
                 dir.restored = Some(handover::restored(dir.restored, v));
-                let uid = usize::from(who.uid);
-                f.anchors[uid] = Some(handover::anchor_after(
-                    f.anchors[uid],
-                    v,
-                    f.host == Some(who.p),
-                ));
-                if f.host == Some(who.p) {
-                    f.host = None;
+                let holds = f.host_of(who) == Some(who.p);
+                let anchor = f.anchor_mut(who);
+                *anchor = Some(handover::anchor_after(*anchor, v, holds));
+                if holds {
+                    f.host[usize::from(who.ns)] = None;
                 }
             }
             Store::Etcd(e) => e.restored[usize::from(who.p)] = Some(v),
@@ -387,8 +404,8 @@ impl Store {
                 if dir.lock == Some(who.p) {
                     dir.lock = None;
                 }
-                if f.host == Some(who.p) {
-                    f.host = None;
+                if f.host_of(who) == Some(who.p) {
+                    f.host[usize::from(who.ns)] = None;
                 }
             }
             Store::Etcd(_) | Store::Pg(_) => {}

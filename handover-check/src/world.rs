@@ -65,6 +65,10 @@ pub struct Role {
     pub trust: bool,
     /// A fixed skew of its wall clock, ms (within the protocol's margin).
     pub skew_ms: i64,
+    /// Its namespaces: 0 the host's; 1 a unit's own network namespace and `/var/tmp`, out of
+    /// reach of the host-wide claim and the host's anchors (the file store says so:
+    /// `Caveat`).
+    pub ns: u8,
     /// A clock step this process's wall clock may take (a fault, from the search's budget),
     /// ms; 0 for none. Forward for a holder (its IDs then run ahead of its successors'
     /// clocks, as do those of a holder whose wall clock was stepped back under it while its
@@ -135,6 +139,7 @@ impl Config {
             p: p as u8,
             uid: role.uid,
             dir: role.dir,
+            ns: role.ns,
             layout: self.layout(p),
         }
     }
@@ -177,7 +182,7 @@ pub enum State {
     Idle { wake: u8 },
     /// The file store's write-back by a process that no longer holds the host-wide claim:
     /// the anchor was read, `value` is to be renamed over it (not atomic with the read).
-    Renaming { uid: u8, value: u64 },
+    Renaming { value: u64 },
     /// Gone: released, gave up, or refused.
     Ended,
 }
@@ -411,14 +416,14 @@ impl World {
         }
         if b.erasures > 0
             && let Store::File(f) = &self.store
-            && (f.anchors.iter().any(Option::is_some) || self.store.has_records(0))
+            && (f.anchors.iter().flatten().any(Option::is_some) || self.store.has_records(0))
         {
             let mut w = self.clone();
             w.budget.erasures -= 1;
             w.store.delete(0);
             w.store.delete(1);
             if let Store::File(f) = &mut w.store {
-                f.anchors = [None, None];
+                f.anchors = [[None, None], [None, None]];
             }
             out.push(Next::World(w, "every trace on the host deleted".into()));
         }
@@ -589,9 +594,9 @@ impl World {
         let state = self.procs[p].state;
         let mut w = self.clone();
         match state {
-            State::Renaming { uid, value } => {
+            State::Renaming { value } => {
                 if let Store::File(f) = &mut w.store {
-                    f.anchors[usize::from(uid)] = Some(value);
+                    *f.anchor_mut(&who) = Some(value);
                 }
                 w.deliver(config, p, Event::WrittenBack(Ok(())));
                 out.push(Next::World(w, format!("p{p} renames its anchor: {value}")));
@@ -714,24 +719,24 @@ impl World {
                     failed.deliver(config, p, Event::WrittenBack(Err(Failure::Failed)));
                     out.push(Next::World(failed, format!("{label}: the write fails")));
                 }
-                let host_left = matches!(&w.store, Store::File(f) if f.host != Some(p as u8));
+                let host_left =
+                    matches!(&w.store, Store::File(f) if f.host_of(&who) != Some(p as u8));
                 if host_left {
                     // Not the host-wide claim's holder: its anchor write reads, then renames,
                     // and another writer can come in between. The restored record first.
-                    let uid = config.roles[p].uid;
                     let v = handover::to_stored(config.layout(p), until_ms);
                     let (value, saved) = match &w.store {
                         Store::File(f) => {
-                            let now = f.anchors[usize::from(uid)];
+                            let now = f.anchors_of(&who)[usize::from(who.uid)];
                             (handover::anchor_after(now, v, false), now)
                         }
                         _ => (v, None),
                     };
                     w.store.restore(&who, until_ms);
                     if let Store::File(f) = &mut w.store {
-                        f.anchors[usize::from(uid)] = saved;
+                        *f.anchor_mut(&who) = saved;
                     }
-                    w.procs[p].state = State::Renaming { uid, value };
+                    w.procs[p].state = State::Renaming { value };
                     out.push(Next::World(
                         w,
                         format!("{label}: restored record written, anchor read"),
