@@ -1808,3 +1808,72 @@ fn unsafe_free_euid() -> u32 {
     let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
     line.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
+
+/// A renewal that does not come back (a partition, a store that stopped answering) holds the
+/// keeper; the hot path stops on its own at the confirm bound — two checks after the start
+/// of the last one that found the claim standing — whatever the reservation still allows,
+/// telling callers to wait for the keeper, and goes on once the store answers again. No ID
+/// of the whole run carries a time past that bound: a successor of a node whose records were
+/// deleted starts above it.
+#[test]
+fn a_renewal_that_hangs_stops_issuing_at_the_confirm_bound() {
+    /// Lets the store answer again however the test ends (a keeper held in a renewal would
+    /// hold the drop up for ever).
+    struct Answer(Arc<common::Flaky>);
+    impl Drop for Answer {
+        fn drop(&mut self) {
+            self.0.hold_renew.store(false, Ordering::SeqCst);
+        }
+    }
+    let dir = common::TempDir::new("renew-hangs");
+    let store = common::Flaky::new(dir.path(), None);
+    let layout = Layout::twitter();
+    let leased = Generator::builder(layout.clone())
+        .build_leased(store.clone(), NodeRequest::Any)
+        .unwrap();
+    let answer = Answer(Arc::clone(&store));
+    leased.next_id().unwrap();
+    // A round has just started its check when the count moves; the next one hangs.
+    let renewals = leased.stats().lease_renewals;
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while leased.stats().lease_renewals == renewals {
+        assert!(std::time::Instant::now() < give_up, "no round");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    store.hold_renew.store(true, Ordering::SeqCst);
+    let bound = common::system_ms() + 200;
+    let mut issued = Vec::new();
+    // Issue until the clock is past the bound and a call is refused there.
+    let refused = loop {
+        let after = common::system_ms() > bound + 5;
+        match leased.try_next_id() {
+            Ok(id) => issued.push(id.parts(&layout).unwrap().unix_ms()),
+            Err(e) if after => break e,
+            Err(_) => {}
+        }
+        assert!(std::time::Instant::now() < give_up, "never refused");
+    };
+    let past: Vec<u64> = issued.iter().copied().filter(|&ms| ms > bound).collect();
+    assert!(
+        past.is_empty(),
+        "{} of {} IDs past the confirm bound {bound}: first {:?}",
+        past.len(),
+        issued.len(),
+        past.first()
+    );
+    assert!(
+        matches!(
+            refused,
+            Error::WouldBlock {
+                blocked_on: monoflake::BlockedOn::LeaseKeeper,
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    drop(answer);
+    while leased.try_next_id().is_err() {
+        assert!(std::time::Instant::now() < give_up, "never resumed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

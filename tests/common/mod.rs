@@ -503,6 +503,8 @@ pub struct Flaky {
     pub hold_extend: std::sync::atomic::AtomicBool,
     /// Every reservation write that succeeded, in order.
     pub extended: std::sync::Mutex<Vec<u64>>,
+    /// Renewals wait while this is set, as on a store that does not answer (a partition).
+    pub hold_renew: std::sync::atomic::AtomicBool,
     valid_for: Option<std::time::Duration>,
 }
 
@@ -517,6 +519,7 @@ impl Flaky {
             restored: Default::default(),
             hold_extend: Default::default(),
             extended: Default::default(),
+            hold_renew: Default::default(),
             valid_for,
         })
     }
@@ -568,6 +571,9 @@ impl monoflake::NodeStore for Flaky {
         &self,
         claim: &monoflake::Claim,
     ) -> Result<Option<std::time::Duration>, monoflake::Error> {
+        while self.hold_renew.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         match self.fail_renew.load(Ordering::SeqCst) {
             1 => Err(monoflake::Error::store("flaky", "unreachable")),
             2 => Err(monoflake::Error::lease_lost(claim.node(), "taken over")),
