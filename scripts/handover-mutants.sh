@@ -55,7 +55,7 @@ check() {
 # The searches a patch names (`# search:`), in --fast mode; every search otherwise.
 search_of() {
     [ "$fast" = 1 ] || return 0
-    sed -n 's/^# search: *//p' "$1" | head -1
+    sed -n 's/^# search: *//p' "$1" 2>/dev/null | head -1
 }
 
 started=$(date +%s)
@@ -78,9 +78,11 @@ printf '%-26s %-8s %-6s %-14s %s\n' mutant expect exit verdict "found by"
 for patch in "${patches[@]}"; do
     name=$(basename "$patch" .patch)
     total=$((total + 1))
-    expect=$(sed -n 's/^# expect: *\([0-9]*\).*/\1/p' "$patch" | head -1)
+    expect=$(sed -n 's/^# expect: *\([0-9]*\).*/\1/p' "$patch" 2>/dev/null | head -1)
     git -C "$scratch" checkout -q -- .
-    if ! git -C "$scratch" apply "$root/$patch" 2>/dev/null; then
+    rm -f "$scratch/out"
+    took=0
+    if [ ! -f "$patch" ] || ! git -C "$scratch" apply "$root/$patch" 2>/dev/null; then
         rc=ERROR
     else
         t=$(date +%s)
@@ -96,7 +98,7 @@ for patch in "${patches[@]}"; do
     # The searches that found it: the line before each DUPLICATE or BLIND.
     found=$(grep -B1 -E '^  (DUPLICATE|BLIND)' "$scratch/out" 2>/dev/null |
         grep -vE '^  (DUPLICATE|BLIND)|^--' | cut -d: -f1-2 | head -2 | paste -sd';' -)
-    printf '%-26s %-8s %-6s %-14s %s (%ss)\n' "$name" "${expect:-?}" "$rc" "$verdict" "$found" "${took:-0}"
+    printf '%-26s %-8s %-6s %-14s %s (%ss)\n' "$name" "${expect:-?}" "$rc" "$verdict" "$found" "$took"
 done
 git -C "$scratch" checkout -q -- .
 echo "handover mutants: $killed killed of $total ($(($(date +%s) - started)) s)"

@@ -44,8 +44,8 @@ pub(crate) fn legacy_key(layout: &Layout) -> Option<Cow<'static, str>> {
 ///
 /// ```
 /// use monoflake::{Layout, handover::{from_stored, to_stored}};
-/// let layout = Layout::builder().node_field("n", 10).epoch_ms(1_000).tick_ms(10).build()?;
-/// // A custom layout's shape clock is the time-field value itself: 1,021 ms is field 2.1,
+/// let layout = Layout::builder().node_field("n", 9).epoch_ms(1_000).tick_ms(10).build()?;
+/// // A shape no preset has: its clock is the time-field value itself. 1,021 ms is field 2.1,
 /// // so the first field value not issued is 3.
 /// assert_eq!(to_stored(&layout, 1_021), 3);
 /// assert_eq!(from_stored(&layout, 3), 1_030);
