@@ -96,15 +96,19 @@ impl Claimed {
         }
     }
 
-    /// Whether issuing up to tick `last_tick` at line tick `now` is outside the fence.
+    /// Whether issuing up to tick `last_tick` at line tick `now` is outside the fence: the
+    /// library's own rule (`handover::fence_refuses`), on the words the worker copies here.
     #[inline]
     pub(crate) fn refuses(&self, now: u64, last_tick: u64) -> bool {
         // Ordering: Relaxed; lone bounds copied by the worker. A stale value is an older,
         // lower bound; a value of an earlier claim cannot be read once this claim's
         // generation was (the worker zeroes both before it raises the generation).
-        let late = now >= self.deadline.load(Ordering::Relaxed);
-        let unreserved = last_tick > self.limit.load(Ordering::Relaxed);
-        late | unreserved
+        monoflake::handover::fence_refuses(
+            self.limit.load(Ordering::Relaxed),
+            self.deadline.load(Ordering::Relaxed),
+            now,
+            last_tick,
+        )
     }
 
     /// Writes the worker's message (the worker is its only writer).
