@@ -30,8 +30,6 @@ pub(crate) struct Run {
     /// in `[from_ns, from_ns + width_ns)` (`InTick`).
     from_ns: Cell<u64>,
     width_ns: Cell<u64>,
-    /// The state's tick, for the fence's one-word check.
-    tick: Cell<u64>,
     /// The state the run entered its tick at, and its ID: the state of `id` is
     /// `base_state + (id - base_id) / step`.
     base_state: Cell<u64>,
@@ -54,7 +52,6 @@ impl Run {
             step: Cell::new(1),
             from_ns: Cell::new(0),
             width_ns: Cell::new(0),
-            tick: Cell::new(u64::MAX),
             base_state: Cell::new(SEALED),
             base_id: Cell::new(0),
             counted: Cell::new(SEALED),
@@ -90,7 +87,6 @@ impl Run {
         self.step.set(other.step.get());
         self.from_ns.set(other.from_ns.get());
         self.width_ns.set(other.width_ns.get());
-        self.tick.set(other.tick.get());
         self.base_state.set(other.base_state.get());
         self.base_id.set(other.base_id.get());
         self.counted.set(other.counted.get());
@@ -116,7 +112,6 @@ impl Run {
         self.id.set(id);
         self.from_ns.set(window.from_ns);
         self.width_ns.set(window.width_ns);
-        self.tick.set(tick);
         // The tick's last value, where the state is in its tick (not sealed, nor pinned at
         // the end of the time field): otherwise no room, and the common case never applies.
         let end = tick.wrapping_shl(p.sequence_bits) | p.sequence_mask;
@@ -161,7 +156,6 @@ impl Run {
             step: self.step.get(),
             from_ns: self.from_ns.get(),
             width_ns: self.width_ns.get(),
-            tick: self.tick.get(),
         }
     }
 
@@ -301,8 +295,6 @@ pub(super) struct Hot {
     /// The window of time for the state's tick (Unix ns): `[from_ns, from_ns + width_ns)`.
     from_ns: u64,
     width_ns: u64,
-    /// The state's tick, for the fence's one-word check.
-    tick: u64,
 }
 
 impl Hot {
@@ -310,16 +302,17 @@ impl Hot {
     /// tick, room in the tick's sequence, the fence open for the tick, and no fork. Then the
     /// next state is `state + 1` — what `next_state` issues there (`InTick`) — and this
     /// advances `id` and returns it; otherwise `None`, and nothing moved.
-    #[inline(always)]
     ///
     /// `now_ns` is the clock's reading, taken before these numbers were read (see
-    /// [`Run::common`]).
+    /// [`Run::common`]). The fence is asked in ID space (`Fence::refuses_id`): the last ID
+    /// issued is in the state's tick, so it tells the tick without a number of its own.
+    #[inline(always)]
     pub(super) fn advance(&mut self, now_ns: u64, fence: &Fence, fork: &ForkWatch) -> Option<u64> {
         let cur = self.id;
         // Evaluated without short-circuits: one branch.
         let ok = (now_ns.wrapping_sub(self.from_ns) < self.width_ns)
             & (cur < self.end_id)
-            & !fence.refuses_in(self.tick)
+            & !fence.refuses_id(cur)
             & !fork.forked_on_common_path();
         if ok {
             self.id = cur + self.step;
