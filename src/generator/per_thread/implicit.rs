@@ -174,37 +174,28 @@ const fn stale_at_exit() -> bool {
     cfg!(monoflake_mutant_exit_stale)
 }
 
-/// The common case on the calling thread's numbers for `shared`, if they are the ones in use.
+/// The common case on the calling thread's numbers for `shared`, if they are the ones in use
+/// and this is the process that built `shared` (one comparison of the thread's key, see
+/// `Shared::key`).
 #[inline(always)]
 pub(super) fn common<C: TimeSource>(shared: &Shared<C>) -> Option<u64> {
     with_hot(|hot| {
-        if hot.key.get() != shared.key {
+        if trusted_across_the_clock() && !shared.is_key_now(hot.key.get()) {
             return None;
         }
         let now_ns = shared.base.clock.now_ns();
-        // The clock is user code: a call it made for another generator on this thread may have
-        // brought that generator's numbers in (issue 34, case 10). Then the general path
-        // brings these back.
-        if !reentry_checked(hot, shared) {
-            return None;
-        }
-        hot.run.common_at(shared, now_ns)
+        // The key after the clock's read: the clock is user code, and a call it made for
+        // another generator on this thread may have brought that generator's numbers in
+        // (issue 34, case 10). Then the general path brings these back.
+        let ours = trusted_across_the_clock() || shared.is_key_now(hot.key.get());
+        hot.run.common_at(shared, now_ns, ours)
     })
 }
 
-/// Whether `hot` still holds `shared`'s numbers after the clock was read.
-#[cfg(not(monoflake_mutant_per_thread_reentry))]
-#[inline(always)]
-fn reentry_checked<C: TimeSource>(hot: &Hot, shared: &Shared<C>) -> bool {
-    hot.key.get() == shared.key
-}
-
-/// A deliberately broken build (the numbers trusted across the clock's read), compiled only
-/// for `scripts/mutants.sh`.
-#[cfg(monoflake_mutant_per_thread_reentry)]
-#[inline(always)]
-fn reentry_checked<C: TimeSource>(_: &Hot, _: &Shared<C>) -> bool {
-    true
+/// Whether the common path looks at the key before the clock's read only, trusting the
+/// numbers across it: a deliberately broken build, compiled only for `scripts/mutants.sh`.
+const fn trusted_across_the_clock() -> bool {
+    cfg!(monoflake_mutant_per_thread_reentry)
 }
 
 /// Runs `f` on the calling thread's numbers for `shared`: brings them into use (taking a free
@@ -220,7 +211,7 @@ pub(super) fn with_run<C: TimeSource + 'static, R>(
 ) -> Result<R, Error> {
     let mut f = Some(f);
     let in_use = with_hot(|hot| {
-        if hot.key.get() == shared.key {
+        if hot.key.get() == shared.key() {
             return Ok(true);
         }
         if cfg!(not(monoflake_mutant_per_thread_reentry)) && hot.busy.get() {
@@ -257,7 +248,7 @@ pub(super) fn with_run<C: TimeSource + 'static, R>(
 /// Hands the count of the calling thread's numbers for `shared`, if in use, to its slot.
 pub(super) fn flush<C: TimeSource>(shared: &Shared<C>) {
     with_hot(|hot| {
-        if hot.key.get() == shared.key {
+        if hot.key.get() == shared.key() {
             hot.run.flush(shared);
         }
     });
@@ -278,7 +269,8 @@ impl Held {
         f: &mut Option<impl FnOnce(&Run) -> Result<R, Error>>,
     ) -> Option<Result<R, Error>> {
         let entries = self.slots.try_borrow().ok()?;
-        let entry = entries.iter().find(|e| e.key == shared.key)?;
+        let key = shared.key();
+        let entry = entries.iter().find(|e| e.key == key)?;
         Some(f.take()?(&entry.run))
     }
 
@@ -312,23 +304,20 @@ impl Held {
             }
             keep
         });
-        let entry = match entries.iter().position(|e| e.key == shared.key) {
+        let key = shared.key();
+        let entry = match entries.iter().position(|e| e.key == key) {
             Some(i) => &entries[i],
             None => {
                 let (slot, state) = shared.claim().ok_or(no_free_slot(shared))?;
                 let run = Run::empty();
                 run.start(shared, slot, state);
                 let table: Arc<dyn Table> = shared.clone();
-                entries.push(Entry {
-                    key: shared.key,
-                    run,
-                    table,
-                });
+                entries.push(Entry { key, run, table });
                 &entries[entries.len() - 1]
             }
         };
         hot.run.copy_from(&entry.run);
-        hot.key.set(shared.key);
+        hot.key.set(key);
         Ok(true)
     }
 }

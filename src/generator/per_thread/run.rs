@@ -9,7 +9,6 @@ use super::super::step::{InTick, Step, next_state};
 use super::{SEALED, Shared};
 use crate::Error;
 use crate::clock::TimeSource;
-use crate::fork::ForkWatch;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The numbers of one slot held by one thread. Plain cells: only the owning thread reads or
@@ -126,23 +125,30 @@ impl Run {
     /// borrowed less than the lead ahead of it), room in the tick's sequence, the fence open
     /// for the tick, and no fork. Then the next state is `state + 1` — what `next_state`
     /// issues there (`InTick`) — and this returns its ID; otherwise `None`, and nothing moved.
-    /// Three loads (the clock, the fence's word, the process generation) and no
-    /// read-modify-write.
+    /// Three loads beyond the run's numbers (the clock, the fence's word, the process
+    /// generation) and no read-modify-write.
     #[inline(always)]
     pub(super) fn common<C: TimeSource>(&self, shared: &Shared<C>) -> Option<u64> {
         // The clock first, then the numbers: a clock that itself issues from this run (a
         // `TimeSource` calling back into the generator) has moved them by the time they are
         // read, and this call goes on after what it issued.
         let now_ns = shared.base.clock.now_ns();
-        self.common_at(shared, now_ns)
+        let fork = shared.base.core.fence.fork_watch();
+        self.common_at(shared, now_ns, !fork.forked_on_common_path())
     }
 
-    /// [`Run::common`] at the clock's reading `now_ns`, taken before these numbers are read.
+    /// [`Run::common`] at the clock's reading `now_ns`, taken before these numbers are read,
+    /// `unforked` the caller's answer to the fork check (the thread-local registry folds it
+    /// into its key).
     #[inline(always)]
-    pub(super) fn common_at<C: TimeSource>(&self, shared: &Shared<C>, now_ns: u64) -> Option<u64> {
+    pub(super) fn common_at<C: TimeSource>(
+        &self,
+        shared: &Shared<C>,
+        now_ns: u64,
+        unforked: bool,
+    ) -> Option<u64> {
         let mut hot = self.hot();
-        let fence = &shared.base.core.fence;
-        let id = hot.advance(now_ns, fence, fence.fork_watch())?;
+        let id = hot.advance(now_ns, &shared.base.core.fence, unforked)?;
         self.id.set(id);
         Some(id)
     }
@@ -299,21 +305,22 @@ pub(super) struct Hot {
 
 impl Hot {
     /// The common case, the one step every way into a slot shares: the clock in the state's
-    /// tick, room in the tick's sequence, the fence open for the tick, and no fork. Then the
-    /// next state is `state + 1` — what `next_state` issues there (`InTick`) — and this
-    /// advances `id` and returns it; otherwise `None`, and nothing moved.
+    /// tick, room in the tick's sequence, the fence open for the tick, and no fork (`unforked`,
+    /// the caller's answer). Then the next state is `state + 1` — what `next_state` issues
+    /// there (`InTick`) — and this advances `id` and returns it; otherwise `None`, and nothing
+    /// moved.
     ///
     /// `now_ns` is the clock's reading, taken before these numbers were read (see
     /// [`Run::common`]). The fence is asked in ID space (`Fence::refuses_id`): the last ID
     /// issued is in the state's tick, so it tells the tick without a number of its own.
     #[inline(always)]
-    pub(super) fn advance(&mut self, now_ns: u64, fence: &Fence, fork: &ForkWatch) -> Option<u64> {
+    pub(super) fn advance(&mut self, now_ns: u64, fence: &Fence, unforked: bool) -> Option<u64> {
         let cur = self.id;
-        // Evaluated without short-circuits: one branch.
+        // Evaluated without short-circuits.
         let ok = (now_ns.wrapping_sub(self.from_ns) < self.width_ns)
             & (cur < self.end_id)
             & !fence.refuses_id(cur)
-            & !fork.forked_on_common_path();
+            & unforked;
         if ok {
             self.id = cur + self.step;
             Some(self.id)
