@@ -66,6 +66,20 @@ impl ForkWatch {
     pub(crate) fn generation(&self) -> u64 {
         self.armed
     }
+
+    /// This process's generation as the common paths read it: [`ForkWatch::generation`] in
+    /// the process the watch was made in, another value (`0`, or a larger generation) in any
+    /// forked child — one relaxed load, for a caller that compares it with a generation it
+    /// folded into a word of its own (the per-thread registry's key).
+    #[inline(always)]
+    pub(crate) fn generation_now_on_common_path(&self) -> u64 {
+        // A deliberately broken build for scripts/mutants.sh: the common path never asks.
+        if cfg!(monoflake_mutant_fork_common) {
+            self.armed
+        } else {
+            imp::generation_now(self)
+        }
+    }
 }
 
 #[cfg(all(target_os = "linux", not(loom)))]
@@ -122,9 +136,14 @@ mod imp {
 
     #[inline(always)]
     pub(super) fn forked(watch: &ForkWatch) -> bool {
+        generation_now(watch) != watch.armed
+    }
+
+    #[inline(always)]
+    pub(super) fn generation_now(watch: &ForkWatch) -> u64 {
         // Ordering: Relaxed; a child's page reads zero from its first instruction on, and a
         // generation armed there is another value than any its parent armed.
-        watch.word.load(Ordering::Relaxed) != watch.armed
+        watch.word.load(Ordering::Relaxed)
     }
 
     /// The word, mapping its page on the first call of the process tree.
@@ -216,6 +235,12 @@ mod imp {
     #[inline(always)]
     pub(super) fn forked(watch: &ForkWatch) -> bool {
         watch.guard.clone().detected_fork()
+    }
+
+    /// The watch's generation, or 0 (never a generation) once a fork is detected.
+    #[inline(always)]
+    pub(super) fn generation_now(watch: &ForkWatch) -> u64 {
+        if forked(watch) { 0 } else { watch.armed }
     }
 }
 

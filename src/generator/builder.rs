@@ -441,7 +441,7 @@ impl<C: TimeSource> GeneratorBuilder<C> {
             start,
             core: CachePadded::new(Core {
                 state: AtomicU64::new(start),
-                fence: Fence::new(limit, deadline)?,
+                fence: Fence::new(limit, deadline)?.in_ids_shifted_by(layout.time_shift()),
             }),
             refusal,
             params: StepParams {

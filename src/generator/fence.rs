@@ -36,6 +36,15 @@ pub(crate) struct Fence {
     // Ordering: Relaxed, as `limit` and `deadline`, of which it is a function: a stale read is
     // an older bound, as there.
     open_below: AtomicU64,
+    /// `open_below` in the ID space of the generator's layout: `open_below << id_shift`, or
+    /// `u64::MAX` where that does not fit (a tick past the time field's end, which no ID
+    /// reaches). The time field is an ID's top field, so an ID is below this word exactly
+    /// when its tick is below `open_below`: the per-thread common case compares the last ID it
+    /// issued with it, with no tick of its own to load.
+    // Ordering: Relaxed, as `open_below`, of which it is a function.
+    open_below_id: AtomicU64,
+    /// Where the time field starts in an ID (0 for a fence that answers in ticks only).
+    id_shift: u32,
     /// The process generation the generator was built in (see `crate::fork`).
     fork: ForkWatch,
     /// The process that built the generator: where forks are counted by `pthread_atfork`
@@ -54,9 +63,20 @@ impl Fence {
             limit: AtomicU64::new(limit),
             deadline: AtomicU64::new(deadline),
             open_below: AtomicU64::new(open_below(limit, deadline)),
+            open_below_id: AtomicU64::new(open_below(limit, deadline)),
+            id_shift: 0,
             fork: ForkWatch::new()?,
             pid: std::process::id(),
         })
+    }
+
+    /// This fence for IDs whose time field starts at bit `shift` (the layout's time shift),
+    /// for [`Fence::refuses_id`].
+    pub(crate) fn in_ids_shifted_by(mut self, shift: u32) -> Self {
+        self.id_shift = shift;
+        let (limit, deadline) = self.words();
+        self.open_below_id = AtomicU64::new(in_ids(open_below(limit, deadline), shift));
+        self
     }
 
     /// Whether this is a forked child of the process that built the generator: one load,
@@ -104,6 +124,17 @@ impl Fence {
         tick >= self.open_below.load(Ordering::Relaxed)
     }
 
+    /// Whether issuing after `id` in its tick, when that is also the clock's tick, is refused:
+    /// [`Fence::refuses_in`] of `id`'s tick, from one word and the ID itself — for an `id` of
+    /// this fence's layout (its time field at the shift given to
+    /// [`Fence::in_ids_shifted_by`]), other than `u64::MAX` (which has no next ID, and is
+    /// refused where the limit is past the time field).
+    #[inline(always)]
+    pub(crate) fn refuses_id(&self, id: u64) -> bool {
+        // Ordering: Relaxed; see the field comments.
+        id >= self.open_below_id.load(Ordering::Relaxed)
+    }
+
     /// Whether the clock tick `now` has reached the deadline.
     pub(crate) fn late(&self, now: u64) -> bool {
         now >= self.deadline.load(Ordering::Relaxed)
@@ -119,8 +150,10 @@ impl Fence {
         // Ordering: Relaxed; see the field comments.
         self.limit.store(limit, Ordering::Relaxed);
         self.deadline.store(deadline, Ordering::Relaxed);
-        self.open_below
-            .store(open_below(limit, deadline), Ordering::Relaxed);
+        let open = open_below(limit, deadline);
+        self.open_below.store(open, Ordering::Relaxed);
+        self.open_below_id
+            .store(in_ids(open, self.id_shift), Ordering::Relaxed);
     }
 
     /// The limit and deadline, for `Debug`.
@@ -162,6 +195,17 @@ const fn open_below(limit: u64, deadline: u64) -> u64 {
         past_limit
     } else {
         deadline
+    }
+}
+
+/// Tick `tick` as the smallest ID in it, for IDs whose time field starts at bit `shift`:
+/// `u64::MAX` where it does not fit — a tick past the end of the time field, which no ID has
+/// (the time field is the top field, so the largest tick an ID holds, shifted, fits).
+const fn in_ids(tick: u64, shift: u32) -> u64 {
+    if tick > u64::MAX >> shift {
+        u64::MAX
+    } else {
+        tick << shift
     }
 }
 
@@ -207,6 +251,52 @@ mod tests {
                 assert!(fence.is_closed());
                 assert!(points.iter().all(|&t| fence.refuses_in(t) && fence.late(t)));
             }
+        }
+    }
+
+    /// In ID space, a fence answers as in ticks for every ID of the tick: its first and last
+    /// values, at every time shift (0 and a whole 64-bit field included), for fresh words,
+    /// words set later and a closed fence; past the time field's end nothing is refused.
+    #[test]
+    fn in_ids_a_fence_answers_as_in_ticks() {
+        let points = [0, 1, 2, 9, 10, 11, u64::MAX >> 22, u64::MAX - 1, u64::MAX];
+        for shift in [0, 1, 22, 63] {
+            let agrees = |fence: &Fence, what: &str| {
+                for tick in points
+                    .iter()
+                    .map(|&t| t >> shift)
+                    .chain([u64::MAX >> shift])
+                {
+                    let low = (1u64 << shift) - 1;
+                    for id in [tick << shift, tick << shift | low] {
+                        if id == u64::MAX {
+                            continue;
+                        }
+                        assert_eq!(
+                            fence.refuses_id(id),
+                            fence.refuses_in(tick),
+                            "{what}: shift {shift} tick {tick} id {id}"
+                        );
+                    }
+                }
+            };
+            for limit in points {
+                for deadline in points {
+                    let fence = Fence::new(limit, deadline)
+                        .unwrap()
+                        .in_ids_shifted_by(shift);
+                    agrees(&fence, "new");
+                    fence.set(deadline, limit);
+                    agrees(&fence, "set");
+                    fence.close();
+                    agrees(&fence, "closed");
+                    assert!(fence.refuses_id(0));
+                }
+            }
+            let open = Fence::new(u64::MAX, u64::MAX)
+                .unwrap()
+                .in_ids_shifted_by(shift);
+            assert!(!open.refuses_id(u64::MAX - 1));
         }
     }
 

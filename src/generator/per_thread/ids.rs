@@ -113,7 +113,10 @@ impl<C: TimeSource + 'static> Iterator for LocalIds<'_, '_, C> {
     fn next(&mut self) -> Option<Self::Item> {
         let now_ns = self.shared.base.clock.now_ns();
         let fence = &self.shared.base.core.fence;
-        match self.hot.advance(now_ns, fence, &self.fork) {
+        match self
+            .hot
+            .advance(now_ns, fence, !self.fork.forked_on_common_path())
+        {
             Some(id) => Some(Ok(Id::from_u64(id))),
             None => {
                 // The numbers go out and come back by value: the iterator's own memory never

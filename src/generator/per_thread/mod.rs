@@ -125,9 +125,11 @@ pub(crate) trait Owner: Send + Sync + fmt::Debug {
 
 /// What the threads share: the slots, and a generator (its state unused) for everything else —
 /// the layout's numbers, the fence, the counters, the clock, the explanation of a refusal.
+///
+/// Aligned to 64 bytes: its address, with the low six bits free, is the generator's key in a
+/// thread's registry (see [`Shared::key`]).
+#[repr(align(64))]
 pub(crate) struct Shared<C: TimeSource> {
-    /// Tells this generator's numbers apart in a thread's registry.
-    key: u64,
     pub(super) base: Generator<C>,
     slots: Box<[CachePadded<Slot>]>,
     /// Where a slot number goes in an ID.
@@ -168,7 +170,65 @@ impl<C: TimeSource + 'static> fmt::Debug for PerThread<C> {
     }
 }
 
+/// The largest process generation [`Shared::key`] folds into a key; a generator built in a later
+/// one (62 forks deep) gets a key the common path never matches, and issues by the general
+/// step, which asks the fork watch itself.
+const MAX_FOLDED_GENERATION: u64 = 62;
+/// What a key holds in place of a generation it does not fold.
+const UNFOLDED: u64 = 63;
+
+/// The key of the shared parts at `addr` (64-aligned) built in process generation
+/// `generation` (see [`Shared::key`]). The generation (or [`UNFOLDED`]) goes in the address's
+/// six zero bits, where adding it is the same as setting them: one instruction with the
+/// address (`lea`).
+const fn key_of(addr: u64, generation: u64) -> u64 {
+    addr + if generation <= MAX_FOLDED_GENERATION {
+        generation
+    } else {
+        UNFOLDED
+    }
+}
+
+/// Whether `key` is the key of the shared parts at `addr` in the process whose generation is
+/// `now`: `key == key_of(a, g)` for `a == addr`, `g == now` and `g` folded — one comparison of
+/// `now` with a constant and one of the key.
+#[inline(always)]
+const fn is_key_now(key: u64, addr: u64, now: u64) -> bool {
+    (now <= MAX_FOLDED_GENERATION) & (key == addr.wrapping_add(now))
+}
+
 impl<C: TimeSource> Shared<C> {
+    /// Tells this generator's numbers apart in a thread's registry, and the process it was built
+    /// in from its forked children: the address of these shared parts with the process
+    /// generation the generator was built in in its six low bits (which the address has zero).
+    ///
+    /// * **Unique among the keys a registry holds**: each entry holds an `Arc` of its
+    ///   generator's shared parts, so no other generator lives at that address meanwhile, and
+    ///   the generation stays in the low bits. 0 is no key (no address is 0).
+    /// * **Checked in one comparison on the common path** ([`Shared::is_key_now`]): the key
+    ///   there is worked out from the process's generation *now*, which is the one the
+    ///   generator was built in only in that process — a forked child's copy of a thread's
+    ///   numbers (its key included) never matches, whichever way it was forked. One load of the
+    ///   thread's key answers both "are these this generator's numbers?" and "is this the
+    ///   process that built it?".
+    pub(super) fn key(&self) -> u64 {
+        key_of(self.addr(), self.base.core.fence.fork_watch().generation())
+    }
+
+    /// Whether a thread's key `key` is this generator's, in the process that built it: the
+    /// key worked out from this process's generation now (see [`Shared::key`]).
+    #[inline(always)]
+    pub(super) fn is_key_now(&self, key: u64) -> bool {
+        let fork = self.base.core.fence.fork_watch();
+        is_key_now(key, self.addr(), fork.generation_now_on_common_path())
+    }
+
+    /// The address of these shared parts: 64-aligned.
+    #[inline(always)]
+    fn addr(&self) -> u64 {
+        (self as *const Self).addr() as u64
+    }
+
     /// The slot's state word and counters.
     fn slot(&self, slot: usize) -> &Slot {
         &self.slots[slot]
@@ -299,9 +359,6 @@ impl<C: TimeSource + 'static> PerThread<C> {
     /// A per-thread generator over `base` (a generator built with `slot_bits` slot bits and
     /// slot 0, whose state is not used) with `2^slot_bits` slots.
     pub(crate) fn from_base(base: Generator<C>, slot_bits: u32) -> Self {
-        use std::sync::atomic::AtomicU64 as Key;
-        // Ordering: Relaxed; only distinctness matters.
-        static NEXT_KEY: Key = Key::new(1);
         let start = base.core.state.load(Ordering::Relaxed);
         let slot_shift = base.params.sequence_bits + base.layout().sequence_shift();
         let slots = (0..1usize << slot_bits)
@@ -315,7 +372,6 @@ impl<C: TimeSource + 'static> PerThread<C> {
             .collect();
         PerThread {
             shared: Arc::new(Shared {
-                key: NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 base,
                 slots,
                 slot_shift,

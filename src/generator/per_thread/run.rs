@@ -9,7 +9,6 @@ use super::super::step::{InTick, Step, next_state};
 use super::{SEALED, Shared};
 use crate::Error;
 use crate::clock::TimeSource;
-use crate::fork::ForkWatch;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The numbers of one slot held by one thread. Plain cells: only the owning thread reads or
@@ -30,8 +29,6 @@ pub(crate) struct Run {
     /// in `[from_ns, from_ns + width_ns)` (`InTick`).
     from_ns: Cell<u64>,
     width_ns: Cell<u64>,
-    /// The state's tick, for the fence's one-word check.
-    tick: Cell<u64>,
     /// The state the run entered its tick at, and its ID: the state of `id` is
     /// `base_state + (id - base_id) / step`.
     base_state: Cell<u64>,
@@ -54,7 +51,6 @@ impl Run {
             step: Cell::new(1),
             from_ns: Cell::new(0),
             width_ns: Cell::new(0),
-            tick: Cell::new(u64::MAX),
             base_state: Cell::new(SEALED),
             base_id: Cell::new(0),
             counted: Cell::new(SEALED),
@@ -90,7 +86,6 @@ impl Run {
         self.step.set(other.step.get());
         self.from_ns.set(other.from_ns.get());
         self.width_ns.set(other.width_ns.get());
-        self.tick.set(other.tick.get());
         self.base_state.set(other.base_state.get());
         self.base_id.set(other.base_id.get());
         self.counted.set(other.counted.get());
@@ -116,7 +111,6 @@ impl Run {
         self.id.set(id);
         self.from_ns.set(window.from_ns);
         self.width_ns.set(window.width_ns);
-        self.tick.set(tick);
         // The tick's last value, where the state is in its tick (not sealed, nor pinned at
         // the end of the time field): otherwise no room, and the common case never applies.
         let end = tick.wrapping_shl(p.sequence_bits) | p.sequence_mask;
@@ -131,23 +125,30 @@ impl Run {
     /// borrowed less than the lead ahead of it), room in the tick's sequence, the fence open
     /// for the tick, and no fork. Then the next state is `state + 1` — what `next_state`
     /// issues there (`InTick`) — and this returns its ID; otherwise `None`, and nothing moved.
-    /// Three loads (the clock, the fence's word, the process generation) and no
-    /// read-modify-write.
+    /// Three loads beyond the run's numbers (the clock, the fence's word, the process
+    /// generation) and no read-modify-write.
     #[inline(always)]
     pub(super) fn common<C: TimeSource>(&self, shared: &Shared<C>) -> Option<u64> {
         // The clock first, then the numbers: a clock that itself issues from this run (a
         // `TimeSource` calling back into the generator) has moved them by the time they are
         // read, and this call goes on after what it issued.
         let now_ns = shared.base.clock.now_ns();
-        self.common_at(shared, now_ns)
+        let fork = shared.base.core.fence.fork_watch();
+        self.common_at(shared, now_ns, !fork.forked_on_common_path())
     }
 
-    /// [`Run::common`] at the clock's reading `now_ns`, taken before these numbers are read.
+    /// [`Run::common`] at the clock's reading `now_ns`, taken before these numbers are read,
+    /// `unforked` the caller's answer to the fork check (the thread-local registry folds it
+    /// into its key).
     #[inline(always)]
-    pub(super) fn common_at<C: TimeSource>(&self, shared: &Shared<C>, now_ns: u64) -> Option<u64> {
+    pub(super) fn common_at<C: TimeSource>(
+        &self,
+        shared: &Shared<C>,
+        now_ns: u64,
+        unforked: bool,
+    ) -> Option<u64> {
         let mut hot = self.hot();
-        let fence = &shared.base.core.fence;
-        let id = hot.advance(now_ns, fence, fence.fork_watch())?;
+        let id = hot.advance(now_ns, &shared.base.core.fence, unforked)?;
         self.id.set(id);
         Some(id)
     }
@@ -161,7 +162,6 @@ impl Run {
             step: self.step.get(),
             from_ns: self.from_ns.get(),
             width_ns: self.width_ns.get(),
-            tick: self.tick.get(),
         }
     }
 
@@ -301,26 +301,26 @@ pub(super) struct Hot {
     /// The window of time for the state's tick (Unix ns): `[from_ns, from_ns + width_ns)`.
     from_ns: u64,
     width_ns: u64,
-    /// The state's tick, for the fence's one-word check.
-    tick: u64,
 }
 
 impl Hot {
     /// The common case, the one step every way into a slot shares: the clock in the state's
-    /// tick, room in the tick's sequence, the fence open for the tick, and no fork. Then the
-    /// next state is `state + 1` — what `next_state` issues there (`InTick`) — and this
-    /// advances `id` and returns it; otherwise `None`, and nothing moved.
-    #[inline(always)]
+    /// tick, room in the tick's sequence, the fence open for the tick, and no fork (`unforked`,
+    /// the caller's answer). Then the next state is `state + 1` — what `next_state` issues
+    /// there (`InTick`) — and this advances `id` and returns it; otherwise `None`, and nothing
+    /// moved.
     ///
     /// `now_ns` is the clock's reading, taken before these numbers were read (see
-    /// [`Run::common`]).
-    pub(super) fn advance(&mut self, now_ns: u64, fence: &Fence, fork: &ForkWatch) -> Option<u64> {
+    /// [`Run::common`]). The fence is asked in ID space (`Fence::refuses_id`): the last ID
+    /// issued is in the state's tick, so it tells the tick without a number of its own.
+    #[inline(always)]
+    pub(super) fn advance(&mut self, now_ns: u64, fence: &Fence, unforked: bool) -> Option<u64> {
         let cur = self.id;
-        // Evaluated without short-circuits: one branch.
+        // Evaluated without short-circuits.
         let ok = (now_ns.wrapping_sub(self.from_ns) < self.width_ns)
             & (cur < self.end_id)
-            & !fence.refuses_in(self.tick)
-            & !fork.forked_on_common_path();
+            & !fence.refuses_id(cur)
+            & unforked;
         if ok {
             self.id = cur + self.step;
             Some(self.id)

@@ -303,3 +303,60 @@ fn slot_against_the_step(
     proptest::prop_assert_eq!(local.run.state(), model);
     Ok(())
 }
+
+/// A thread's key matches on the common path exactly when it names the same shared parts and
+/// the process is the one that built them: for 64-aligned addresses next to each other and
+/// apart in every bit, and every generation up to well past the folded ones (0 is a child that
+/// has not armed one yet).
+#[test]
+fn a_key_matches_only_its_own_parts_in_its_own_process() {
+    use super::{MAX_FOLDED_GENERATION, is_key_now, key_of};
+    let base = 0x7f3a_5c00_1240u64;
+    let mut addrs = vec![base, base + 64, base - 64];
+    addrs.extend([6, 7, 11, 12, 31, 46, 56].map(|bit| base ^ 1 << bit));
+    for &a in &addrs {
+        assert_eq!(a % 64, 0);
+        for &b in &addrs {
+            for built in 1..80 {
+                let key = key_of(a, built);
+                assert_ne!(key, 0, "0 is no key");
+                for now in 0..80 {
+                    let expected = a == b && built == now && built <= MAX_FOLDED_GENERATION;
+                    assert_eq!(
+                        is_key_now(key, b, now),
+                        expected,
+                        "{a:#x} built {built}, {b:#x} now {now}"
+                    );
+                }
+                // And the highest generations, where the word is all but full.
+                for now in [u64::MAX, u64::MAX - 1, 1 << 63, 64 + built, 128 + built] {
+                    assert!(!is_key_now(key, b, now), "{a:#x} built {built}, now {now}");
+                }
+            }
+        }
+    }
+}
+
+/// Generators made and dropped one after another on one thread, each used once: the memory of
+/// a dropped one is soon another's, and each ID carries the node of the generator asked.
+#[test]
+fn a_generator_in_a_dropped_ones_memory_issues_its_own_ids() {
+    let layout = Layout::twitter();
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..300u64 {
+        let node = i % 1024;
+        let g = Generator::builder(layout.clone())
+            .node(node)
+            .build_per_thread(2)
+            .unwrap();
+        seen.insert(Arc::as_ptr(g.shared()) as usize);
+        for _ in 0..3 {
+            let id = g.next_id().unwrap();
+            assert_eq!(id.parts(&layout).unwrap().node(), node, "generator {i}");
+        }
+    }
+    assert!(
+        seen.len() < 300,
+        "no memory was reused: the case is not exercised"
+    );
+}
