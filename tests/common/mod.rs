@@ -505,6 +505,8 @@ pub struct Flaky {
     pub extended: std::sync::Mutex<Vec<u64>>,
     /// Renewals wait while this is set, as on a store that does not answer (a partition).
     pub hold_renew: std::sync::atomic::AtomicBool,
+    /// The system clock (ms) when the first renewal held by `hold_renew` began waiting.
+    pub held_since: std::sync::Mutex<Option<u64>>,
     valid_for: Option<std::time::Duration>,
 }
 
@@ -520,6 +522,7 @@ impl Flaky {
             hold_extend: Default::default(),
             extended: Default::default(),
             hold_renew: Default::default(),
+            held_since: Default::default(),
             valid_for,
         })
     }
@@ -572,6 +575,10 @@ impl monoflake::NodeStore for Flaky {
         claim: &monoflake::Claim,
     ) -> Result<Option<std::time::Duration>, monoflake::Error> {
         while self.hold_renew.load(Ordering::SeqCst) {
+            self.held_since
+                .lock()
+                .unwrap()
+                .get_or_insert_with(system_ms);
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         match self.fail_renew.load(Ordering::SeqCst) {
