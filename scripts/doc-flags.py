@@ -17,8 +17,9 @@ import subprocess
 import sys
 
 # Flags the docs name that belong to other tools: cargo and rustc, scripts/chaos.sh and
-# monoflake-chaos (and its holder's --flavour), scripts/mutants.sh, scripts/load.sh, the
-# protobuf and gRPC generators, and criterion.
+# monoflake-chaos (and its holder's --flavour), scripts/mutants.sh, scripts/soak-power.sh,
+# scripts/boundary-mutants.py, scripts/load.sh, the protobuf and gRPC generators, and
+# criterion.
 OTHER_TOOLS = {
     "--release", "--features", "--all-features", "--bench", "--cfg", "--seconds", "--seed",
     "--scenarios", "--runs", "--recovery-ms", "--outage-ms", "--fault-every-ms", "--prefix",
@@ -28,7 +29,7 @@ OTHER_TOOLS = {
     "--js_out", "--java_out", "--go_out", "--go-grpc_out", "--go_opt", "--go-grpc_opt",
     "--plaintext", "--import-path", "--proto", "--connections", "--duration-s",
     "--flavour", "--cheap", "--list", "--no-baseline", "--keep", "--full", "--iterate", "--re",
-    "--servers",
+    "--servers", "--resume", "--only",
 }
 
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")

@@ -380,7 +380,7 @@ fn a_claim_whose_lease_is_revoked_under_a_rewritten_key_is_lost() {
             NodeRequest::Exact(3),
         )
         .unwrap();
-    g.next_id().unwrap();
+    let first = g.next_id().unwrap();
     let key = format!("{prefix}/{}/node/3", layout.shape_key());
     let (ok, value) = etcd.ctl(None, &["get", "--print-value-only", &key]);
     assert!(ok, "{value}");
@@ -394,9 +394,12 @@ fn a_claim_whose_lease_is_revoked_under_a_rewritten_key_is_lost() {
     let (ok, out) = etcd.ctl(None, &["lease", "revoke", &lease]);
     assert!(ok, "{out}");
     let started = Instant::now();
+    // Every ID issued over the whole run: those before the keeper found the lease gone are
+    // the protocol's (a holder issues until its next check), none after.
+    let mut issued = vec![first];
     loop {
         match g.try_next_id() {
-            Ok(_) => {}
+            Ok(id) => issued.push(id),
             Err(Error::WouldBlock { .. }) => std::thread::sleep(Duration::from_millis(1)),
             Err(Error::LeaseLost {
                 node: 3, reason, ..
@@ -408,10 +411,29 @@ fn a_claim_whose_lease_is_revoked_under_a_rewritten_key_is_lost() {
         }
         assert!(
             started.elapsed() < Duration::from_secs(30),
-            "the holder still issues 30 s after its lease was revoked"
+            "the holder still issues 30 s after its lease was revoked ({} IDs since)",
+            issued.len() - 1
         );
     }
+    // Lost for good: no call after the loss issues, single or batch.
+    for call in 0..1000 {
+        if let Ok(id) = g.try_next_id() {
+            panic!(
+                "call {call} after the loss issued {id} ({} IDs before the loss)",
+                issued.len()
+            );
+        }
+    }
+    if let Ok(ids) = g.try_next_ids(4) {
+        panic!("a batch after the loss issued {} IDs", ids.len());
+    }
     assert_eq!(g.stats().lease_losses, 1);
+    assert_eq!(
+        g.stats().issued,
+        issued.len() as u64,
+        "the holder counts more IDs than the {} the test saw",
+        issued.len()
+    );
 }
 
 /// `EtcdOptions` shows what it holds and never the password.

@@ -333,6 +333,14 @@ fn a_wait_counts_its_spins_and_sleeps_no_longer_than_max_wait() {
         (5, 0, 0, 1),
         "{stats:?}"
     );
+    // A max_wait of exactly four such slots: four spins, and the call gives up when they have
+    // added up to it (not after a fifth).
+    let g = lead_limited(12, Duration::from_nanos(4 * 245));
+    assert_eq!(
+        timed_out(&g),
+        (Duration::from_nanos(4 * 245), Duration::from_nanos(245))
+    );
+    assert_eq!(g.stats().wait_spins, 4, "{:?}", g.stats());
     // 4 values a tick: the next slot opens in 250,001 ns; three naps of that, and a last one
     // of the 249,997 ns left of the millisecond.
     let g = lead_limited(2, Duration::from_millis(1));

@@ -862,7 +862,11 @@ fn a_clock_that_issues_from_another_generator_never_repeats_an_id() {
         let all: Vec<Id> = outer[i].iter().chain(&inner[i]).copied().collect();
         assert!(all.len() > 100, "generator {i}: {} IDs", all.len());
         for id in &all {
-            assert_eq!(id.parts(&layout).unwrap().node(), i as u64, "{id} of {i}");
+            assert_eq!(
+                id.parts(&layout).unwrap().node(),
+                i as u64,
+                "{id} of generator {i} carries another generator's node"
+            );
         }
         assert_distinct(&all);
         assert!(outer[i].windows(2).all(|w| w[0] < w[1]), "{:?}", outer[i]);
@@ -1244,8 +1248,8 @@ fn an_unconfirmed_lease_refuses_a_batch_in_the_current_tick() {
         .build_leased_per_thread(store.clone(), monoflake::NodeRequest::Any, 2)
         .unwrap();
     let local = g.local().unwrap();
-    g.try_next_id().unwrap();
-    local.try_next_id().unwrap();
+    // Every ID issued over the whole run, whichever way in.
+    let mut issued = vec![g.try_next_id().unwrap(), local.try_next_id().unwrap()];
     store
         .fail_renew
         .store(1, std::sync::atomic::Ordering::SeqCst);
@@ -1254,10 +1258,15 @@ fn an_unconfirmed_lease_refuses_a_batch_in_the_current_tick() {
     let give_up = std::time::Instant::now() + Duration::from_secs(120);
     let refused = loop {
         match g.try_next_id() {
-            Ok(_) | Err(Error::WouldBlock { .. }) => {}
+            Ok(id) => issued.push(id),
+            Err(Error::WouldBlock { .. }) => {}
             Err(e) => break e,
         }
-        assert!(std::time::Instant::now() < give_up, "never refused");
+        assert!(
+            std::time::Instant::now() < give_up,
+            "never refused: {} IDs issued in two minutes",
+            issued.len()
+        );
         std::thread::sleep(Duration::from_millis(2));
     };
     assert!(
@@ -1267,6 +1276,20 @@ fn an_unconfirmed_lease_refuses_a_batch_in_the_current_tick() {
         ),
         "{refused:?}"
     );
+    // Refused for good: nothing at all is issued after the first refusal, by either way in
+    // (the store stays unreachable, so no check can confirm the lease again).
+    for call in 0..500 {
+        for (how, next) in [("implicit", g.try_next_id()), ("held", local.try_next_id())] {
+            if let Ok(id) = next {
+                panic!(
+                    "{how} call {call} after the refusal ({refused}) issued {id}; {} IDs \
+                     before it",
+                    issued.len()
+                );
+            }
+        }
+    }
+    assert_distinct(&issued);
     for (how, batch) in [
         ("implicit", g.try_next_ids(2)),
         ("held", local.try_next_ids(2)),
@@ -1279,4 +1302,13 @@ fn an_unconfirmed_lease_refuses_a_batch_in_the_current_tick() {
             "{how}: {batch:?}"
         );
     }
+    // And the generator counts exactly the IDs the test saw (a held slot's count is added
+    // when it is given back): none escaped the checks above.
+    drop(local);
+    assert_eq!(
+        g.stats().issued,
+        issued.len() as u64,
+        "the generator counts other IDs than the {} the test saw",
+        issued.len()
+    );
 }

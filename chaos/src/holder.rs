@@ -17,19 +17,34 @@
 //! by that handle's iterator (`iter`); a fork's child and parent issue by a handle taken for
 //! the fork (a plain holder: by its `Leased`). One slot at a time: a holder's IDs increase. The store is the file store, etcd or PostgreSQL (`--backend`).
 //!
+//! * `burst MS K`: waits until the generator's clock reads MS Unix ms (the plain and
+//!   per-thread holders read the generator's own clock, a per-core one its wall clock; at
+//!   most 10 s), then issues up to K IDs without waiting (`try_next_id`), as fast as it can —
+//!   into the ticks ahead of its clock, as far as its lead and its fence let it — and answers
+//!   them, 1,000 a line, then the first refusal (`e …`): a holder at its reservation's end
+//!   issues every ID its fence lets it, whatever the pipe to the soak;
+//! * `stats`: answered `s …` (below) at once.
+//!
 //! Every command's answer ends with a line `.`. After a lost lease the holder drops the
 //! generator and claims again (every 500 ms until a claim succeeds), printing `r <node>`; it
 //! starts with `ready <node>`. End of input releases the node and exits 0.
+//!
+//! Whenever the store's counters of the generator held change (looked at every 100 ms, by a
+//! thread of its own, so also while a command waits), it prints
+//! `s reservation_writes=W reservation_failures=F lease_losses=L issued=N`: what the soak reads
+//! to show that a fault reached the store (a full disk: reservation writes that failed), even
+//! of a holder killed in the middle of a command.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use monoflake::{
     Error, FileStore, Generator, Id, Layout, Leased, NodeRequest, NodeStore, PerCore, PerThread,
+    Stats,
 };
 
 use crate::args::{Flavour, HolderArgs, Store};
@@ -161,6 +176,27 @@ impl Gen {
         }
     }
 
+    /// The clock's reading its IDs are stamped by, in Unix ms (a per-core holder's wall
+    /// clock, which its locked clock follows).
+    fn clock_ms(&self) -> u64 {
+        use monoflake::TimeSource;
+        match self {
+            Gen::Plain(l) => l.clock().precise_now_ms(),
+            Gen::PerThread(p, _) => p.clock().precise_now_ms(),
+            Gen::PerCore(_) => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        match self {
+            Gen::Plain(l) => l.stats(),
+            Gen::PerThread(p, _) => p.stats(),
+            Gen::PerCore(p) => p.stats(),
+        }
+    }
+
     fn release(self) -> Result<(), Error> {
         match self {
             Gen::Plain(l) => l.release(),
@@ -168,6 +204,49 @@ impl Gen {
             Gen::PerCore(p) => p.release(),
         }
     }
+}
+
+/// The `s` line of a generator's counters.
+fn stats_line(s: &Stats) -> String {
+    format!(
+        "s reservation_writes={} reservation_failures={} lease_losses={} issued={}",
+        s.reservation_writes, s.reservation_failures, s.lease_losses, s.issued
+    )
+}
+
+/// The generator held now, shared with the thread that reports its counters.
+type Held = Arc<Mutex<Option<Arc<Gen>>>>;
+
+/// Prints the held generator's [`stats_line`] whenever its store counters change, looking
+/// every 100 ms. The generator is only looked at under the lock, so that whoever takes it out
+/// of `held` owns it alone.
+fn report_stats(held: Held) {
+    let mut last = None;
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(|g| g.stats());
+        let Some(s) = now else {
+            last = None;
+            continue;
+        };
+        let key = (s.reservation_writes, s.reservation_failures, s.lease_losses);
+        if last != Some(key) {
+            last = Some(key);
+            say(&stats_line(&s));
+        }
+    }
+}
+
+/// Takes the generator out of `held` and `leased`: its only owner from then on.
+fn take(held: &Held, leased: &mut Option<Arc<Gen>>) -> Option<Gen> {
+    held.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    leased.take().and_then(Arc::into_inner)
 }
 
 /// The flavour asked for: `--flavour`, else `MONOFLAKE_CHAOS_FLAVOUR`, else `plain`.
@@ -235,7 +314,12 @@ pub fn main(args: &HolderArgs) -> ExitCode {
         }
     });
     let mut store: Option<Arc<dyn NodeStore>> = None;
-    let mut leased: Option<Gen> = None;
+    let mut leased: Option<Arc<Gen>> = None;
+    let held: Held = Arc::new(Mutex::new(None));
+    {
+        let held = Arc::clone(&held);
+        std::thread::spawn(move || report_stats(held));
+    }
     let mut claimed_before = false;
     // Claims are tried at most every 500 ms: a caller that keeps asking while there is no
     // node waits for the next try, it does not cause a storm of claims.
@@ -271,6 +355,10 @@ pub fn main(args: &HolderArgs) -> ExitCode {
                         l.node()
                     ));
                     claimed_before = true;
+                    let l = Arc::new(l);
+                    *held
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&l));
                     leased = Some(l);
                 }
                 Err(e) => {
@@ -309,6 +397,11 @@ pub fn main(args: &HolderArgs) -> ExitCode {
         let lost = match words.as_slice() {
             ["ids", k] => issue(l, k.parse().unwrap_or(1)),
             ["spin", k] => spin(l, k.parse().unwrap_or(1)),
+            ["burst", at, k] => burst(l, at.parse().unwrap_or(0), k.parse().unwrap_or(1)),
+            ["stats"] => {
+                say(&stats_line(&l.stats()));
+                false
+            }
             ["fork", how, k] => match How::parse(how) {
                 Some(how) => fork_command(l, how, k.parse().unwrap_or(16)),
                 None => {
@@ -323,11 +416,11 @@ pub fn main(args: &HolderArgs) -> ExitCode {
         };
         say(".");
         if lost {
-            leased = None;
+            drop(take(&held, &mut leased));
             next_claim = Instant::now() + Duration::from_millis(500);
         }
     }
-    if let Some(l) = leased
+    if let Some(l) = take(&held, &mut leased)
         && let Err(e) = l.release()
     {
         eprintln!("holder: release: {e}");
@@ -360,6 +453,36 @@ fn issue(leased: &Gen, k: usize) -> bool {
 /// `spin K`; true when the lease was lost.
 fn spin(leased: &Gen, k: u64) -> bool {
     let failed = leased.issue(k, &mut say_id);
+    match failed {
+        Some(e) => {
+            say(&format!("e {e}"));
+            matches!(e, Error::LeaseLost { .. } | Error::Forked { .. })
+        }
+        None => false,
+    }
+}
+
+/// `burst MS K`; true when the lease was lost.
+fn burst(leased: &Gen, at_ms: u64, k: usize) -> bool {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while leased.clock_ms() < at_ms && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let mut ids: Vec<u64> = Vec::with_capacity(k.min(1 << 20));
+    let failed = leased
+        .with_one(|one| {
+            for _ in 0..k {
+                match one() {
+                    Ok(id) => ids.push(id.as_u64()),
+                    Err(e) => return Some(e),
+                }
+            }
+            None
+        })
+        .unwrap_or_else(Some);
+    for chunk in ids.chunks(1000) {
+        say(&ids_line(chunk));
+    }
     match failed {
         Some(e) => {
             say(&format!("e {e}"));

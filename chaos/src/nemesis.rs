@@ -49,7 +49,9 @@ pub enum FaultKind {
     StateDirReplace,
     /// A generator's wall clock stepped by ±1 s or ±1 h (libfaketime).
     ClockStep,
-    /// The state directory's filesystem (a tmpfs) filled, then freed.
+    /// The state directory's filesystem (a tmpfs) filled until the file store's holder has
+    /// run out of reservation; the holder killed and a successor behind it on its node
+    /// (`Nemesis::full_takeover`).
     DiskFull,
     /// A holder forked (libc `fork`, raw `SYS_fork`, `_Fork`); the child issues at once.
     Fork,
@@ -181,6 +183,11 @@ pub fn plan(
     let takeable: Vec<usize> = (0..slots.len())
         .filter(|&i| slots[i].store != StoreKind::Postgres)
         .collect();
+    // A full disk is taken to the library's holder on the file store, whose counters show
+    // its failed reservation writes (full_takeover).
+    let file_holders: Vec<usize> = (0..slots.len())
+        .filter(|&i| slots[i].kind == Kind::Holder && slots[i].store == StoreKind::File)
+        .collect();
     let end = Duration::from_secs(seconds).saturating_sub(Duration::from_secs(3));
     let mut at = Duration::from_secs(2);
     let mut planned = Vec::new();
@@ -214,6 +221,9 @@ pub fn plan(
             FaultKind::PauseTakeover if !takeable.is_empty() => {
                 takeable[rng.random_range(0..takeable.len())]
             }
+            FaultKind::DiskFull if !file_holders.is_empty() => {
+                file_holders[rng.random_range(0..file_holders.len())]
+            }
             _ => rng.random_range(0..slots.len()),
         };
         let mut members: Vec<usize> = (0..MEMBERS).collect();
@@ -229,7 +239,8 @@ pub fn plan(
             FaultKind::EtcdMember => (members[..1].to_vec(), ms(&mut rng, 500, 4000)),
             FaultKind::EtcdLeader => (vec![], ms(&mut rng, 500, 4000)),
             FaultKind::EtcdQuorum => (members[..2].to_vec(), ms(&mut rng, 1000, 6000)),
-            FaultKind::DiskFull => (vec![], ms(&mut rng, 1000, 4000)),
+            // As long as the holder's reservation lasts, and a little more (full_takeover).
+            FaultKind::DiskFull => (vec![], Duration::ZERO),
             _ => (vec![], Duration::ZERO),
         };
         let delta_s: i64 = [1, -1, 3600, -3600][rng.random_range(0..4)];
@@ -273,8 +284,20 @@ pub struct Record {
     pub kind: FaultKind,
     pub start_ms: i64,
     pub end_ms: i64,
+    /// The slot it was aimed at (for the etcd and state-directory kinds, the one drawn).
+    pub slot: usize,
     /// The slots it could put in an outage.
     pub affects: Vec<usize>,
+    /// Its proof that it happened, as its target showed it (a kill's exit status, a full
+    /// disk's failed reservation writes…), or why none was seen.
+    pub effect: Result<String, String>,
+}
+
+/// A fault's proof, seen at once or after the fault (a kill's exit status comes when the
+/// supervisor reaps the process).
+enum Effect {
+    Now(Result<String, String>),
+    Later(std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send>>),
 }
 
 /// Applies faults; shared by their tasks.
@@ -294,6 +317,8 @@ pub struct Nemesis {
     etcd_busy: tokio::sync::Mutex<()>,
     disk_busy: tokio::sync::Mutex<()>,
     successors: std::sync::atomic::AtomicU64,
+    /// The tasks still looking for a fault's proof.
+    proofs: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Nemesis {
@@ -318,10 +343,16 @@ impl Nemesis {
             etcd_busy: tokio::sync::Mutex::new(()),
             disk_busy: tokio::sync::Mutex::new(()),
             successors: std::sync::atomic::AtomicU64::new(0),
+            proofs: Mutex::new(Vec::new()),
         })
     }
 
-    pub fn records(&self) -> Vec<Record> {
+    /// Every fault as it happened, once each has its proof (or has waited for it).
+    pub async fn records(self: &Arc<Self>) -> Vec<Record> {
+        let proofs: Vec<_> = std::mem::take(&mut *self.proofs.lock().expect("proofs"));
+        for p in proofs {
+            let _ = p.await;
+        }
         self.records.lock().expect("records").clone()
     }
 
@@ -350,22 +381,31 @@ impl Nemesis {
             .collect()
     }
 
-    /// Applies one planned fault (returns when it is over).
-    pub async fn apply(&self, p: Planned) {
-        let start = now_ms();
+    /// Applies one planned fault (returns when it is over), with its proof.
+    pub async fn apply(self: &Arc<Self>, p: Planned) {
+        let mut start = now_ms();
         let slot = &self.slots[p.slot];
-        let begin = |detail: &str| {
-            self.write(&format!("{start} START {} {detail}", p.kind.name()));
+        let begin = |at: i64, detail: &str| {
+            self.write(&format!("{at} START {} {detail}", p.kind.name()));
         };
-        let (affects, detail) = match p.kind {
+        let (affects, detail, effect) = match p.kind {
             FaultKind::Kill9 => {
                 let Some(live) = slot.live() else {
                     return self.skip(&p, "not running");
                 };
                 let detail = format!("{} pid {}", slot.name, live.pid);
-                begin(&detail);
+                begin(start, &detail);
                 signal(live.pid, Signal::SIGKILL);
-                (vec![p.slot], detail)
+                let slot = Arc::clone(slot);
+                let effect = Effect::Later(Box::pin(async move {
+                    let status = exit_of(&slot, live.pid).await?;
+                    if status.contains("SIGKILL") {
+                        Ok(format!("{} pid {} ended: {status}", slot.name, live.pid))
+                    } else {
+                        Err(format!("pid {} ended otherwise: {status}", live.pid))
+                    }
+                }));
+                (vec![p.slot], detail, effect)
             }
             FaultKind::Pause => {
                 let Some(live) = slot.live() else {
@@ -380,16 +420,38 @@ impl Nemesis {
                     live.pid,
                     p.hold.as_millis()
                 );
-                begin(&detail);
+                begin(start, &detail);
                 signal(live.pid, Signal::SIGSTOP);
                 tokio::time::sleep(p.hold).await;
+                // Read before the SIGCONT: the slot's last ID came before the stop took hold
+                // (and its pipe was read dry).
+                let last = self.world.checker.last_ok()[p.slot];
                 signal(live.pid, Signal::SIGCONT);
                 self.paused.lock().expect("paused").remove(&p.slot);
-                (vec![p.slot], detail)
+                let effect = match last {
+                    Some(t) if t > start + STOP_TAKES_MS => Err(format!(
+                        "{} issued {} ms into its pause",
+                        slot.name,
+                        t - start
+                    )),
+                    _ => Ok(format!(
+                        "{} silent for the pause ({} ms): its last ID {}",
+                        slot.name,
+                        p.hold.as_millis(),
+                        last.map_or("before the soak".into(), |t| format!(
+                            "{} ms into it",
+                            t - start
+                        ))
+                    )),
+                };
+                (vec![p.slot], detail, Effect::Now(effect))
             }
             FaultKind::PauseTakeover | FaultKind::AheadTakeover => {
-                match self.pause_takeover(&p, slot, &begin).await {
-                    Ok(r) => r,
+                match self
+                    .pause_takeover(&p, slot, &|d: &str| begin(start, d))
+                    .await
+                {
+                    Ok((affects, detail, effect)) => (affects, detail, Effect::Now(effect)),
                     Err(why) => return self.skip(&p, &why),
                 }
             }
@@ -407,38 +469,60 @@ impl Nemesis {
                 for &m in &members {
                     names.push(self.world.etcd.member_name(m).await);
                 }
+                start = now_ms();
                 let detail = format!("{} down for {} ms", names.join("+"), p.hold.as_millis());
-                begin(&detail);
+                begin(start, &detail);
+                let mut killed = Vec::new();
                 for &m in &members {
-                    self.world.etcd.kill_member(m, &self.world.pids).await;
+                    killed.push(self.world.etcd.kill_member(m, &self.world.pids).await);
                 }
                 tokio::time::sleep(p.hold).await;
+                let mut restarted = Vec::new();
                 for &m in &members {
-                    if let Err(e) = self
+                    let r = self
                         .world
                         .etcd
                         .start_member(m, &self.world.log, &self.world.pids)
-                        .await
-                    {
+                        .await;
+                    if let Err(e) = &r {
                         self.world
                             .log
                             .say(&format!("etcd: cannot restart a member: {e}"));
                     }
+                    restarted.push(r.is_ok());
                 }
-                (self.slots_on(true), detail)
+                let effect = if killed.iter().all(|k| *k) {
+                    Ok(format!(
+                        "{} killed (SIGKILL); restarted: {restarted:?}",
+                        names.join("+")
+                    ))
+                } else {
+                    Err(format!("{}: killed {killed:?}", names.join("+")))
+                };
+                (self.slots_on(true), detail, Effect::Now(effect))
             }
             FaultKind::EtcdPrefix => {
-                begin(&format!("del --prefix {}", self.prefix));
+                begin(start, &format!("del --prefix {}", self.prefix));
                 let result = self
                     .world
                     .etcd
                     .del_prefix(&self.prefix, Duration::from_secs(10))
                     .await;
-                let detail = match result {
-                    Ok(n) => format!("del --prefix {}: {n} keys", self.prefix),
-                    Err(e) => format!("del --prefix {} failed: {e}", self.prefix),
+                let (detail, effect) = match result {
+                    Ok(n) => (
+                        format!("del --prefix {}: {n} keys", self.prefix.trim()),
+                        if n.trim().parse::<u64>().is_ok_and(|n| n > 0) {
+                            Ok(format!("{} keys deleted", n.trim()))
+                        } else {
+                            Err(format!("no key deleted ({})", n.trim()))
+                        },
+                    ),
+                    Err(e) => (
+                        format!("del --prefix {} failed: {e}", self.prefix),
+                        Err(format!("etcdctl failed: {e}")),
+                    ),
                 };
-                (self.slots_on(true), detail)
+                (self.slots_on(true), detail, Effect::Now(effect))
             }
             FaultKind::StateDirDelete => {
                 let detail = format!(
@@ -446,9 +530,17 @@ impl Nemesis {
                     self.state_dir.display(),
                     p.flag
                 );
-                begin(&detail);
+                begin(start, &detail);
                 let r = self.world.disk.delete(&self.state_dir, p.flag);
-                (self.slots_on(false), format!("{detail}: {r:?}"))
+                let effect = r
+                    .as_ref()
+                    .map(|()| "removed".to_owned())
+                    .map_err(|e| e.to_string());
+                (
+                    self.slots_on(false),
+                    format!("{detail}: {r:?}"),
+                    Effect::Now(effect),
+                )
             }
             FaultKind::StateDirReplace => {
                 let detail = format!(
@@ -460,14 +552,26 @@ impl Nemesis {
                         "an empty directory"
                     }
                 );
-                begin(&detail);
+                begin(start, &detail);
                 let r = self.world.disk.replace(&self.state_dir, p.flag);
-                (self.slots_on(false), format!("{detail}: {r:?}"))
+                let effect = r
+                    .as_ref()
+                    .map(|()| "replaced".to_owned())
+                    .map_err(|e| e.to_string());
+                (
+                    self.slots_on(false),
+                    format!("{detail}: {r:?}"),
+                    Effect::Now(effect),
+                )
             }
             FaultKind::ClockStep => {
                 let step = self.world.clocks.step(p.slot, p.delta_s);
                 let mut detail = format!("{} by {:+} s: offset now {step:?}", slot.name, p.delta_s);
-                begin(&detail);
+                begin(start, &detail);
+                let mut effect = step
+                    .as_ref()
+                    .map(|o| format!("{}'s clock offset {o:+} s", slot.name))
+                    .map_err(|e| e.to_string());
                 if !p.hold.is_zero() {
                     // A step back on a store with a clock, undone after its hold.
                     tokio::time::sleep(p.hold).await;
@@ -476,47 +580,257 @@ impl Nemesis {
                         "; undone after {} ms: offset now {undo:?}",
                         p.hold.as_millis()
                     );
-                }
-                (vec![p.slot], detail)
-            }
-            FaultKind::DiskFull => {
-                let _busy = self.disk_busy.lock().await;
-                begin(&format!(
-                    "fill {} for {} ms",
-                    self.world.disk.root.display(),
-                    p.hold.as_millis()
-                ));
-                let filled = self.world.disk.fill();
-                tokio::time::sleep(p.hold).await;
-                let detail = match filled {
-                    Ok((path, bytes)) => {
-                        let _ = self.world.disk.unfill(&path);
-                        format!("filled with {bytes} bytes for {} ms", p.hold.as_millis())
+                    if let (Ok(e), Ok(o)) = (&mut effect, &undo) {
+                        *e += &format!(", then {o:+} s");
                     }
-                    Err(e) => format!("fill failed: {e}"),
-                };
-                (self.slots_on(false), detail)
+                }
+                (vec![p.slot], detail, Effect::Now(effect))
             }
+            FaultKind::DiskFull => match self.full_takeover(&p, slot).await {
+                Ok((at, detail, effect)) => {
+                    start = at;
+                    (self.slots_on(false), detail, Effect::Now(effect))
+                }
+                Err(why) => return self.skip(&p, &why),
+            },
             FaultKind::Fork => {
-                let Some(commands) = slot.live().and_then(|l| l.commands) else {
+                let Some(live) = slot.live() else {
+                    return self.skip(&p, "no holder running");
+                };
+                let Some(commands) = live.commands.clone() else {
                     return self.skip(&p, "no holder running");
                 };
                 let detail = format!("{}: fork {} ×{FORKS}", slot.name, p.how);
-                begin(&detail);
+                begin(start, &detail);
+                let before = live.counters().forks;
                 for _ in 0..FORKS {
                     let _ = commands.send(format!("fork {} 64", p.how));
                 }
-                (vec![p.slot], detail)
+                let name = slot.name.clone();
+                let effect = Effect::Later(Box::pin(async move {
+                    // Each fork waits up to 10 s for a holder between claims.
+                    let give_up = tokio::time::Instant::now() + Duration::from_secs(20);
+                    loop {
+                        let forks = live.counters().forks - before;
+                        if forks as usize >= FORKS {
+                            return Ok(format!("{name} reported {forks} forks reaped"));
+                        }
+                        if tokio::time::Instant::now() >= give_up {
+                            return if forks > 0 {
+                                Ok(format!("{name} reported {forks} of {FORKS} forks reaped"))
+                            } else {
+                                Err(format!("{name} reported no fork within 20 s"))
+                            };
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }));
+                (vec![p.slot], detail, effect)
             }
         };
         let end = now_ms();
         self.write(&format!("{end} END {} {detail}", p.kind.name()));
-        self.records.lock().expect("records").push(Record {
-            kind: p.kind,
-            start_ms: start,
-            end_ms: end,
-            affects,
-        });
+        let index = {
+            let mut records = self.records.lock().expect("records");
+            records.push(Record {
+                kind: p.kind,
+                start_ms: start,
+                end_ms: end,
+                slot: p.slot,
+                affects,
+                effect: Err("not yet seen".into()),
+            });
+            records.len() - 1
+        };
+        match effect {
+            Effect::Now(e) => self.prove(index, p.kind, e),
+            Effect::Later(e) => {
+                let me = Arc::clone(self);
+                let task = tokio::spawn(async move {
+                    let e = e.await;
+                    me.prove(index, p.kind, e);
+                });
+                self.proofs.lock().expect("proofs").push(task);
+            }
+        }
+    }
+
+    /// Records fault `index`'s proof (or why there is none).
+    fn prove(&self, index: usize, kind: FaultKind, effect: Result<String, String>) {
+        self.write(&format!(
+            "{} EFFECT {} {}",
+            now_ms(),
+            kind.name(),
+            match &effect {
+                Ok(e) => e.clone(),
+                Err(e) => format!("NOT SEEN: {e}"),
+            }
+        ));
+        self.records.lock().expect("records")[index].effect = effect;
+    }
+
+    /// A full disk, long enough for a holder's reservation to run out, and the hand-over that
+    /// follows: the file store's holder (the library's) is found issuing, its slot's restarts
+    /// held; the disk filled, so its reservation writes fail (its `reservation_failures`
+    /// counts them: the fault's proof); from 3 ms before its clock reaches the reservation's
+    /// end on disk it issues as many IDs as its fence lets it at once (`burst`: whole ticks, in
+    /// memory, so that no pipe to the soak slows it across the end); 700 ms after the end, by
+    /// its clock, it is killed (-9); the disk is freed, and a successor whose clock is 1-2 s behind the holder's claims
+    /// its node, reads that reservation and issues flat out from it. A holder stops at the
+    /// last tick before its reservation's end: the successor starts above everything it
+    /// issued. One that adopts a failed write, or issues in the tick that starts at the end,
+    /// issues what the successor issues again — conflicts, and overlapping tenures.
+    async fn full_takeover(
+        &self,
+        p: &Planned,
+        slot: &Slot,
+    ) -> Result<(i64, String, Result<String, String>), String> {
+        let _busy = self.disk_busy.lock().await;
+        // The holder, issuing: its node, and how far its IDs run ahead of the real time.
+        let give_up = tokio::time::Instant::now() + VICTIM_WITHIN;
+        let (live, node, lead) = loop {
+            if let Some(live) = slot.live()
+                && let Some(node) = live.node()
+                && let Some((at, ahead)) = self.world.checker.lead(p.slot)
+                && now_ms() - at <= ISSUING_MS
+                && live.commands.is_some()
+            {
+                break (live, node, ahead);
+            }
+            if tokio::time::Instant::now() >= give_up {
+                return Err(format!(
+                    "{} was not issuing within {} s",
+                    slot.name,
+                    VICTIM_WITHIN.as_secs()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        if !self.paused.lock().expect("paused").insert(p.slot) {
+            return Err("already paused".into());
+        }
+        let restarts = slot.restarts.lock().await;
+        let before = live.counters();
+        let start = now_ms();
+        self.write(&format!(
+            "{start} START disk-full fill {} under {} pid {} (node {node}, its IDs {lead} ms \
+             ahead)",
+            self.world.disk.root.display(),
+            slot.name,
+            live.pid
+        ));
+        let (path, bytes) = match self.world.disk.fill() {
+            Ok(filled) => filled,
+            Err(e) => {
+                drop(restarts);
+                self.paused.lock().expect("paused").remove(&p.slot);
+                return Ok((
+                    start,
+                    format!("fill failed: {e}"),
+                    Err(format!("fill failed: {e}")),
+                ));
+            }
+        };
+        // The reservation a successor will read: the node's record, read again while waiting
+        // (a write that got in before the disk was full moves it).
+        let limit = tokio::time::Instant::now() + FULL_AT_MOST;
+        let mut until = reserved_until(&self.state_dir, node);
+        let wait_for = |until: Option<i64>, past: i64| until.map_or(i64::MAX, |u| u - lead + past);
+        while now_ms() < wait_for(until, -SPIN_BEFORE_MS) && tokio::time::Instant::now() < limit {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            until = until.max(reserved_until(&self.state_dir, node));
+        }
+        if let (Some(c), Some(until)) = (&live.commands, until) {
+            let _ = c.send(format!("burst {} {BURST_IDS}", until - BURST_BEFORE_MS));
+        }
+        while now_ms() < wait_for(until, KILL_AFTER_MS) && tokio::time::Instant::now() < limit {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            until = until.max(reserved_until(&self.state_dir, node));
+        }
+        // Its newest ID, by the time it was stamped with, against the reservation's end.
+        let newest = self
+            .world
+            .checker
+            .lead(p.slot)
+            .map(|(at, ahead)| at + ahead);
+        let after = live.counters();
+        signal(live.pid, Signal::SIGKILL);
+        let ended = exit_of(slot, live.pid).await;
+        let _ = self.world.disk.unfill(&path);
+        let full_ms = now_ms() - start;
+        // A successor 1-2 s behind the holder's clock: it starts at the reservation's end,
+        // waiting for its clock to come within the lead of it.
+        let k = self
+            .successors
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let clock = SUCCESSOR_CLOCKS + k as usize;
+        let behind = self.world.clocks.step(clock, lead.div_euclid(1000) - 1);
+        let spec = Spec {
+            name: format!("full-successor-{k}"),
+            table: self.tables[0],
+            slot: None,
+            clock: Some(clock),
+            store: StoreArgs::File(self.state_dir.clone()),
+            layout: "orders".into(),
+            node: node.to_string(),
+            env: Vec::new(),
+        };
+        let mut successor_first = None;
+        let outcome = match start_holder(&self.world, &spec, Pace::Flat) {
+            Ok(s) => {
+                let waited = tokio::time::Instant::now() + Duration::from_secs(8);
+                while s.node().is_none() && tokio::time::Instant::now() < waited {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let took = s.node();
+                successor_first = s.first_id().map(crate::checker::unix_ms);
+                let status = s.stop(&self.world).await;
+                format!(
+                    "successor {} (clock offset {behind:?} s) issued on node {took:?} from \
+                     {successor_first:?} ms: {status}",
+                    spec.name
+                )
+            }
+            Err(e) => format!("successor did not start: {e}"),
+        };
+        drop(restarts);
+        self.paused.lock().expect("paused").remove(&p.slot);
+        let detail = format!(
+            "{} pid {} node {node}: disk full ({bytes} bytes) for {full_ms} ms; its reservation \
+             on disk ends at {until:?} ms, its newest ID at {newest:?} ms; reservation writes \
+             {} -> {}, failed {} -> {}; killed ({}); {outcome}",
+            slot.name,
+            live.pid,
+            before.reservation_writes,
+            after.reservation_writes,
+            before.reservation_failures,
+            after.reservation_failures,
+            ended.as_deref().unwrap_or_else(|e| e.as_str()),
+        );
+        // Where the hand-over fell: the holder's newest ID and the successor's first, from
+        // the reservation's end on disk (a holder stops 1 ms or more before it; the successor
+        // starts at it or after).
+        let from_end = |t: Option<i64>| match (t, until) {
+            (Some(t), Some(u)) => format!("{:+} ms", t - u),
+            _ => "unknown".to_owned(),
+        };
+        let effect = if after.reservation_failures > before.reservation_failures {
+            Ok(format!(
+                "{}'s reservation writes failed {} times while the disk was full (its newest \
+                 ID {} from its reservation's end, the successor's first {})",
+                slot.name,
+                after.reservation_failures - before.reservation_failures,
+                from_end(newest),
+                from_end(successor_first)
+            ))
+        } else {
+            Err(format!(
+                "{}'s reservation writes did not fail ({} failed before, {} after)",
+                slot.name, before.reservation_failures, after.reservation_failures
+            ))
+        };
+        Ok((start, detail, effect))
     }
 
     /// The paused holder whose node is taken (issue 21, case 8), on either store; or, for
@@ -525,8 +839,8 @@ impl Nemesis {
         &self,
         p: &Planned,
         slot: &Slot,
-        begin: &impl Fn(&str),
-    ) -> Result<(Vec<usize>, String), String> {
+        begin: &(dyn Fn(&str) + Sync),
+    ) -> Result<(Vec<usize>, String, Result<String, String>), String> {
         if matches!(slot.store, StoreArgs::Pg(_)) {
             return Err("no take-over on the PostgreSQL store here".into());
         }
@@ -624,20 +938,78 @@ impl Nemesis {
             signal(live.pid, Signal::SIGCONT);
         }
         self.paused.lock().expect("paused").remove(&p.slot);
-        let outcome = match successor {
+        let (outcome, took) = match successor {
             Ok(s) => {
                 tokio::time::sleep(Duration::from_secs(3)).await;
+                let took = s.node();
                 let status = s.stop(&self.world).await;
-                format!("successor {}: {status}", spec.name)
+                (format!("successor {}: {status}", spec.name), took)
             }
-            Err(e) => format!("successor did not start: {e}"),
+            Err(e) => (format!("successor did not start: {e}"), None),
+        };
+        let effect = match &deleted {
+            Ok(()) => Ok(format!(
+                "records of node {node} deleted; the successor issued on node {took:?}"
+            )),
+            Err(e) => Err(format!("the records were not deleted: {e}")),
         };
         Ok((
             self.slots_on(etcd),
             format!("{detail} (delete: {deleted:?}; {outcome})"),
+            effect,
         ))
     }
 }
+
+/// Waits for the process `pid` of `slot` to end (its supervisor reaps it): how it ended.
+async fn exit_of(slot: &Slot, pid: i32) -> Result<String, String> {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(status) = slot.exit_of(pid) {
+            return Ok(status);
+        }
+        if tokio::time::Instant::now() >= give_up {
+            return Err(format!("pid {pid} still running 5 s after SIGKILL"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The end of the node's reservation on disk, in Unix ms: the largest `until_ms` of its
+/// records (`<state dir>/<layout>/node-N.reservation`; the Twitter layout's records hold Unix
+/// ms), or `None` when there is none to read.
+pub fn reserved_until(state_dir: &std::path::Path, node: u64) -> Option<i64> {
+    let name = format!("node-{node}.reservation");
+    std::fs::read_dir(state_dir)
+        .ok()?
+        .flatten()
+        .filter_map(|layout| std::fs::read_to_string(layout.path().join(&name)).ok())
+        .filter_map(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("until_ms="))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .max()
+}
+
+/// How long after a SIGSTOP a stopped process's last IDs may still arrive (its pipe read dry).
+const STOP_TAKES_MS: i64 = 700;
+/// How long a `disk-full` waits for the file store's holder to be issuing.
+const VICTIM_WITHIN: Duration = Duration::from_secs(10);
+/// The longest a `disk-full` keeps the disk full.
+const FULL_AT_MOST: Duration = Duration::from_secs(12);
+/// How long before its clock reaches its reservation's end the holder is sent its `burst`
+/// (which it starts by its own clock), and how long after that end it is killed, in ms.
+const SPIN_BEFORE_MS: i64 = 300;
+const KILL_AFTER_MS: i64 = 700;
+/// The `burst`: from 3 ms before the reservation's end, by the holder's clock, as many IDs
+/// as four full ticks of the Twitter layout hold and more — every ID its fence lets it issue
+/// up to the end (three ticks), and the tick that starts there if the fence lets it.
+const BURST_BEFORE_MS: i64 = 3;
+const BURST_IDS: u64 = 20_000;
+/// The clocks of `disk-full`'s successors (one each; the slots' are 0..10, the scenarios'
+/// 100..110).
+const SUCCESSOR_CLOCKS: usize = 200;
 
 /// How recently a holder must have issued for an `ahead-takeover` to go ahead, in ms.
 const ISSUING_MS: i64 = 250;
@@ -671,6 +1043,40 @@ mod tests {
         let a = plan(7, 120, every, 3, &slots(), &[]);
         assert_eq!(a, plan(7, 120, every, 3, &slots(), &[]));
         assert_ne!(a, plan(8, 120, every, 3, &slots(), &[]));
+    }
+
+    #[test]
+    fn a_full_disk_goes_to_the_file_stores_holder() {
+        let p = plan(3, 120, Duration::from_secs(2), 3, &slots(), &[]);
+        let full: Vec<&Planned> = p.iter().filter(|f| f.kind == FaultKind::DiskFull).collect();
+        assert!(!full.is_empty());
+        for f in full {
+            assert_eq!(slots()[f.slot].kind, Kind::Holder, "{f:?}");
+            assert_eq!(slots()[f.slot].store, StoreKind::File, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn the_reservation_on_disk_is_the_largest_of_the_nodes_records() {
+        let dir = std::env::temp_dir().join(format!("chaos-reserved-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (layout, node, until) in [
+            ("twitter", 3, 1_000),
+            ("orders", 3, 2_500),
+            ("twitter", 4, 9_000),
+        ] {
+            std::fs::create_dir_all(dir.join(layout)).unwrap();
+            std::fs::write(
+                dir.join(layout).join(format!("node-{node}.reservation")),
+                format!("monoflake-reservation v2\nuntil_ms={until}\nsum=0\n"),
+            )
+            .unwrap();
+        }
+        assert_eq!(reserved_until(&dir, 3), Some(2_500));
+        assert_eq!(reserved_until(&dir, 4), Some(9_000));
+        assert_eq!(reserved_until(&dir, 5), None);
+        assert_eq!(reserved_until(&dir.join("gone"), 3), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -710,6 +1116,10 @@ mod tests {
             }
             if f.kind == FaultKind::Pause {
                 assert!(f.hold > Duration::from_secs(3), "a pause outlasts the TTL");
+            }
+            if f.kind == FaultKind::DiskFull {
+                assert_eq!(slots()[f.slot].kind, Kind::Holder);
+                assert_eq!(slots()[f.slot].store, StoreKind::File);
             }
         }
         assert!(p.windows(2).all(|w| w[0].at < w[1].at));

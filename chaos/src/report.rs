@@ -170,7 +170,9 @@ mod tests {
             kind,
             start_ms: start,
             end_ms: end,
+            slot: affects[0],
             affects: affects.to_vec(),
+            effect: Ok(String::new()),
         }
     }
 

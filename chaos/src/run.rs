@@ -345,18 +345,17 @@ async fn soak(world: &Arc<World>, args: &RunArgs, skip: &[FaultKind]) -> Result<
             if kind == Kind::Holder {
                 layouts.push("orders".into());
             }
-            Arc::new(Slot {
+            Arc::new(Slot::new(
                 idx,
-                name: name.into(),
+                name.into(),
                 kind,
-                store: match space {
+                match space {
                     0 => StoreArgs::File(state_dir.clone()),
                     1 => StoreArgs::Etcd(prefix.clone()),
                     _ => StoreArgs::Pg(PG_NODES.into()),
                 },
                 layouts,
-                live: Mutex::new(None),
-            })
+            ))
         })
         .collect();
     world
@@ -494,7 +493,7 @@ async fn soak(world: &Arc<World>, args: &RunArgs, skip: &[FaultKind]) -> Result<
     for s in supervisors {
         let _ = s.await;
     }
-    let records = nemesis.records();
+    let records = nemesis.records().await;
     let judged = report::judge(
         &outages,
         &records,
@@ -654,6 +653,7 @@ fn verdict(
             row.max
         );
     }
+    let _ = writeln!(r, "\n{}", effects(soak, args, &mut failures));
     let max_outage = soak.judged.iter().map(|j| j.duration_ms).max().unwrap_or(0);
     let bad: Vec<&Judged> = soak.judged.iter().filter(|j| !j.ok()).collect();
     let _ = writeln!(
@@ -790,6 +790,74 @@ fn verdict(
         kinds.len()
     );
     (r, passed)
+}
+
+/// Each fault kind's proof that it bit, as its targets showed it (a kill's exit status, a
+/// pause's silence, a full disk's failed reservation writes and the outage they caused…): a
+/// line per kind, and a failure for a kind that took effect in none of its faults. A fault
+/// that did nothing tests nothing (a disk-full of 1-4 s under a 5 s reservation window caused
+/// no outage in any run before, and the failed-write path never ran).
+fn effects(soak: &Soak, args: &RunArgs, failures: &mut Vec<String>) -> String {
+    // A full disk proves itself twice: the holder's failed writes, and an outage of the
+    // holder's slot that it explains (began in its window, as the outage judge has it).
+    let (outage_ms, recovery_ms) = (args.outage_ms as i64, args.recovery_ms as i64);
+    let shown = |rec: &Record| -> Result<String, String> {
+        let proof = rec.effect.clone()?;
+        if rec.kind != FaultKind::DiskFull {
+            return Ok(proof);
+        }
+        let outage = soak
+            .judged
+            .iter()
+            .map(|j| &j.outage)
+            .filter(|o| {
+                o.slot == rec.slot
+                    && rec.start_ms <= o.start_ms + outage_ms
+                    && rec.end_ms + recovery_ms >= o.start_ms
+            })
+            .map(|o| o.end_ms.unwrap_or(o.start_ms) - o.start_ms)
+            .max();
+        match outage {
+            Some(ms) => Ok(format!(
+                "{proof}; an outage of {} ({ms} ms) it explains",
+                soak.slot_names[rec.slot]
+            )),
+            None => Err(format!(
+                "{proof}, but no outage of {} that it explains",
+                soak.slot_names[rec.slot]
+            )),
+        }
+    };
+    let mut out =
+        String::from("fault effects (each fault's proof that it bit, as its target showed it):\n");
+    for kind in FaultKind::ALL {
+        let proofs: Vec<Result<String, String>> = soak
+            .records
+            .iter()
+            .filter(|r| r.kind == kind)
+            .map(shown)
+            .collect();
+        if proofs.is_empty() {
+            continue;
+        }
+        let ok = proofs.iter().filter(|p| p.is_ok()).count();
+        let sample = proofs
+            .iter()
+            .find_map(|p| p.as_ref().ok())
+            .map_or_else(String::new, |p| format!(": {p}"));
+        let _ = writeln!(out, "{:<15} {ok} of {}{sample}", kind.name(), proofs.len());
+        for p in proofs.iter().filter_map(|p| p.as_ref().err()) {
+            let _ = writeln!(out, "                  NOT SEEN: {p}");
+        }
+        if ok == 0 {
+            failures.push(format!(
+                "fault kind {} took effect in none of its {} faults",
+                kind.name(),
+                proofs.len()
+            ));
+        }
+    }
+    out
 }
 
 /// Which fault kinds were applied in one window (their spans overlapping in time), the

@@ -127,6 +127,35 @@ pub enum Pace {
     Flat,
 }
 
+/// What a holder said of its generator's store counters (its last `s` line), and how many
+/// forks it reported (`F` lines): a fault's proof that it reached the holder.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct HolderCounters {
+    pub reservation_writes: u64,
+    pub reservation_failures: u64,
+    pub lease_losses: u64,
+    /// `F` lines: forks made and reaped.
+    pub forks: u64,
+}
+
+impl HolderCounters {
+    /// Reads an `s` line's `name=value` words into these counters.
+    fn read(&mut self, words: &str) {
+        for word in words.split_whitespace() {
+            let Some((name, value)) = word.split_once('=') else {
+                continue;
+            };
+            let Ok(value) = value.parse() else { continue };
+            match name {
+                "reservation_writes" => self.reservation_writes = value,
+                "reservation_failures" => self.reservation_failures = value,
+                "lease_losses" => self.lease_losses = value,
+                _ => {}
+            }
+        }
+    }
+}
+
 /// A started process.
 #[derive(Debug)]
 pub struct Proc {
@@ -137,6 +166,10 @@ pub struct Proc {
     pub node: Arc<AtomicU64>,
     /// Commands injected into a holder's input (fork…).
     pub commands: Option<mpsc::UnboundedSender<String>>,
+    /// A holder's counters, as it last reported them.
+    pub counters: Arc<Mutex<HolderCounters>>,
+    /// A holder's first ID (0: none yet).
+    pub first: Arc<AtomicU64>,
     /// Set to stop pacing (a stop drains at full speed) and to end clients.
     stopping: Arc<AtomicBool>,
     /// Ends when the process has exited and everything it wrote was read: its exit status.
@@ -146,6 +179,11 @@ pub struct Proc {
 impl Proc {
     pub fn node(&self) -> Option<u64> {
         self.node.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    /// A holder's first ID, once it has issued one.
+    pub fn first_id(&self) -> Option<u64> {
+        Some(self.first.load(Ordering::Relaxed)).filter(|&id| id != 0)
     }
 
     pub fn is_finished(&self) -> bool {
@@ -331,6 +369,8 @@ pub fn start_gen(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc, St
         table: spec.table,
         node,
         commands: None,
+        counters: Arc::default(),
+        first: Arc::default(),
         stopping,
         task,
     })
@@ -364,6 +404,8 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let node = Arc::new(AtomicU64::new(0));
+    let counters: Arc<Mutex<HolderCounters>> = Arc::default();
+    let first: Arc<AtomicU64> = Arc::default();
     let stopping = Arc::new(AtomicBool::new(false));
     let (commands, mut injected) = mpsc::unbounded_channel::<String>();
     let (done_tx, mut done) = mpsc::unbounded_channel::<()>();
@@ -374,6 +416,8 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
     let reader = {
         let (world, node, spec) = (Arc::clone(world), Arc::clone(&node), spec.clone());
         let events = Arc::clone(&events);
+        let counters = Arc::clone(&counters);
+        let first = Arc::clone(&first);
         tokio::spawn(async move {
             let mut reader = BufReader::new(stdout);
             let mut stream = world.stream();
@@ -431,6 +475,10 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
                         if let Some(&last) = ids.last() {
                             node.store(node_of(last) + 1, Ordering::Relaxed);
                         }
+                        if let Some(&id) = ids.first() {
+                            let _ =
+                                first.compare_exchange(0, id, Ordering::Relaxed, Ordering::Relaxed);
+                        }
                         world.checker.observe(src, stream, recv, &ids);
                     }
                     "c" => {
@@ -470,7 +518,12 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
                         }
                         world.checker.observe(csrc, cstream, recv, &ids);
                     }
+                    "s" => {
+                        counters.lock().expect("counters").read(rest);
+                        event(&line);
+                    }
                     "F" => {
+                        counters.lock().expect("counters").forks += 1;
                         event(&line);
                         if rest.contains("hung") {
                             world.checker.violation(
@@ -542,6 +595,8 @@ pub fn start_holder(world: &Arc<World>, spec: &Spec, pace: Pace) -> Result<Proc,
         table: spec.table,
         node,
         commands: Some(commands),
+        counters,
+        first,
         stopping,
         task,
     })
@@ -657,6 +712,8 @@ pub fn start_serve(
         table: spec.table,
         node,
         commands: None,
+        counters: Arc::default(),
+        first: Arc::default(),
         stopping,
         task,
     })
@@ -806,6 +863,11 @@ pub struct Slot {
     pub layouts: Vec<String>,
     /// The process running now: pid, node, holder commands.
     pub live: Mutex<Option<Live>>,
+    /// Held by a fault that must keep the slot's next process from starting (its node left
+    /// to a successor of the fault's own); the supervisor takes it before each start.
+    pub restarts: tokio::sync::Mutex<()>,
+    /// The last process that exited: its pid and how it ended (a `kill-9`'s proof).
+    pub exited: Mutex<Option<(i32, String)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -813,6 +875,14 @@ pub struct Live {
     pub pid: i32,
     pub node: Arc<AtomicU64>,
     pub commands: Option<mpsc::UnboundedSender<String>>,
+    pub counters: Arc<Mutex<HolderCounters>>,
+}
+
+impl Live {
+    /// A holder's counters as it last reported them.
+    pub fn counters(&self) -> HolderCounters {
+        *self.counters.lock().expect("counters")
+    }
 }
 
 impl Live {
@@ -822,8 +892,35 @@ impl Live {
 }
 
 impl Slot {
+    pub fn new(
+        idx: usize,
+        name: String,
+        kind: Kind,
+        store: StoreArgs,
+        layouts: Vec<String>,
+    ) -> Slot {
+        Slot {
+            idx,
+            name,
+            kind,
+            store,
+            layouts,
+            live: Mutex::new(None),
+            restarts: tokio::sync::Mutex::new(()),
+            exited: Mutex::new(None),
+        }
+    }
+
     pub fn live(&self) -> Option<Live> {
         self.live.lock().expect("slot").clone()
+    }
+
+    /// How the process `pid` ended, once the supervisor has seen it exit.
+    pub fn exit_of(&self, pid: i32) -> Option<String> {
+        match &*self.exited.lock().expect("slot") {
+            Some((p, status)) if *p == pid => Some(status.clone()),
+            _ => None,
+        }
     }
 }
 
@@ -859,6 +956,11 @@ pub async fn supervise(
                 .collect(),
         };
         let pace = Pace::Rate(world.rate);
+        // A fault that holds the slot's restarts (its node left to a successor) ends first.
+        drop(slot.restarts.lock().await);
+        if *stop.borrow() {
+            break;
+        }
         let started = match slot.kind {
             Kind::Gen => start_gen(&world, &spec, pace),
             Kind::Serve => start_serve(&world, &spec, pace, 2),
@@ -886,8 +988,10 @@ pub async fn supervise(
             pid: proc.pid,
             node: Arc::clone(&proc.node),
             commands: proc.commands.clone(),
+            counters: Arc::clone(&proc.counters),
         });
         let began = tokio::time::Instant::now();
+        let proc_pid = proc.pid;
         let mut proc = Some(proc);
         let status = loop {
             tokio::select! {
@@ -905,6 +1009,7 @@ pub async fn supervise(
             }
         };
         *slot.live.lock().expect("slot") = None;
+        *slot.exited.lock().expect("slot") = Some((proc_pid, status.clone()));
         world.log.note(&format!("{} exited: {status}", spec.name));
         if status == "exit status: 2" {
             // Bad usage: the run itself is wrong, and the slot would never issue.

@@ -231,7 +231,12 @@ mod tests {
                 );
                 for now in points {
                     assert_eq!(fence.late(now), now >= deadline, "{limit} {deadline} {now}");
-                    assert_eq!(fence.refuses_in(now), fence.refuses(now, now));
+                    assert_eq!(
+                        fence.refuses_in(now),
+                        fence.refuses(now, now),
+                        "refuses_in({now}) against refuses({now}, {now}) under limit {limit} \
+                         deadline {deadline}"
+                    );
                     for last in points {
                         assert_eq!(
                             fence.refuses(now, last),
