@@ -94,10 +94,11 @@ pub trait TimeSource: Send + Sync {
     /// claim.
     ///
     /// ```
-    /// use monoflake::{Ceiling, ManualClock, TimeSource};
+    /// use monoflake::{Ceiling, LockedClock, ManualClock, TimeSource};
     /// let ceiling = Ceiling { unix_ns: 5_000_000, slack_ns: 0 };
     /// assert!(!ManualClock::new(5).set_ceiling(Some(ceiling)));
-    /// assert!(monoflake::LockedClock::new().set_ceiling(Some(ceiling)));
+    /// // (`LockedClock::set_ceiling` itself returns nothing: it always honours one.)
+    /// assert!(TimeSource::set_ceiling(&LockedClock::new(), Some(ceiling)));
     /// ```
     fn set_ceiling(&self, ceiling: Option<Ceiling>) -> bool {
         let _ = ceiling;

@@ -459,11 +459,11 @@ pub const CEILING_MARGIN_MS: u64 = 5;
 ///
 /// ```
 /// use monoflake::handover::{StoreReading, clock_ceiling};
-/// let r = StoreReading { ms: 10_000, lead_ms: 250, slack_ms: 0, after_mono_us: 1_000_000 };
-/// assert_eq!(clock_ceiling(r, None), (10_245, 1_000_000));
-/// // A ceiling of 2 s ago, 2 ms lower for the 0.1 % it rises slower: the larger wins.
-/// assert_eq!(clock_ceiling(r, Some((8_300, 0))), (10_298, 1_000_000));
-/// assert_eq!(clock_ceiling(r, Some((8_200, 0))), (10_245, 1_000_000));
+/// let r = StoreReading { ms: 10_000, lead_ms: 250, slack_ms: 0, after_mono_us: 2_000_000 };
+/// assert_eq!(clock_ceiling(r, None), (10_245, 2_000_000));
+/// // A ceiling of 2 s before, carried on 2 ms less (the 0.1 % it rises slower): the larger wins.
+/// assert_eq!(clock_ceiling(r, Some((8_300, 0))), (10_298, 2_000_000));
+/// assert_eq!(clock_ceiling(r, Some((8_200, 0))), (10_245, 2_000_000));
 /// ```
 pub fn clock_ceiling(reading: StoreReading, before: Option<(u64, u64)>) -> (u64, u64) {
     let at = reading.after_mono_us;
