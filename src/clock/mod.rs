@@ -91,7 +91,8 @@ pub trait TimeSource: Send + Sync {
     /// (docs/design.md, "A wall clock ahead of the store's"). It never moves the source back.
     /// The default honours none and returns `false`: such a source follows whatever it
     /// follows, and a renewal that finds it too far ahead of the store's clock loses the
-    /// claim.
+    /// claim. A clock holds one ceiling: give each leased generator a clock of its own (the
+    /// builder's default), not clones of one.
     ///
     /// ```
     /// use monoflake::{Ceiling, LockedClock, ManualClock, TimeSource};
