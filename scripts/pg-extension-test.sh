@@ -31,8 +31,10 @@
 #      both into one BIGINT PRIMARY KEY with no conflict; a claim taken over in the claim
 #      database: the server refuses ("lease lost"), writes back, claims another node; the
 #      claim worker killed (-9) during calls: the server restarts, claims again, no
-#      conflict after; a server stopped: its row released with a reservation at or above
-#      its last ID's time;
+#      conflict after; server a's wall clock stepped 2 s, a minute and an hour ahead
+#      (monoflake.test_clock_offset_ms) and back under load: its lease kept, no refusal, no
+#      conflict, no ID more than 350 ms ahead (issue 60); a server stopped: its row released
+#      with a reservation at or above its last ID's time;
 #   7. copies (issue 56), each counting the IDs issued by both servers over COPY_N (100,000)
 #      IDs a side, issued at once, or showing the refusal: with the node claimed (server a,
 #      claim database on the first server): pg_basebackup -> a copy started on its own (a
@@ -473,6 +475,48 @@ now=$(claims -c 'SELECT count(*) FROM both_ids')
 check "the claim worker killed (-9) during calls: claims again, 100000 more IDs, no conflict" \
     "$([ -n "$worker" ] && [ -n "$after_kill" ] && [ "$ok" = 0 ] && [ "$now" = $((before + 100000)) ]; echo $?)" \
     "worker pid ${worker:-none} killed; node ${after_kill:-none} after; $before rows, then $now"
+
+# Issue 60: server a's wall clock stepped 2 s, a minute and an hour past the real time
+# (monoflake.test_clock_offset_ms, reloaded: every process of it), then back, while two
+# connections issue: its line follows the wall clock only as far as the claim database's
+# clock confirms (the ceiling the worker's renewals set), so the worker keeps its lease: no
+# refusal, the same node throughout, no conflict, no ID further ahead of the real time than
+# the lead and max_lead (PostgreSQL's own clock_timestamp() is not moved).
+node_before=$(node_of a)
+before=$(claims -c 'SELECT count(*) FROM both_ids')
+steps_dir=$(mktemp -d "$dir/steps.XXXXXX")
+chown postgres: "$steps_dir"
+for c in 1 2; do
+    (
+        for i in $(seq 1 60); do
+            sql_at "${sport[a]}" -c "COPY (SELECT monoflake.next_id(), 'a', 200 + $c FROM generate_series(1, 5000)) TO STDOUT" |
+                claims -c 'COPY both_ids FROM STDIN' >/dev/null 2>>"$steps_dir/errors.$c" || echo "copy $i failed" >>"$steps_dir/errors.$c"
+            sleep 0.2
+        done
+    ) &
+done
+ahead=0
+for off in 0 2000 60000 3600000 0; do
+    echo "monoflake.test_clock_offset_ms = $off" >>"$dir/a/postgresql.conf"
+    sql_at "${sport[a]}" -c 'SELECT pg_reload_conf()' >/dev/null
+    for _ in $(seq 1 6); do
+        sleep 0.5
+        a_ms=$(sql_at "${sport[a]}" -c "SELECT (extract(epoch FROM d.time) * 1000)::bigint - (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+                                        FROM monoflake.decode(monoflake.next_id()) d" 2>>"$steps_dir/errors.0" || echo 0)
+        [ "$a_ms" -le "$ahead" ] || ahead=$a_ms
+    done
+    echo "wall clock +$off ms: IDs up to $ahead ms ahead of the real time so far"
+done
+wait || true
+node_after=$(node_of a)
+now=$(claims -c 'SELECT count(*) FROM both_ids')
+distinct=$(claims -c 'SELECT count(DISTINCT id) FROM both_ids')
+refusals=$(cat "$steps_dir"/errors.* 2>/dev/null | grep -c . || true)
+cat "$steps_dir"/errors.* 2>/dev/null | head -3
+check "server a's wall clock stepped 2 s, 1 min, 1 h ahead, then back, under load: the lease kept, no refusal, no conflict" \
+    "$([ "$refusals" = 0 ] && [ -n "$node_before" ] && [ "$node_after" = "$node_before" ] &&
+        [ "$now" = $((before + 600000)) ] && [ "$distinct" = "$now" ] && [ "$ahead" -le 351 ]; echo $?)" \
+    "node $node_before then ${node_after:-none}; $refusals refusals; $before rows, then $now ($distinct distinct); IDs at most $ahead ms ahead"
 
 # A clean stop releases the node with the final reservation: the end of the last tick
 # issued, at or above the last ID's time.

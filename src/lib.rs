@@ -212,7 +212,7 @@ mod stats;
 mod sync;
 
 pub use crate::clock::{
-    ClockReport, CoarseClock, DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE,
+    Ceiling, ClockReport, CoarseClock, DEFAULT_REANCHOR_INTERVAL, DEFAULT_REANCHOR_TOLERANCE,
     DEFAULT_TICKER_INTERVAL, LockedClock, ManualClock, SLEW_PPM, Ticker, TimeSource,
 };
 pub use crate::encoding::{Encoded, Encoding};

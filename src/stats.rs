@@ -90,6 +90,13 @@ pub struct Stats {
     pub skew_ns: i64,
     /// Lead over the wall clock still being slewed away, in nanoseconds (0: not slewing).
     pub slew_left_ns: u64,
+    /// How far the wall clock was ahead of the generator's clock at its last comparison and
+    /// not followed, in nanoseconds: a leased generator on a store with a clock of its own
+    /// follows the wall clock forward only as far as the store's clock confirms
+    /// ([`ClockReport::held_back_ns`](crate::ClockReport::held_back_ns); docs/operations.md,
+    /// "Clock stepped forward while running"). Not 0 for long means this host's wall clock
+    /// (or the store's) is wrong.
+    pub clock_held_back_ns: u64,
     /// Free nodes passed over when claiming any node because their time reservation was
     /// further ahead of the clock than the tolerance (see
     /// [`GeneratorBuilder::future_reservation_tolerance`](crate::GeneratorBuilder::future_reservation_tolerance)).
@@ -138,7 +145,7 @@ impl fmt::Display for Stats {
             f,
             "issued {}, borrowed ticks {} (max lead {}), would-block returned {}, waiting \
              calls {} (retries {}: spins {}, yields {}, sleeps {}; timed out {}), forward \
-             steps {} (skew {} µs, max {} µs, slewing {} µs), nodes skipped ahead {} \
+             steps {} (skew {} µs, max {} µs, slewing {} µs, held back {} µs), nodes skipped ahead {} \
              (sorting below by up to {} ms; unusable {}), claim wait {} ms, reservation writes {} (failed {}), lease renewals \
              {} (lost {}){}{}",
             self.issued,
@@ -155,6 +162,7 @@ impl fmt::Display for Stats {
             self.skew_ns / 1000,
             self.max_skew_ns / 1000,
             self.slew_left_ns / 1000,
+            self.clock_held_back_ns / 1000,
             self.nodes_skipped_ahead,
             self.sorts_below_ms,
             self.nodes_skipped_unusable,

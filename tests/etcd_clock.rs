@@ -50,6 +50,46 @@ fn a_holder_further_ahead_of_etcd_than_allowed_issues_nothing_there() {
     common::a_holder_ahead_of_the_store_clock_issues_nothing(store, &layout, named);
 }
 
+/// Issue 60: a holder whose wall clock is stepped 2 s, a minute and an hour past the real
+/// time, then back, under load, keeps its claim throughout: its clock follows the wall clock
+/// only as far as etcd's `Date` confirms (the ceiling its renewals set). No refusal at all, IDs
+/// in every phase, never more than the lead and `max_lead` ahead of the real time; the
+/// successor, after the release, above every one of them.
+#[test]
+fn a_wall_clock_stepped_forward_costs_the_holder_nothing() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("ride");
+    let layout = layout();
+    let ride = common::ride::ride(
+        store(&etcd, &prefix),
+        &layout,
+        1,
+        Duration::from_secs(3),
+        false,
+    );
+    common::ride::judge_capped(&ride);
+}
+
+/// Issue 60: a fresh claim while the wall clock is an hour ahead is refused at its first
+/// check, naming both clocks' readings; claimed again once the wall clock is right (with a
+/// fresh clock), it starts.
+#[test]
+fn a_fresh_claim_an_hour_ahead_is_refused_naming_both_clocks_then_starts() {
+    let etcd = common::Etcd::shared();
+    let prefix = prefix("fresh");
+    let layout = layout();
+    let named = |reason: &str| {
+        named(reason) && reason.contains("this clock read ") && reason.contains("etcd's Date 20")
+    };
+    let (refused, took) = common::ride::fresh_claims_until_the_clock_is_right(
+        store(&etcd, &prefix),
+        &layout,
+        1,
+        named,
+    );
+    eprintln!("refused {refused} times; the first ID {took} ms after the correction");
+}
+
 /// The successor's side: a claimant 3 s behind etcd's clock, on a node whose keys were all
 /// deleted (`etcdctl del --prefix`) under a holder that had reserved ahead, starts above etcd's
 /// clock at its claim plus the allowance (250 ms, a second twice for `Date`'s resolution, a

@@ -1882,3 +1882,31 @@ fn a_renewal_that_hangs_stops_issuing_at_the_confirm_bound() {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
+
+/// Issue 60, on the file store (no clock of its own): a wall clock stepped 2 s, a minute and
+/// an hour ahead under load is followed, as README promises — the keeper extends the
+/// reservation and callers wait one store write, never a refusal — and stays followed after
+/// the wall clock is set back (the clock slews). Its successor, trusting the reservation an
+/// hour ahead, issues above every ID.
+#[test]
+fn on_the_file_store_a_wall_clock_stepped_forward_is_followed() {
+    let dir = common::TempDir::new("ride");
+    let store = Arc::new(FileStore::open(dir.path()).unwrap());
+    let layout = Layout::twitter();
+    let ride = common::ride::ride(store, &layout, 3, Duration::from_secs(3), true);
+    for (k, p) in ride.phases.iter().enumerate() {
+        assert!(p.refusals.is_empty(), "phase {k}: {p:?}");
+        assert!(p.issued > 0, "phase {k}: {p:?}");
+        assert_eq!(p.held_back_ms, 0, "phase {k}: {p:?}");
+    }
+    // Followed: the hour ahead is in the IDs, and stays there after the wall clock is back.
+    assert!(ride.phases[3].ahead_ms >= 3_599_000, "{:?}", ride.phases[3]);
+    assert!(ride.phases[4].ahead_ms >= 3_599_000, "{:?}", ride.phases[4]);
+    eprintln!(
+        "longest gaps, ms: {:?}",
+        ride.phases
+            .iter()
+            .map(|p| p.longest_gap_ms)
+            .collect::<Vec<_>>()
+    );
+}

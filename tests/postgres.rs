@@ -675,6 +675,38 @@ fn a_holder_further_ahead_of_the_database_than_allowed_issues_nothing_there() {
     common::a_holder_ahead_of_the_store_clock_issues_nothing(store, &layout, named);
 }
 
+/// Issue 60: a holder whose wall clock is stepped 2 s, a minute and an hour past the real
+/// time, then back, under load, keeps its claim throughout: its clock follows the wall clock
+/// only as far as the database's clock confirms (the ceiling its renewals set), so no renewal
+/// refuses it. No refusal at all, IDs in every phase, never more than the lead and `max_lead`
+/// ahead of the real time; the successor, after the release, above every one of them.
+#[test]
+fn a_wall_clock_stepped_forward_costs_the_holder_nothing() {
+    let pg = common::Pg::shared();
+    let store = Arc::new(PgStore::connect_with(&pg.url, &table("ride")).unwrap());
+    let layout = layout(2);
+    let ride = common::ride::ride(store, &layout, 1, Duration::from_secs(3), false);
+    common::ride::judge_capped(&ride);
+}
+
+/// Issue 60: a fresh claim while the wall clock is an hour ahead is refused at its first
+/// renewal, naming both clocks' readings; claimed again once the wall clock is right (with a
+/// fresh clock, as `monoflake serve` and Python's default do), it starts.
+#[test]
+fn a_fresh_claim_an_hour_ahead_is_refused_naming_both_clocks_then_starts() {
+    let pg = common::Pg::shared();
+    let store = Arc::new(PgStore::connect_with(&pg.url, &table("fresh")).unwrap());
+    let layout = layout(2);
+    let named = |reason: &str| {
+        reason.contains("ahead of the database's clock_timestamp()")
+            && reason.contains("this clock read ")
+            && reason.contains("the database's 20")
+    };
+    let (refused, took) =
+        common::ride::fresh_claims_until_the_clock_is_right(store, &layout, 1, named);
+    eprintln!("refused {refused} times; the first ID {took} ms after the correction");
+}
+
 /// Issue 34, case 4, the successor's side: a claimant whose clock is 3 s behind the
 /// database's, on a node with no row (deleted under a holder that may be stopped, or never
 /// written), starts above the database's clock at its claim plus two check intervals and the

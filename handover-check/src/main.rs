@@ -15,8 +15,9 @@
 //! Exit status: 0 when every search is clean (no duplicate, liveness holds, and each search
 //! that must find a duplicate — a fault outside the model — finds one); **3** when a search
 //! finds a time-field value issued twice (a line starting `DUPLICATE`); **4** when the check
-//! went blind — a search that must find a duplicate found none, or an honest claimant did not
-//! start (a line starting `BLIND`); 2 for a bad argument. A duplicate wins over blindness.
+//! went blind — a search that must find a duplicate found none, an honest claimant did not
+//! start, or a holder whose clock honours its ceiling was refused by the store's clock (a line
+//! starting `BLIND`); 2 for a bad argument. A duplicate wins over blindness.
 
 mod explore;
 mod store;
@@ -56,6 +57,7 @@ const fn role(uid: u8, dir: u8, layout: usize) -> Role {
         skew_ms: 0,
         step_ms: 0,
         ns: 0,
+        capped: false,
     }
 }
 
@@ -101,6 +103,7 @@ fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
         delete_under_running_holder: false,
         stops: false,
         liveness: false,
+        keeps_claim: false,
     };
     let with = |budget: Budget| Config {
         budget: Budget { steps: 1, ..budget },
@@ -113,6 +116,22 @@ fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
     let on = |flavour: Flavour, config: Config| Config { flavour, ..config };
     let coarse_tick = |config: Config| Config {
         layouts: vec![coarse.clone()],
+        ..config
+    };
+    // A holder whose wall clock steps forward past the store's lead and whose clock honours
+    // the ceiling, and an honest successor whose clock does too.
+    let ahead_capped = |config: Config| Config {
+        roles: vec![
+            Role {
+                capped: true,
+                ..holder
+            },
+            Role {
+                capped: true,
+                step_ms: 0,
+                ..successor
+            },
+        ],
         ..config
     };
     let deleted = Budget {
@@ -566,6 +585,60 @@ fn searches(horizon: u8) -> Vec<(&'static str, Expect, Config)> {
                 },
             )),
         ),
+        // Issue 60: a holder's wall clock stepped forward past the store's lead (350 ms, the
+        // lead 50 ms), its locked clock under the ceiling its renewals set: it is never refused
+        // by the store's clock (`keeps_claim`), and its successor, once it lets go, starts
+        // within the tolerance.
+        (
+            "pg, a capped clock: the holder's wall clock stepped past the lead: it keeps its claim",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                ahead_capped(Config {
+                    stops: true,
+                    liveness: true,
+                    keeps_claim: true,
+                    ..base.clone()
+                }),
+            ),
+        ),
+        (
+            "etcd, a capped clock: the holder's wall clock stepped past the lead: it keeps its claim",
+            Expect::Clean,
+            on(
+                Flavour::Etcd,
+                ahead_capped(Config {
+                    stops: true,
+                    liveness: true,
+                    keeps_claim: true,
+                    ..base.clone()
+                }),
+            ),
+        ),
+        // The same clocks under faults: a capped holder whose renewals fail (its ceiling
+        // carried on, never refreshed) or which is stopped, its records deleted.
+        (
+            "pg, capped clocks: renewals failing, the holder's wall clock stepped, records deleted",
+            Expect::Clean,
+            on(
+                Flavour::Pg,
+                ahead_capped(with(Budget {
+                    failed_renewals: 2,
+                    ..deleted
+                })),
+            ),
+        ),
+        (
+            "etcd, capped clocks: records deleted, the holder stopped, its wall clock stepped",
+            Expect::Clean,
+            on(
+                Flavour::Etcd,
+                ahead_capped(with(Budget {
+                    pauses: 1,
+                    ..deleted
+                })),
+            ),
+        ),
         // Outside the fault model: every trace of the node on the host deleted (the state
         // directories and the anchors) after its holder died, the clock set back. Nothing is
         // left to read; the search must find the duplicate, or the checker has gone blind.
@@ -649,7 +722,7 @@ fn main() -> ExitCode {
             (Some((Found::Stuck, steps)), _) => {
                 blind = true;
                 println!(
-                    "  BLIND: an honest claimant did not start, in {} steps:",
+                    "  BLIND: liveness (an honest claimant did not start, or a capped holder was refused), in {} steps:",
                     steps.len()
                 );
                 print(&steps);

@@ -230,23 +230,24 @@ impl Store {
     }
 
     /// A renewal, the holder's clock read at `holder_ms` before it was sent: how long the
-    /// claim stays valid (µs), `None` for as long as the process lives.
+    /// claim stays valid (µs), `None` for as long as the process lives; and whether it was
+    /// refused because the holder's clock was too far ahead of the store's.
     pub fn renew(
         &mut self,
         who: &Who<'_>,
         env: &Env,
         holder_ms: u64,
-    ) -> Result<Option<u64>, Failure> {
+    ) -> (Result<Option<u64>, Failure>, bool) {
         if !self.holds(who, env) {
-            return Err(Failure::Lost);
+            return (Err(Failure::Lost), false);
         }
         if self.clocked()
             && handover::clock_lead_refused(holder_ms, env.t_ms, env.clock_lead_ms).is_some()
         {
             // The store takes the claim of a holder too far ahead of its clock.
-            return Err(Failure::Lost);
+            return (Err(Failure::Lost), true);
         }
-        match self {
+        let valid = match self {
             Store::File(_) => Ok(None),
             Store::Etcd(e) => {
                 if let Some(h) = &mut e.claim {
@@ -260,7 +261,8 @@ impl Store {
                 }
                 Ok(Some(env.ttl_us))
             }
-        }
+        };
+        (valid, false)
     }
 
     /// Writes the reservation `until_ms` under the claim.

@@ -11,7 +11,9 @@
 //!   them, as threads of other processes do).
 //! * **Each process's clocks**: a wall clock `t + offset` (the offset steps either way, a
 //!   fault; a fixed skew per process, within the protocol's margin) read through a locked
-//!   clock that never goes back (after a step back it holds still: a slew at its slowest);
+//!   clock that never goes back (after a step back it holds still: a slew at its slowest) and,
+//!   for a process whose clock honours its holder's ceiling (`Action::Ceiling`), follows the
+//!   wall clock no further than that ceiling carried on to now (`handover::ceiling_ns_at`);
 //!   the monotonic clock is real time.
 //! * **The generator**: the fence words the holder publishes, the start tick it builds with,
 //!   the seal; it issues a tick only where [`handover::fence_refuses`] (the hot path's own
@@ -24,11 +26,14 @@
 //!
 //! The properties: no time-field value issued by two processes (their ranges of issued
 //! ticks never overlap), and, in the fault-free searches, liveness: an honest claimant is
-//! never refused, never waits longer than the tolerance, and starts within it.
+//! never refused, never waits longer than the tolerance, and starts within it; and, where a
+//! search says so (`keeps_claim`), a holder whose locked clock honours the ceiling its
+//! renewals set (`Role::capped`, issue 60) is never refused by the store's clock however far
+//! its wall clock is stepped forward.
 
 use monoflake::Layout;
 use monoflake::handover::{
-    self, Action, Event, Failure, Holder, LetGo, Limits, Now, Outcome, Terms,
+    self, Action, Event, Failure, Holder, LetGo, Limits, Now, Outcome, StoreReading, Terms,
 };
 
 use crate::store::{Env, Flavour, Store, Who};
@@ -74,6 +79,11 @@ pub struct Role {
     /// clocks, as do those of a holder whose wall clock was stepped back under it while its
     /// locked clock kept time), back for a successor (it starts behind).
     pub step_ms: i64,
+    /// Its clock honours the ceiling its holder sets (`Action::Ceiling`): a `LockedClock`,
+    /// the default. Otherwise (a `ManualClock`, a clock of the caller's) the shell's
+    /// `set_ceiling` does nothing, and a clock stepped too far ahead of a store's loses the
+    /// claim at the next renewal.
+    pub capped: bool,
 }
 
 /// How many of each fault a run may inject.
@@ -106,6 +116,9 @@ pub struct Config {
     pub stops: bool,
     /// Check liveness too (fault-free searches).
     pub liveness: bool,
+    /// A holder whose clock has a ceiling is never refused by the store's clock: a renewal
+    /// that finds it too far ahead is a liveness failure (`BLIND`).
+    pub keeps_claim: bool,
 }
 
 impl Config {
@@ -159,6 +172,13 @@ pub struct Gen {
 
 impl Gen {
     /// The tick of its state: the last issued, or where it resumes.
+    ///
+    /// Not inlined: inlined into `carry_out`'s `generator.map_or(0, |g| g.last_tick())`, the
+    /// release build of rustc 1.95 loaded `last`'s value through an address computed from
+    /// its tag before testing whether the generator was there at all, and with none (the tag
+    /// uninitialised) read out of bounds: a segmentation fault in safe code, gone with
+    /// `-C debug-assertions`.
+    #[inline(never)]
     fn last_tick(&self) -> u64 {
         self.last.or(self.resume_after).unwrap_or(0)
     }
@@ -192,6 +212,8 @@ pub struct Proc {
     pub offset_ms: i64,
     /// The locked clock's last reading.
     pub last_read: u64,
+    /// The locked clock's ceiling (`Action::Ceiling`): Unix ms at a real time, µs.
+    pub ceiling: Option<(u64, u64)>,
     pub stopped: bool,
     pub dead: bool,
     pub state: State,
@@ -238,6 +260,7 @@ impl World {
                 .map(|role| Proc {
                     offset_ms: role.skew_ms,
                     last_read: 0,
+                    ceiling: None,
                     stopped: false,
                     dead: false,
                     state: State::Unclaimed,
@@ -293,20 +316,31 @@ impl World {
         }
     }
 
-    /// Reads process `p`'s locked clock: its wall clock, never below its last reading.
+    /// Reads process `p`'s locked clock: its wall clock, no further than its ceiling (carried
+    /// on to now by the library's `handover::ceiling_ns_at`) once its holder set one, never
+    /// below its last reading.
     fn read_clock(&mut self, p: usize) -> u64 {
+        let mono_us = self.mono_us();
         let proc = &mut self.procs[p];
         let wall = (T0_MS + u64::from(self.t) * UNIT_MS)
             .checked_add_signed(proc.offset_ms)
             .unwrap_or(0);
-        proc.last_read = proc.last_read.max(wall);
+        let follows = proc.ceiling.map_or(wall, |(ms, at)| {
+            wall.min(handover::ceiling_ns_at(ms, at, mono_us) / 1_000_000)
+        });
+        proc.last_read = proc.last_read.max(follows);
         proc.last_read
+    }
+
+    /// The monotonic clock: real time, µs.
+    fn mono_us(&self) -> u64 {
+        u64::from(self.t) * UNIT_MS * 1_000
     }
 
     fn now(&mut self, p: usize) -> Now {
         Now {
             ms: self.read_clock(p),
-            mono_us: u64::from(self.t) * UNIT_MS * 1_000,
+            mono_us: self.mono_us(),
         }
     }
 
@@ -560,6 +594,12 @@ impl World {
                     Event::Sealed { last_tick }
                 }
                 Action::Lost { .. } => Event::Done,
+                Action::Ceiling { ms, at_mono_us, .. } => {
+                    if config.roles[p].capped {
+                        self.procs[p].ceiling = Some((ms, at_mono_us));
+                    }
+                    Event::Done
+                }
                 Action::Sleep { ms, renew_every_ms } => {
                     let nap = renew_every_ms.map_or(ms, |every| ms.min(every));
                     self.procs[p].state = State::Sleeping {
@@ -611,7 +651,7 @@ impl World {
                     return;
                 };
                 let holder_ms = w.read_clock(p);
-                if let Err(f) = w.store.renew(&who, &env, holder_ms) {
+                if let Err(f) = w.store.renew(&who, &env, holder_ms).0 {
                     w.deliver(config, p, Event::Waited(Err(f)));
                     w.after(config, p, format!("p{p} renews while waiting: {f:?}"), out);
                     return;
@@ -680,16 +720,31 @@ impl World {
                             at,
                             result: Err(Failure::Failed),
                             last_tick,
+                            store: None,
                         },
                     );
                     out.push(Next::World(failed, format!("{label}: unreachable")));
                 }
-                let result = w.store.renew(&who, &env, at.ms);
+                let (result, refused_ahead) = w.store.renew(&who, &env, at.ms);
                 let last_tick = w.procs[p].generator.map_or(0, |g| g.last_tick());
                 let label = format!(
                     "{label} at clock +{}: {result:?}",
                     at.ms as i64 - T0_MS as i64
                 );
+                // A clocked store notes its clock at a renewal that confirms the claim.
+                let store = (result.is_ok() && w.store.clocked()).then_some(StoreReading {
+                    ms: env.t_ms,
+                    lead_ms: env.clock_lead_ms,
+                    slack_ms: 0,
+                    after_mono_us: w.mono_us(),
+                });
+                if config.keeps_claim && refused_ahead && w.procs[p].ceiling.is_some() {
+                    out.push(Next::Stuck(format!(
+                        "{label}: p{p}'s clock, under its ceiling, refused as too far ahead of \
+                         the store's"
+                    )));
+                    return;
+                }
                 w.deliver(
                     config,
                     p,
@@ -697,6 +752,7 @@ impl World {
                         at,
                         result,
                         last_tick,
+                        store,
                     },
                 );
                 w.check_wait(config, p, label, out);
@@ -756,6 +812,8 @@ impl World {
                     LetGo::Keep => {}
                 }
                 w.procs[p].state = State::Ended;
+                // The shell lifts the clock's ceiling at the end.
+                w.procs[p].ceiling = None;
                 if config.liveness && !matches!(outcome, Outcome::Released | Outcome::Lost) {
                     out.push(Next::Stuck(format!(
                         "p{p} ended its build without starting: {outcome:?}"
@@ -770,6 +828,7 @@ impl World {
             | Action::Fence { .. }
             | Action::Seal { .. }
             | Action::Lost { .. }
+            | Action::Ceiling { .. }
             | Action::Sleep { .. }
             | Action::Idle { .. } => out.push(Next::World(w, label)),
         }

@@ -10,7 +10,10 @@
 //!   the reservation — when that is within `monoflake.tolerance_ms` of the line, or
 //!   `monoflake.trust_reservation` is on (else the call is refused: see `shared.rs`);
 //! * once a second (checked on a read, no thread), to the wall clock when the wall clock is
-//!   ahead by more than 1 ms (the monotonic clock misses suspend time; NTP stepped forward).
+//!   ahead by more than 1 ms (the monotonic clock misses suspend time; NTP stepped forward) —
+//!   but, while the claim worker holds a node, no further than the ceiling its renewals set
+//!   from the claim database's clock (issue 60: a wall clock stepped past the real time is
+//!   followed only as far as the claim database confirms, so the worker keeps its lease).
 //!
 //! A wall clock set back changes nothing: the line keeps the monotonic clock's pace. (Unlike
 //! `LockedClock`, it does not slew back toward a wall clock that is behind; Linux's
@@ -78,7 +81,14 @@ pub(crate) struct Line {
     offset_ns: AtomicU64,
     /// The monotonic time of the next comparison with the wall clock.
     next_check_ns: AtomicU64,
+    /// The ceiling on raises to the wall clock, as an offset from the monotonic clock (Unix
+    /// ns minus monotonic ns), or [`NO_CEILING`]: set by the claim worker's keeper after each
+    /// renewal, read by the comparisons only.
+    ceiling_offset_ns: AtomicU64,
 }
+
+/// `ceiling_offset_ns` when there is no ceiling.
+const NO_CEILING: u64 = u64::MAX;
 
 impl Line {
     /// A line at the wall clock, or at `at_least_ns` (Unix) if that is later.
@@ -88,6 +98,7 @@ impl Line {
         Line {
             offset_ns: AtomicU64::new(start.saturating_sub(mono)),
             next_check_ns: AtomicU64::new(mono + CHECK_EVERY_NS),
+            ceiling_offset_ns: AtomicU64::new(NO_CEILING),
         }
     }
 
@@ -110,7 +121,11 @@ impl Line {
                 )
                 .is_ok()
         {
-            let wall = wall_ns();
+            // Ordering: Relaxed; a lone value, the latest a renewal set.
+            let wall = match self.ceiling_offset_ns.load(Ordering::Relaxed) {
+                NO_CEILING => wall_ns(),
+                ceiling => wall_ns().min(mono.saturating_add(ceiling)),
+            };
             if wall > (mono + offset).saturating_add(STEP_TOLERANCE_NS) {
                 let raised = wall - mono;
                 offset = self
@@ -120,6 +135,22 @@ impl Line {
             }
         }
         mono + offset
+    }
+
+    /// Caps the raises to the wall clock at `ceiling_ns` (Unix ns now, moving on with the
+    /// monotonic clock), or lifts the cap (`None`; the worker never does); never moves the
+    /// line. The claim worker's keeper
+    /// sets it after each renewal that read the claim database's clock (at most
+    /// `max_clock_lead` ahead of it, less a margin), so that the line never runs further
+    /// ahead of that clock than the next renewal confirms; the line runs at the monotonic
+    /// clock's pace, and Linux disciplines that to NTP's frequency, so the margin covers the
+    /// half second between renewals.
+    pub(crate) fn set_ceiling(&self, ceiling_ns: Option<u64>) {
+        let offset = ceiling_ns.map_or(NO_CEILING, |c| {
+            c.saturating_sub(monotonic_ns()).min(NO_CEILING - 1)
+        });
+        // Ordering: Relaxed; see `now_ns`.
+        self.ceiling_offset_ns.store(offset, Ordering::Relaxed);
     }
 
     /// Raises the line to at least `at_ns` (Unix) now; never lowers it. Returns the line's

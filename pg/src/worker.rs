@@ -24,8 +24,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use monoflake::{
-    Error, Generator, NodeRequest, OutsideState, PgOptions, PgStore, StateLease, StateStep,
-    TimeSource,
+    Ceiling, Error, Generator, NodeRequest, OutsideState, PgOptions, PgStore, StateLease,
+    StateStep, TimeSource,
 };
 use pgrx::bgworkers::{
     BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags,
@@ -74,6 +74,18 @@ impl TimeSource for LineClock {
         // A trusted reservation ahead of the clock (monoflake.trust_reservation): the line
         // is raised for every backend, never lowered.
         self.0.raise_to(unix_ms.saturating_mul(1_000_000));
+        true
+    }
+    fn set_ceiling(&self, ceiling: Option<Ceiling>) -> bool {
+        // What the claim database's clock confirms: the line follows the wall clock forward
+        // no further (a line never slews, so the slack plays no part). Kept when a lease
+        // ends (`None`): the line is the server's for its life and never goes back, so one
+        // raised to a wall clock past the real time between two claims would have every
+        // later claim refused until the real time caught up; the last ceiling, moving on
+        // with the monotonic clock, still bounds the claim database's clock.
+        if let Some(c) = ceiling {
+            self.0.set_ceiling(Some(c.unix_ns));
+        }
         true
     }
 }

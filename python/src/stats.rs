@@ -53,6 +53,7 @@ stats_class! {
     max_skew_ns: u64,
     skew_ns: i64,
     slew_left_ns: u64,
+    clock_held_back_ns: u64,
     nodes_skipped_ahead: u64,
     claim_wait_ms: u64,
     reservation_writes: u64,

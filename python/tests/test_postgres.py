@@ -8,8 +8,13 @@ never see each other's nodes.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +125,108 @@ print(json.dumps({{"status": status, "unique": len(set(parent) | set(child)), "n
         state_dir,
     )
     assert out == {"status": 0, "unique": 2000, "nodes": [0, 1]}
+
+
+# libfaketime, to move a running interpreter's wall clock (issue 60); PostgreSQL keeps the real
+# one. Not the `faketime` wrapper: the library itself, preloaded, reading its offset from a file
+# at every reading.
+FAKETIME = next(iter(Path("/usr/lib").glob("*/faketime/libfaketime.so.1")), None)
+
+
+def faked(clock: Path) -> dict[str, str]:
+    """The environment of an interpreter whose wall clock `clock` sets (its monotonic clock is
+    the real one). Under it `time.sleep` fails (EINVAL: libfaketime's clock_nanosleep); the
+    children nap with select()."""
+    return dict(
+        os.environ,
+        LD_PRELOAD=str(FAKETIME),
+        FAKETIME_TIMESTAMP_FILE=str(clock),
+        FAKETIME_NO_CACHE="1",
+        FAKETIME_DONT_FAKE_MONOTONIC="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+
+
+@pytest.mark.skipif(FAKETIME is None, reason="libfaketime is not installed")
+def test_the_default_rides_through_wall_clock_steps_forward(table, tmp_path):
+    """The default generator on PostgreSQL, its interpreter's wall clock stepped 2 s, a minute
+    and an hour ahead, then back, while it issues: it keeps its lease (its clock follows the
+    wall clock only as far as the database's confirms), so no call raises, no ID repeats, and
+    none runs ahead of the real time by more than the lead and max_lead."""
+    clock = tmp_path / "faketime"
+    clock.write_text("+0\n")
+    code = rf"""
+import json, select, time, monoflake
+nap = lambda s: select.select([], [], [], s)
+monoflake.configure_default(backend="postgres", pg_url={URL!r}, pg_table={table!r})
+ids, refused, ahead = [], [], 0
+monoflake.next_id()
+print("started", flush=True)
+end = time.monotonic() + 14
+while time.monotonic() < end:
+    try:
+        batch = monoflake.next_ids(100)
+    except monoflake.LeaseLost as e:
+        refused.append(str(e))
+        nap(0.05)
+        continue
+    ids.extend(batch)
+    real_ms = int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1000) + OFFSET
+    ahead = max(ahead, monoflake.decode(batch[-1]).unix_ms - real_ms)
+    nap(0.001)
+print(json.dumps({{"ids": len(ids), "unique": len(set(ids)), "refused": refused[:3], "ahead": ahead}}))
+"""
+    # The real time, read in the child from its monotonic clock (not faked) plus this offset.
+    offset = int((time.time() - time.clock_gettime(time.CLOCK_MONOTONIC)) * 1000)
+    code = code.replace("OFFSET", str(offset))
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], env=faked(clock), stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "started"
+    for offset_s in ["+2", "+60", "+3600", "+0"]:
+        time.sleep(3)
+        clock.write_text(f"{offset_s}\n")
+    out, _ = child.communicate(timeout=120)
+    result = json.loads(out.strip().splitlines()[-1])
+    print(f"issued {result['ids']}, at most {result['ahead']} ms ahead; refused {result['refused']}")
+    assert result["refused"] == [], result
+    assert result["ids"] > 0 and result["unique"] == result["ids"], result
+    # The lead (250 ms), max_lead (100 ms), and the two readings' skew.
+    assert result["ahead"] <= 400, result
+
+
+@pytest.mark.skipif(FAKETIME is None, reason="libfaketime is not installed")
+def test_the_default_claims_once_the_wall_clock_is_right(table, tmp_path):
+    """The default's first claim with the interpreter's wall clock an hour ahead of the
+    database's: LeaseLost, naming both clocks, at every call; once the wall clock is right,
+    the next call claims (a fresh clock) and issues."""
+    clock = tmp_path / "faketime"
+    clock.write_text("+3600\n")
+    code = rf"""
+import json, select, time, monoflake
+nap = lambda s: select.select([], [], [], s)
+monoflake.configure_default(backend="postgres", pg_url={URL!r}, pg_table={table!r})
+refused = []
+while True:
+    try:
+        monoflake.next_id()
+        break
+    except monoflake.LeaseLost as e:
+        refused.append(str(e))
+        if len(refused) == 2:
+            print("refused", flush=True)
+        nap(0.1)
+print(json.dumps({{"refused": len(refused), "first": refused[0]}}))
+"""
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], env=faked(clock), stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "refused"
+    clock.write_text("+0\n")
+    corrected = time.monotonic()
+    out, _ = child.communicate(timeout=120)
+    took = time.monotonic() - corrected
+    result = json.loads(out.strip().splitlines()[-1])
+    assert "ahead of the database's clock_timestamp()" in result["first"], result
+    assert "this clock read " in result["first"] and "the database's 20" in result["first"]
+    print(f"claimed {took:.2f} s after the wall clock was set right")

@@ -152,6 +152,11 @@ impl TimeSource for CoarseClock {
         self.inner.precise.report()
     }
 
+    fn set_ceiling(&self, ceiling: Option<super::Ceiling>) -> bool {
+        self.inner.precise.set_ceiling(ceiling);
+        true
+    }
+
     fn advance_to_ms(&self, unix_ms: u64) -> bool {
         self.inner.precise.advance_to_ms(unix_ms);
         self.inner

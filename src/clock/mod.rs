@@ -82,6 +82,54 @@ pub trait TimeSource: Send + Sync {
         let _ = unix_ms;
         false
     }
+
+    /// Caps how far the source follows the wall clock forward ([`Ceiling`]), or with `None`
+    /// lifts the cap; returns whether the source honours ceilings. A leased generator on a
+    /// node store with a clock of its own (PostgreSQL, etcd) sets one after every renewal:
+    /// the furthest ahead its clock may be and still be confirmed at the next, so that a wall
+    /// clock stepped past the real time costs the holder nothing but the step
+    /// (docs/design.md, "A wall clock ahead of the store's"). It never moves the source back.
+    /// The default honours none and returns `false`: such a source follows whatever it
+    /// follows, and a renewal that finds it too far ahead of the store's clock loses the
+    /// claim. A clock holds one ceiling: give each leased generator a clock of its own (the
+    /// builder's default), not clones of one.
+    ///
+    /// ```
+    /// use monoflake::{Ceiling, LockedClock, ManualClock, TimeSource};
+    /// let ceiling = Ceiling { unix_ns: 5_000_000, slack_ns: 0 };
+    /// assert!(!ManualClock::new(5).set_ceiling(Some(ceiling)));
+    /// // (`LockedClock::set_ceiling` itself returns nothing: it always honours one.)
+    /// assert!(TimeSource::set_ceiling(&LockedClock::new(), Some(ceiling)));
+    /// ```
+    fn set_ceiling(&self, ceiling: Option<Ceiling>) -> bool {
+        let _ = ceiling;
+        false
+    }
+}
+
+/// A ceiling on how far a clock follows the wall clock forward ([`TimeSource::set_ceiling`]):
+/// from the moment it is set, `unix_ns` plus the time passed since, less
+/// [`SLEW_PPM`](crate::SLEW_PPM) of it (the store's clock may run that much slower than this
+/// host's counter). A [`LockedClock`] honours it at each comparison with the wall clock:
+///
+/// * a wall clock at most `slack_ns` past the ceiling may be right (the store's clock is read
+///   that coarsely: etcd's `Date`, to the second): the clock steps forward no further than
+///   the ceiling, and otherwise goes on as it would;
+/// * a wall clock further past it is wrong, or the store's is: the clock steps forward to the
+///   ceiling at most and slews back towards it when above it, at [`SLEW_PPM`](crate::SLEW_PPM)
+///   (never a step back), and says so once (a `tracing` warning, and
+///   [`ClockReport::held_back_ns`]).
+///
+/// ```
+/// let ceiling = monoflake::Ceiling { unix_ns: 1_700_000_000_000_000_000, slack_ns: 1_000_000_000 };
+/// assert_eq!(ceiling.slack_ns, 1_000_000_000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ceiling {
+    /// The ceiling now, Unix ns.
+    pub unix_ns: u64,
+    /// How far past the ceiling a wall clock may still be right, ns.
+    pub slack_ns: u64,
 }
 
 /// How a clock compares with the wall clock, for [`Stats`](crate::Stats) and monitoring.
@@ -107,6 +155,10 @@ pub struct ClockReport {
     /// How much lead over the wall clock is still being given back by slewing, in nanoseconds
     /// (0: not slewing).
     pub slew_left_ns: u64,
+    /// How far the wall clock was ahead of this clock at the last comparison and not followed
+    /// because of the clock's [`Ceiling`] (what the node store's clock confirms), in
+    /// nanoseconds; 0 when nothing was held back.
+    pub held_back_ns: u64,
 }
 
 /// A shared or borrowed time source is a time source: `Arc<ManualClock>` for tests that move
@@ -134,6 +186,9 @@ macro_rules! forward_time_source {
             }
             fn advance_to_ms(&self, unix_ms: u64) -> bool {
                 (**self).advance_to_ms(unix_ms)
+            }
+            fn set_ceiling(&self, ceiling: Option<Ceiling>) -> bool {
+                (**self).set_ceiling(ceiling)
             }
         }
     )*};

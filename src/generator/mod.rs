@@ -392,6 +392,7 @@ impl<C: TimeSource> Generator<C> {
             max_skew_ns: clock.max_skew_ns,
             skew_ns: clock.last_skew_ns,
             slew_left_ns: clock.slew_left_ns,
+            clock_held_back_ns: clock.held_back_ns,
             ..Stats::default()
         }
     }

@@ -300,6 +300,7 @@ impl<C: TimeSource> PerCore<C> {
                     max_skew_ns: b.max_skew_ns,
                     skew_ns: b.skew_ns,
                     slew_left_ns: b.slew_left_ns,
+                    clock_held_back_ns: b.clock_held_back_ns,
                     ..Stats::default()
                 });
         if let Some(owner) = &self.owner {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::choose::{Limits, choose};
 use super::handover::{self, Action, ClaimRead, Event, Holder, LetGo, Now, Outcome};
 use super::holding::Holding;
-use super::keeper::{Held, Keeper, KeeperTerms, failure};
+use super::keeper::{Held, Keeper, KeeperTerms, ceiling_now, failure, store_reading};
 use super::status::{LeaseStatus, duration_ms};
 use super::store::{Claim, NodeRequest, NodeStore};
 use super::{DEFAULT_RESERVATION_WINDOW, Leased};
@@ -413,7 +413,9 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                     // A store with a clock compares ours, as read at the start of the check,
                     // with its own.
                     claim.read_holder_clock(Arc::new(move || at.ms));
-                    let result = match store.renew(&claim) {
+                    let renewed = store.renew(&claim);
+                    let reading = store_reading(&claim, &renewed, &status);
+                    let result = match renewed {
                         Ok(valid) => {
                             LeaseStatus::count(&status.renewals);
                             Ok(valid.map(|v| u64::try_from(v.as_micros()).unwrap_or(u64::MAX)))
@@ -428,7 +430,17 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                         at,
                         result,
                         last_tick: 0,
+                        store: reading,
                     }
+                }
+                Action::Ceiling {
+                    ms,
+                    at_mono_us,
+                    slack_ms,
+                } => {
+                    let ceiling = ceiling_now(ms, at_mono_us, slack_ms, &status);
+                    self.clock_ref().set_ceiling(Some(ceiling));
+                    Event::Done
                 }
                 Action::Extend { until_ms } => {
                     let started = std::time::Instant::now();
@@ -453,6 +465,7 @@ impl<C: TimeSource + 'static> GeneratorBuilder<C> {
                     deadline,
                 } => break (resume_after, limit, deadline),
                 Action::End { let_go, outcome } => {
+                    self.clock_ref().set_ceiling(None);
                     if let LetGo::Release { until_ms } = let_go {
                         let _ = store.release(claim, until_ms);
                     } else {

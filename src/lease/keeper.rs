@@ -5,10 +5,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::handover::{Action, Event, Failure, Holder, LetGo, Loss, Now, Outcome, Terms};
+use super::handover::{
+    self, Action, Event, Failure, Holder, LetGo, Loss, Now, Outcome, StoreReading, Terms,
+};
 use super::status::{LeaseStatus, Wakeup};
 use super::store::{Claim, NodeStore};
-use crate::clock::TimeSource;
+use crate::clock::{Ceiling, TimeSource};
 use crate::generator::{PerCoreSlots, PerThreadShared};
 use crate::sync::Ordering;
 use crate::{Error, Generator, Layout};
@@ -155,6 +157,40 @@ pub(crate) fn failure(e: &Error) -> Failure {
     }
 }
 
+/// What the store noted of its clock at the renewal that just returned
+/// ([`Claim::note_store_clock`]), with the monotonic time now; `None` for a renewal that
+/// failed (whatever was noted is dropped) or a store without a clock.
+pub(crate) fn store_reading<T>(
+    claim: &Claim,
+    result: &Result<T, Error>,
+    status: &LeaseStatus,
+) -> Option<StoreReading> {
+    let noted = claim.take_store_clock();
+    let after_mono_us = status.mono_us();
+    match (result, noted) {
+        (Ok(_), Some((ms, lead_ms, slack_ms))) => Some(StoreReading {
+            ms,
+            lead_ms,
+            slack_ms,
+            after_mono_us,
+        }),
+        _ => None,
+    }
+}
+
+/// The [`Ceiling`] an [`Action::Ceiling`] sets, carried on to now.
+pub(crate) fn ceiling_now(
+    ms: u64,
+    at_mono_us: u64,
+    slack_ms: u64,
+    status: &LeaseStatus,
+) -> Ceiling {
+    Ceiling {
+        unix_ns: handover::ceiling_ns_at(ms, at_mono_us, status.mono_us()),
+        slack_ns: slack_ms.saturating_mul(1_000_000),
+    }
+}
+
 /// The reason a store's `LeaseLost` gives, or the error's text.
 fn reason_of(e: &Error) -> String {
     match e {
@@ -200,6 +236,7 @@ impl<G: Held> Keeper<G> {
                         mono_us: self.status.mono_us(),
                     };
                     let result = self.store.renew(&claim);
+                    let store = store_reading(&claim, &result, &self.status);
                     let last_tick = generator.last_tick();
                     let result = match result {
                         Ok(valid) => {
@@ -221,7 +258,17 @@ impl<G: Held> Keeper<G> {
                         at,
                         result,
                         last_tick,
+                        store,
                     }
+                }
+                Action::Ceiling {
+                    ms,
+                    at_mono_us,
+                    slack_ms,
+                } => {
+                    let ceiling = ceiling_now(ms, at_mono_us, slack_ms, &self.status);
+                    generator.clock().set_ceiling(Some(ceiling));
+                    Event::Done
                 }
                 Action::Extend { until_ms } => match self.store.extend(&claim, until_ms) {
                     Ok(()) => {
@@ -305,6 +352,7 @@ impl<G: Held> Keeper<G> {
                     Event::Done
                 }
                 Action::End { let_go, outcome } => {
+                    generator.clock().set_ceiling(None);
                     return self.end(claim, let_go, outcome, lost, written_back);
                 }
                 Action::Sleep { .. }

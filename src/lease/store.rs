@@ -3,7 +3,7 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::Caveat;
@@ -55,6 +55,9 @@ pub struct Claim {
     /// The holder's clock, for a store that compares it with its own at each check (set by
     /// the build before the first check).
     holder_clock: Option<HolderClock>,
+    /// The store's clock as the last renewal that confirmed the claim read it, with the lead
+    /// and slack it allows, ms (see [`Claim::note_store_clock`]); taken by the shell.
+    store_reading: Mutex<Option<(u64, u64, u64)>>,
     token: Box<dyn Any + Send + Sync>,
 }
 
@@ -89,6 +92,7 @@ impl Claim {
             unusable: 0,
             store_clock: None,
             holder_clock: None,
+            store_reading: Mutex::new(None),
             token: Box::new(token),
         }
     }
@@ -153,6 +157,37 @@ impl Claim {
     /// ```
     pub const fn store_clock(&self) -> Option<(u64, u64)> {
         self.store_clock
+    }
+
+    /// For a store with a clock of its own, in [`NodeStore::renew`] when it confirms the
+    /// claim: its clock as the renewal read it (`store_ms`, Unix ms), how far ahead of that,
+    /// plus the time that passes, a holder's clock is still confirmed at a later renewal
+    /// (`lead`), and how far below its clock the reading may be (`slack`: a clock read to the
+    /// second, like etcd's `Date`). The holder then keeps its generator's clock under what the
+    /// next renewal confirms ([`handover::StoreReading`](crate::handover::StoreReading),
+    /// [`TimeSource::set_ceiling`](crate::TimeSource::set_ceiling)): a wall clock stepped
+    /// ahead is followed only that far, and the claim is kept.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let claim = monoflake::Claim::new(3, None, ());
+    /// claim.note_store_clock(1_700_000_000_000, Duration::from_millis(250), Duration::ZERO);
+    /// ```
+    pub fn note_store_clock(&self, store_ms: u64, lead: Duration, slack: Duration) {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        *self
+            .store_reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((store_ms, ms(lead), ms(slack)));
+    }
+
+    /// What [`Claim::note_store_clock`] noted since the last call: `(store_ms, lead_ms,
+    /// slack_ms)`.
+    pub(crate) fn take_store_clock(&self) -> Option<(u64, u64, u64)> {
+        self.store_reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     /// Has the store read `clock` as the holder's clock at each check from now on.

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: temporary directories and a private etcd.
 #![allow(dead_code, unused_imports)]
 
+pub mod ride;
 pub mod workers;
 
 use std::io::{BufRead, BufReader};

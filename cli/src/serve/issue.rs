@@ -269,6 +269,8 @@ fn add(a: Stats, b: Stats) -> Stats {
     sum.wait_sleeps += b.wait_sleeps;
     sum.reanchors += b.reanchors;
     sum.max_skew_ns = a.max_skew_ns.max(b.max_skew_ns);
+    // The current generator's: a gauge of now, not a total.
+    sum.clock_held_back_ns = b.clock_held_back_ns;
     sum.reservation_writes += b.reservation_writes;
     sum.reservation_failures += b.reservation_failures;
     sum.lease_renewals += b.lease_renewals;

@@ -324,6 +324,15 @@ impl Collector for Scrape {
                 MetricType::Gauge,
             )?,
         )?;
+        ConstGauge::new(Duration::from_nanos(stats.clock_held_back_ns).as_secs_f64()).encode(
+            e.encode_descriptor(
+                "monoflake_clock_held_back_seconds",
+                "How far the wall clock was ahead of the generator's clock at its last \
+                 comparison and not followed: beyond what the node store's clock confirms.",
+                None,
+                MetricType::Gauge,
+            )?,
+        )?;
         counter(
             e,
             "monoflake_reservation_writes",

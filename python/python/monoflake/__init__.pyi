@@ -227,6 +227,7 @@ class Stats:
     max_skew_ns: int
     skew_ns: int
     slew_left_ns: int
+    clock_held_back_ns: int
     nodes_skipped_ahead: int
     claim_wait_ms: int
     reservation_writes: int

@@ -37,9 +37,9 @@ use std::time::Duration;
 use self::counter::Counter;
 use self::policy::Policy;
 use self::publication::Line;
-use self::segment::{Segment, Straight};
+use self::segment::{SLEW_DIVISOR, SLEW_GRACE_NS, Segment, Straight};
 use self::writer::WriterLock;
-use super::{ClockReport, TimeSource, wall_clock_ns};
+use super::{Ceiling, ClockReport, TimeSource, wall_clock_ns};
 use crate::sync::{AtomicU64, Ordering};
 
 type WallFn = dyn Fn() -> u64 + Send + Sync;
@@ -96,7 +96,21 @@ struct LockedInner {
     last_skew_ns: AtomicU64,
     max_skew_ns: AtomicU64,
     reanchors: AtomicU64,
+    /// The ceiling on forward steps ([`TimeSource::set_ceiling`]): the counter reading at
+    /// which it was set, its value there (Unix ns; [`NO_CEILING`] for none) and its slack.
+    /// Written and read under the writer lock only: comparisons read it, the hot path never.
+    ceiling_raw: AtomicU64,
+    ceiling_ns: AtomicU64,
+    ceiling_slack_ns: AtomicU64,
+    // Ordering: Relaxed; statistics.
+    held_back_ns: AtomicU64,
+    /// Whether the last comparison found the wall clock past the ceiling and its slack (said
+    /// once, when that begins). Under the writer lock.
+    beyond_ceiling: AtomicU64,
 }
+
+/// `ceiling_ns` when no ceiling is set.
+const NO_CEILING: u64 = u64::MAX;
 
 impl fmt::Debug for LockedClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -198,6 +212,11 @@ impl LockedClock {
                 last_skew_ns: AtomicU64::new(0),
                 max_skew_ns: AtomicU64::new(0),
                 reanchors: AtomicU64::new(0),
+                ceiling_raw: AtomicU64::new(0),
+                ceiling_ns: AtomicU64::new(NO_CEILING),
+                ceiling_slack_ns: AtomicU64::new(0),
+                held_back_ns: AtomicU64::new(0),
+                beyond_ceiling: AtomicU64::new(0),
             }),
         }
     }
@@ -378,25 +397,84 @@ impl LockedClock {
         let wall = (i.wall)();
         let raw = i.counter.raw().max(raw);
         let now = now.max(self.read_at(&current, raw));
-        let decision = i.policy.decide(current, raw, now, wall, &i.counter);
-        let skew = decision.skew;
+        // What the clock follows: the wall clock, or less of it under a ceiling.
+        let ceiling = self.ceiling_at(raw);
+        let target = follows(wall, now, ceiling);
+        let decision = i.policy.decide(current, raw, now, target, &i.counter);
+        let skew = i128::from(wall) - i128::from(now);
+        let skew = i64::try_from(skew).unwrap_or(if skew < 0 { i64::MIN } else { i64::MAX });
         // Ordering: Relaxed; statistics.
         i.last_skew_ns.store(skew as u64, Ordering::Relaxed);
         i.max_skew_ns
             .fetch_max(skew.unsigned_abs(), Ordering::Relaxed);
         if decision.forward {
-            // The wall clock is ahead: the clock steps forward.
+            // The wall clock (or the ceiling below it) is ahead: the clock steps forward.
             i.forward_ns
-                .fetch_add(skew.unsigned_abs(), Ordering::Relaxed);
+                .fetch_add(decision.skew.unsigned_abs(), Ordering::Relaxed);
             i.reanchors.fetch_add(1, Ordering::Relaxed);
             #[cfg(feature = "tracing")]
             tracing::info!(
-                skew_ns = skew,
+                skew_ns = decision.skew,
                 "monoflake: clock stepped forward to the wall clock"
             );
         }
         i.line.publish(decision.next, &i.counter);
-        Some(self.read_at(&decision.next, raw))
+        let after = self.read_at(&decision.next, raw);
+        self.held_back(wall, after, ceiling);
+        Some(after)
+    }
+
+    /// The ceiling at the counter reading `raw` and its slack, when one is set: its value
+    /// when set plus the counter time since, less `SLEW_PPM` of it, less what this clock can
+    /// gain on it before its next comparison (it runs at the counter's rate between
+    /// comparisons, and a slew begins `SLEW_GRACE` after one). Under the writer lock.
+    fn ceiling_at(&self, raw: u64) -> Option<(u64, u64)> {
+        let i = &*self.inner;
+        let at = i.ceiling_ns.load(Ordering::Relaxed);
+        if at == NO_CEILING {
+            return None;
+        }
+        let since = i
+            .counter
+            .ns(raw.saturating_sub(i.ceiling_raw.load(Ordering::Relaxed)));
+        let gain = i
+            .counter
+            .ns(i.policy.interval)
+            .saturating_add(SLEW_GRACE_NS)
+            / SLEW_DIVISOR;
+        let ceiling = at
+            .saturating_add(since - since / SLEW_DIVISOR)
+            .saturating_sub(gain);
+        Some((ceiling, i.ceiling_slack_ns.load(Ordering::Relaxed)))
+    }
+
+    /// Counts what a comparison left of the wall clock's lead under the ceiling (the clock
+    /// reads `after` once it is done), and says so once when the wall clock is past the
+    /// ceiling and its slack. Under the writer lock.
+    fn held_back(&self, wall: u64, after: u64, ceiling: Option<(u64, u64)>) {
+        let i = &*self.inner;
+        let (held, beyond) = match ceiling {
+            Some((c, slack)) if wall > c => {
+                (wall.saturating_sub(after), wall > c.saturating_add(slack))
+            }
+            _ => (0, false),
+        };
+        // Ordering: Relaxed; statistics.
+        i.held_back_ns.store(held, Ordering::Relaxed);
+        let was = i.beyond_ceiling.swap(u64::from(beyond), Ordering::Relaxed) != 0;
+        #[cfg(feature = "tracing")]
+        if beyond && !was {
+            tracing::warn!(
+                held_back_ms = held / 1_000_000,
+                "monoflake: the wall clock is {} ms ahead of what the node store's clock \
+                 confirms; not followed (this clock keeps within the store's max_clock_lead)",
+                held / 1_000_000
+            );
+        } else if was && !beyond {
+            tracing::info!("monoflake: the wall clock is back within the node store's clock");
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = was;
     }
 
     /// The skew found by the last comparison with the wall clock: wall minus this clock, in
@@ -444,7 +522,62 @@ impl LockedClock {
             last_skew_ns: self.last_skew_ns(),
             max_skew_ns: i.max_skew_ns.load(Ordering::Relaxed),
             slew_left_ns: segment.slew_left(i.counter.ns(raw.saturating_sub(segment.start))),
+            held_back_ns: i.held_back_ns.load(Ordering::Relaxed),
         }
+    }
+
+    /// Caps forward steps at `ceiling` from now on, or lifts the cap (`None`); see
+    /// [`Ceiling`] and [`TimeSource::set_ceiling`]. Nothing moves now: the next comparison
+    /// with the wall clock (at most [`DEFAULT_REANCHOR_INTERVAL`] away, by default) applies it.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
+    /// use monoflake::{Ceiling, LockedClock};
+    ///
+    /// static WALL: AtomicU64 = AtomicU64::new(1_700_000_000_000_000_000);
+    /// let clock = LockedClock::with_wall_clock(
+    ///     || WALL.load(Ordering::Relaxed),
+    ///     Duration::from_secs(1),
+    ///     Duration::from_millis(1),
+    /// );
+    /// // The store's clock confirms up to 250 ms past this clock, no further.
+    /// clock.set_ceiling(Some(Ceiling { unix_ns: clock.now_ns() + 250_000_000, slack_ns: 0 }));
+    /// // The wall clock jumps an hour ahead: the clock follows only up to the ceiling.
+    /// WALL.fetch_add(3_600_000_000_000, Ordering::Relaxed);
+    /// clock.reanchor();
+    /// assert!(clock.now_ns() < 1_700_000_001_000_000_000);
+    /// assert!(clock.report().held_back_ns > 3_599_000_000_000);
+    /// // Lifted: it follows the wall clock again.
+    /// clock.set_ceiling(None);
+    /// clock.reanchor();
+    /// assert!(clock.now_ns() >= 1_700_003_600_000_000_000);
+    /// ```
+    pub fn set_ceiling(&self, ceiling: Option<Ceiling>) {
+        let i = &*self.inner;
+        let _writer = i.writer.lock();
+        // Ordering: Relaxed; written and read under the writer lock.
+        match ceiling {
+            Some(c) => {
+                i.ceiling_raw.store(i.counter.raw(), Ordering::Relaxed);
+                i.ceiling_slack_ns.store(c.slack_ns, Ordering::Relaxed);
+                i.ceiling_ns
+                    .store(c.unix_ns.min(NO_CEILING - 1), Ordering::Relaxed);
+            }
+            None => i.ceiling_ns.store(NO_CEILING, Ordering::Relaxed),
+        }
+    }
+}
+
+/// What a comparison makes the clock follow, reading `now`, with the wall clock at `wall`
+/// and a ceiling `(ceiling, slack)` if set: the wall clock without one, or at or below it;
+/// the ceiling when the wall clock is past it and its slack (it is wrong, or the store's
+/// clock is); between the two, the wall clock, but forward no further than the ceiling.
+fn follows(wall: u64, now: u64, ceiling: Option<(u64, u64)>) -> u64 {
+    match ceiling {
+        None => wall,
+        Some((c, slack)) if wall > c.saturating_add(slack) => c,
+        Some((c, _)) => wall.min(c.max(now)),
     }
 }
 
@@ -465,6 +598,11 @@ impl TimeSource for LockedClock {
 
     fn advance_to_ms(&self, unix_ms: u64) -> bool {
         self.advance_to(unix_ms.saturating_mul(1_000_000));
+        true
+    }
+
+    fn set_ceiling(&self, ceiling: Option<Ceiling>) -> bool {
+        LockedClock::set_ceiling(self, ceiling);
         true
     }
 }

@@ -598,6 +598,181 @@ fn readers_leave_the_writer_lock_to_a_thread_waiting_for_it() {
     assert_eq!(clock.inner.line.current.load(Relaxed), 2);
 }
 
+/// The ceiling at counter time `e` ns after it was set at `at` (Unix ns): rising `SLEW_PPM`
+/// slower than the counter.
+fn ceiling_after(at: u64, e: u64) -> u64 {
+    at + e - e / SLEW_DIVISOR
+}
+
+/// A wall clock stepped an hour ahead under a ceiling: the clock steps forward to the ceiling
+/// less what it can gain on it before its next comparison, says how much of the wall clock it
+/// did not follow, and from then on never reads above the ceiling; lifted, it follows the
+/// wall clock again.
+#[test]
+fn a_forward_step_goes_no_further_than_the_ceiling() {
+    let (clock, counter, step) = simulated(0);
+    counter.store(10 * MS, Relaxed);
+    let set_at = clock.now_ns() + 250 * MS;
+    clock.set_ceiling(Some(Ceiling {
+        unix_ns: set_at,
+        slack_ns: 0,
+    }));
+    step.store(3_600_000 * MS, Relaxed);
+    counter.store(2_010 * MS, Relaxed);
+    clock.reanchor();
+    let at = clock.now_ns();
+    // 2 s after it was set: 2 ms less (0.1 %), and 1.1 ms less again (a second's interval and
+    // the grace, at 0.1 %).
+    assert_eq!(at, set_at + 2_000 * MS - 2 * MS - 1_100_000);
+    assert_eq!(clock.reanchor_count(), 1);
+    let wall = wall_of(0, 2_010 * MS, 3_600_000 * MS as i64) as u64;
+    assert_eq!(clock.report().held_back_ns, wall - at);
+    // The skew is the wall clock's over the clock before the comparison: the whole step.
+    assert_eq!(clock.last_skew_ns(), 3_600_000 * MS as i64);
+    // A minute read every millisecond: never above the ceiling, never back, within 3 ms of it.
+    let mut last = at;
+    for ms in 2_011..62_000u64 {
+        counter.store(ms * MS, Relaxed);
+        let now = clock.now_ns();
+        let ceiling = ceiling_after(set_at, (ms - 10) * MS);
+        assert!(now >= last, "back at {ms} ms");
+        assert!(
+            now <= ceiling,
+            "{} ns above the ceiling at {ms} ms",
+            now - ceiling
+        );
+        assert!(
+            ceiling - now < 3 * MS,
+            "{} ns below the ceiling at {ms} ms",
+            ceiling - now
+        );
+        last = now;
+    }
+    clock.set_ceiling(None);
+    counter.store(62_001 * MS, Relaxed);
+    clock.reanchor();
+    assert_eq!(
+        clock.now_ns(),
+        wall_of(0, 62_001 * MS, 3_600_000 * MS as i64) as u64
+    );
+    assert_eq!(clock.report().held_back_ns, 0);
+}
+
+/// A store's clock 500 ppm slower than this host's counter (NTP slewing it at its fastest),
+/// or faster, its reading set as the ceiling every 500 ms (what a holder does after each
+/// renewal, 250 ms lead less a 5 ms margin), with the wall clock an hour ahead for ten
+/// minutes: at every renewal the clock is within the lead of the store's, and it keeps close
+/// under it; with the wall clock back, it slews back to it.
+#[test]
+fn under_a_ceiling_renewed_from_a_drifting_store_the_clock_keeps_within_the_lead() {
+    for ppm in [-500i64, 500, 0] {
+        let (clock, counter, step) = simulated(0);
+        let store = |e: u64| {
+            (i128::from(START) + e as i128 + e as i128 * i128::from(ppm) / 1_000_000) as u64
+        };
+        step.store(3_600_000 * MS, Relaxed);
+        let mut worst = 0u64;
+        let mut lowest = u64::MAX;
+        for renewal in 1..=1_200u64 {
+            let e = renewal * 500 * MS;
+            // Read as the renewal reads it (before it is sent), compared with the store's.
+            counter.store(e, Relaxed);
+            let holder = clock.now_ns();
+            let lead = holder.saturating_sub(store(e));
+            if renewal > 1 {
+                worst = worst.max(lead);
+                lowest = lowest.min(lead);
+            }
+            assert!(
+                lead <= 250 * MS,
+                "ppm {ppm}: {lead} ns ahead at renewal {renewal}"
+            );
+            clock.set_ceiling(Some(Ceiling {
+                unix_ns: store(e) + 245 * MS,
+                slack_ns: 0,
+            }));
+            // Read every 10 ms until the next renewal.
+            for k in 1..50 {
+                counter.store(e + k * 10 * MS, Relaxed);
+                clock.now_ns();
+            }
+        }
+        eprintln!("ppm {ppm:+}: lead over the store's clock {lowest}..={worst} ns");
+        assert!(
+            lowest > 230 * MS,
+            "ppm {ppm}: fell {lowest} ns behind the lead"
+        );
+        // The wall clock right again (the store's): the clock slews back to it.
+        let e = 1_201 * 500 * MS;
+        step.store(
+            (e as i128 * i128::from(ppm) / 1_000_000) as i64 as u64,
+            Relaxed,
+        );
+        counter.store(e, Relaxed);
+        clock.reanchor();
+        assert!(
+            clock.report().slew_left_ns > 200 * MS,
+            "ppm {ppm}: {:?}",
+            clock.report()
+        );
+    }
+}
+
+/// A wall clock within the slack past the ceiling may be right (etcd's `Date` is read to the
+/// second): a clock at it is not slewed back, and a forward step still stops at the ceiling.
+/// Past the slack, the clock slews back towards the ceiling.
+#[test]
+fn within_the_slack_the_clock_is_left_alone_beyond_it_slewed_to_the_ceiling() {
+    let (clock, counter, step) = simulated(0);
+    counter.store(10 * MS, Relaxed);
+    let now = clock.now_ns();
+    // The store's reading was truncated: the ceiling is 300 ms below the (right) wall clock.
+    let set_at = now - 300 * MS;
+    clock.set_ceiling(Some(Ceiling {
+        unix_ns: set_at,
+        slack_ns: 1_000 * MS,
+    }));
+    for s in 1..=10u64 {
+        counter.store(10 * MS + s * 1_000 * MS, Relaxed);
+        clock.reanchor();
+    }
+    let e = 10 * MS + 10_000 * MS;
+    assert_eq!(clock.now_ns(), wall_of(0, e, 0) as u64);
+    assert_eq!(clock.report().slew_left_ns, 0);
+    assert!(clock.report().held_back_ns == 0);
+    // The wall clock 500 ms ahead (still within the slack past the ceiling): not followed.
+    step.store(500 * MS, Relaxed);
+    counter.store(e + 1_000 * MS, Relaxed);
+    clock.reanchor();
+    assert_eq!(clock.now_ns(), wall_of(0, e + 1_000 * MS, 0) as u64);
+    assert_eq!(clock.report().held_back_ns, 500 * MS);
+    assert_eq!(clock.reanchor_count(), 0);
+    // 5 s ahead: beyond the slack; the clock slews back towards the ceiling.
+    step.store(5_000 * MS, Relaxed);
+    counter.store(e + 2_000 * MS, Relaxed);
+    clock.reanchor();
+    let ceiling = ceiling_after(set_at, e + 2_000 * MS - 10 * MS) - 1_100_000;
+    assert_eq!(
+        clock.report().slew_left_ns,
+        wall_of(0, e + 2_000 * MS, 0) as u64 - ceiling
+    );
+    assert_eq!(clock.reanchor_count(), 0);
+}
+
+/// `now` under a ceiling, in every case: the wall clock below it, within its slack past it,
+/// beyond.
+#[test]
+fn what_a_comparison_follows_under_a_ceiling() {
+    assert_eq!(follows(100, 50, None), 100);
+    assert_eq!(follows(100, 50, Some((200, 0))), 100);
+    assert_eq!(follows(300, 50, Some((200, 0))), 200);
+    assert_eq!(follows(300, 250, Some((200, 0))), 200);
+    assert_eq!(follows(300, 50, Some((200, 150))), 200);
+    assert_eq!(follows(300, 250, Some((200, 150))), 250);
+    assert_eq!(follows(300, 350, Some((200, 150))), 300);
+    assert_eq!(follows(400, 250, Some((200, 150))), 200);
+}
+
 proptest::proptest! {
     /// Reads, comparisons and forward moves at any counter readings, with a wall clock that
     /// jumps both ways and comparisons due every second, every millisecond or on every

@@ -128,8 +128,8 @@ impl NodeStore for EtcdStore {
             .block_on(self.clock.now_ms())
             .map_err(|reason| self.fail(reason))?;
         let allowed = etcd_clock::check_allowance_ms(self.max_clock_lead_ms);
-        if let Some(lead) =
-            holder_ms.and_then(|h| handover::clock_lead_refused(h, etcd_ms, allowed))
+        if let Some((holder, lead)) = holder_ms
+            .and_then(|h| handover::clock_lead_refused(h, etcd_ms, allowed).map(|lead| (h, lead)))
         {
             return Err(Error::LeaseLost {
                 node: claim.node(),
@@ -137,10 +137,13 @@ impl NodeStore for EtcdStore {
                 // the lead is a range.
                 reason: format!(
                     "this clock is {} to {lead} ms ahead of etcd's (the Date of {}, to the \
-                     second), more than the {allowed} ms allowed (EtcdOptions::max_clock_lead, \
-                     plus a second for Date's resolution)",
+                     second): this clock read {}, etcd's Date {}; more than the {allowed} ms \
+                     allowed (EtcdOptions::max_clock_lead, plus a second for Date's \
+                     resolution). Is this host's wall clock right?",
                     lead.saturating_sub(etcd_clock::DATE_RESOLUTION_MS - 1),
-                    self.describe()
+                    self.describe(),
+                    crate::id::rfc3339(holder),
+                    crate::id::rfc3339(etcd_ms),
                 ),
             });
         }
@@ -178,6 +181,13 @@ impl NodeStore for EtcdStore {
         });
         let failure = match answer {
             Ok(Ok(Some(response))) if response.ttl() > 0 => {
+                // Confirmed: the holder keeps its clock under what the next check confirms,
+                // `etcd_ms + max_clock_lead` plus the time since (`handover::StoreReading`).
+                claim.note_store_clock(
+                    etcd_ms,
+                    Duration::from_millis(self.max_clock_lead_ms),
+                    Duration::from_millis(etcd_clock::DATE_RESOLUTION_MS),
+                );
                 return Ok(Some(Duration::from_secs(
                     u64::try_from(response.ttl()).unwrap_or(0),
                 )));

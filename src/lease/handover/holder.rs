@@ -10,10 +10,12 @@
 //! release writes.
 
 use super::ticks::{deadline_tick, end_of_tick, first_tick_from, last_tick_before};
-use super::words::{Action, ClaimRead, Event, Failure, LetGo, Loss, Now, Outcome, Terms};
+use super::words::{
+    Action, ClaimRead, Event, Failure, LetGo, Loss, Now, Outcome, StoreReading, Terms,
+};
 use super::{
-    Limits, Step, after_claim, after_wait, confirm_bound_ms, extension, final_reservation,
-    reservation_of, store_floor_ms,
+    Limits, Step, after_claim, after_wait, clock_ceiling, confirm_bound_ms, extension,
+    final_reservation, reservation_of, store_floor_ms,
 };
 
 /// The fewest milliseconds a fence's deadline keeps short of what is left of the lease, to
@@ -93,7 +95,7 @@ enum WriteBack {
 /// let (mut holder, action) = Holder::claim(&terms, read, now);
 /// assert_eq!(action, Action::Renew);
 /// let at = Now { ms: now, mono_us: 0 };
-/// let action = holder.step(&terms, Event::Renewed { at, result: Ok(None), last_tick: 0 });
+/// let action = holder.step(&terms, Event::Renewed { at, result: Ok(None), last_tick: 0, store: None });
 /// assert_eq!(action, Action::Extend { until_ms: now + 5_000 });
 /// let Action::Build { limit, .. } = holder.step(&terms, Event::Extended(Ok(()))) else { panic!() };
 /// assert_eq!(limit, layout.tick_at(now + 5_000) - 1);
@@ -125,6 +127,11 @@ pub struct Holder {
     write_back: WriteBack,
     /// Whether a round's check or write failed (the fence's refusal then says so).
     failing: bool,
+    /// The generator clock's ceiling, from the store's clock at the renewals that confirmed
+    /// the claim: Unix ms at a monotonic µs, and its slack in ms (see [`clock_ceiling`]).
+    ceiling: Option<(u64, u64, u64)>,
+    /// The action due once the shell has set the ceiling ([`Action::Ceiling`]).
+    after_ceiling: Option<Action>,
 }
 
 impl Holder {
@@ -145,6 +152,8 @@ impl Holder {
             sealed: None,
             write_back: WriteBack::NotDue,
             failing: false,
+            ceiling: None,
+            after_ceiling: None,
         };
         let step = after_claim(read.reserved_ms, read.recorded, now_ms, &terms.limits);
         let action = holder.follow(terms, step);
@@ -214,9 +223,44 @@ impl Holder {
         }
     }
 
+    /// The generator clock's ceiling now, Unix ms at a monotonic µs, and its slack in ms, once
+    /// a renewal read the store's clock (see [`Action::Ceiling`]).
+    pub const fn ceiling(&self) -> Option<(u64, u64, u64)> {
+        self.ceiling
+    }
+
     /// Feeds what happened; returns what to do next. An event the phase does not expect ends
     /// nothing and asks for nothing new: it is answered with the action that is still due.
+    ///
+    /// A renewal that confirmed the claim and read the store's clock raises the clock's
+    /// ceiling first ([`Action::Ceiling`], answered by [`Event::Done`]); the action it leads
+    /// to follows.
     pub fn step(&mut self, terms: &Terms<'_>, event: Event) -> Action {
+        if let Some(next) = self.after_ceiling {
+            if event == Event::Done {
+                self.after_ceiling = None;
+                return next;
+            }
+            return self.due(terms);
+        }
+        let before = self.ceiling;
+        let action = self.react(terms, event);
+        match self.ceiling {
+            Some((ms, at_mono_us, slack_ms))
+                if self.ceiling != before && !matches!(action, Action::End { .. }) =>
+            {
+                self.after_ceiling = Some(action);
+                Action::Ceiling {
+                    ms,
+                    at_mono_us,
+                    slack_ms,
+                }
+            }
+            _ => action,
+        }
+    }
+
+    fn react(&mut self, terms: &Terms<'_>, event: Event) -> Action {
         match (self.phase, event) {
             // The build.
             (Phase::Waiting { .. }, Event::Waited(Err(f))) => self.give_up(Outcome::Failed(f)),
@@ -242,12 +286,17 @@ impl Holder {
                     self.give_up(Outcome::Unmovable)
                 }
             }
-            (Phase::Confirming { floor }, Event::Renewed { at, result, .. }) => {
+            (
+                Phase::Confirming { floor },
+                Event::Renewed {
+                    at, result, store, ..
+                },
+            ) => {
                 let valid = match result {
                     Ok(valid) => valid,
                     Err(f) => return self.give_up(Outcome::Failed(f)),
                 };
-                self.renewed(terms, at, valid);
+                self.renewed(terms, at, valid, store);
                 let layout = terms.layout;
                 let floor_tick = first_tick_from(layout, floor);
                 let start_ms = at.ms.max(layout.unix_ms_of_tick(floor_tick));
@@ -309,8 +358,9 @@ impl Holder {
                     at,
                     result,
                     last_tick,
+                    store,
                 },
-            ) => self.round_renewed(terms, at, result, last_tick),
+            ) => self.round_renewed(terms, at, result, last_tick, store),
             (Phase::Extending { at, until_ms }, Event::Extended(result)) => match result {
                 Ok(()) => {
                     // Adopted only now, acknowledged: the fence never runs ahead of the store.
@@ -391,6 +441,13 @@ impl Holder {
 
     /// The action still due in this phase (an unexpected event changes nothing).
     fn due(&self, terms: &Terms<'_>) -> Action {
+        if let (Some(_), Some((ms, at_mono_us, slack_ms))) = (self.after_ceiling, self.ceiling) {
+            return Action::Ceiling {
+                ms,
+                at_mono_us,
+                slack_ms,
+            };
+        }
         match self.phase {
             Phase::Waiting { .. } | Phase::Idle | Phase::Building | Phase::Publishing => {
                 Action::Idle {
@@ -443,8 +500,20 @@ impl Holder {
     }
 
     /// A renewal that started at `at` succeeded, valid for `valid_us` (`None`: as long as
-    /// the process lives): the lease's deadline and the confirm bound count from `at`.
-    fn renewed(&mut self, terms: &Terms<'_>, at: Now, valid_us: Option<u64>) {
+    /// the process lives): the lease's deadline and the confirm bound count from `at`. A
+    /// store with a clock read it (`store`): the clock's ceiling is raised from it.
+    fn renewed(
+        &mut self,
+        terms: &Terms<'_>,
+        at: Now,
+        valid_us: Option<u64>,
+        store: Option<StoreReading>,
+    ) {
+        if let Some(reading) = store {
+            let before = self.ceiling.map(|(ms, mono, _)| (ms, mono));
+            let (ms, mono) = clock_ceiling(reading, before);
+            self.ceiling = Some((ms, mono, reading.slack_ms));
+        }
         self.lease_deadline_us = valid_us.map_or(u64::MAX, |v| at.mono_us.saturating_add(v));
         self.confirmed_until_us = self
             .confirmed_until_us
@@ -465,10 +534,11 @@ impl Holder {
         at: Now,
         result: Result<Option<u64>, Failure>,
         last_tick: u64,
+        store: Option<StoreReading>,
     ) -> Action {
         let was_lost = at.mono_us >= self.lease_deadline_us;
         match result {
-            Ok(valid) if !was_lost => self.renewed(terms, at, valid),
+            Ok(valid) if !was_lost => self.renewed(terms, at, valid, store),
             Ok(_) => {}
             Err(Failure::Lost) => return self.lose(Loss::Renewal),
             Err(Failure::Failed) => {}

@@ -51,7 +51,9 @@ mod words;
 
 pub use self::holder::Holder;
 pub use self::ticks::{deadline_tick, end_of_tick, first_tick_from, last_tick_before};
-pub use self::words::{Action, ClaimRead, Event, Failure, LetGo, Loss, Now, Outcome, Terms};
+pub use self::words::{
+    Action, ClaimRead, Event, Failure, LetGo, Loss, Now, Outcome, StoreReading, Terms,
+};
 pub use super::shape::{from_stored, to_stored};
 pub use crate::generator::fence_refuses;
 
@@ -435,6 +437,57 @@ pub fn clock_lead_refused(holder_ms: u64, store_ms: u64, max_clock_lead_ms: u64)
     }
     let lead = holder_ms.saturating_sub(store_ms);
     (lead > max_clock_lead_ms).then_some(lead)
+}
+
+/// What a holder's clock ceiling keeps short of what the store's clock confirms, ms: the
+/// store's and the holder's readings are each truncated to the ms, the locked clock runs up to
+/// 0.1 % of its comparison interval and grace past the ceiling between comparisons, and the
+/// monotonic clock the ceiling is carried on is not the clock's own counter.
+///
+/// ```
+/// assert_eq!(monoflake::handover::CEILING_MARGIN_MS, 5);
+/// ```
+pub const CEILING_MARGIN_MS: u64 = 5;
+
+/// A holder's clock ceiling after a renewal that read the store's clock `reading`, given the
+/// ceiling it had (`before`: Unix ms at a monotonic µs): `(Unix ms, monotonic µs)` at the
+/// renewal's return. The larger of what this reading confirms (`ms + lead_ms`, less
+/// [`CEILING_MARGIN_MS`]) and the one before carried on to now ([`ceiling_ns_at`]) — both
+/// bound what the next check confirms, and the larger is the tighter estimate of the store's
+/// clock (etcd's `Date`, to the second, is closest to the member's clock just after a second
+/// begins). See docs/design.md, "A wall clock ahead of the store's".
+///
+/// ```
+/// use monoflake::handover::{StoreReading, clock_ceiling};
+/// let r = StoreReading { ms: 10_000, lead_ms: 250, slack_ms: 0, after_mono_us: 2_000_000 };
+/// assert_eq!(clock_ceiling(r, None), (10_245, 2_000_000));
+/// // A ceiling of 2 s before, carried on 2 ms less (the 0.1 % it rises slower): the larger wins.
+/// assert_eq!(clock_ceiling(r, Some((8_300, 0))), (10_298, 2_000_000));
+/// assert_eq!(clock_ceiling(r, Some((8_200, 0))), (10_245, 2_000_000));
+/// ```
+pub fn clock_ceiling(reading: StoreReading, before: Option<(u64, u64)>) -> (u64, u64) {
+    let at = reading.after_mono_us;
+    let fresh = reading
+        .ms
+        .saturating_add(reading.lead_ms)
+        .saturating_sub(CEILING_MARGIN_MS);
+    let carried = before.map_or(0, |(ms, mono)| ceiling_ns_at(ms, mono, at) / 1_000_000);
+    (fresh.max(carried), at)
+}
+
+/// A ceiling of `ms` (Unix ms) at the monotonic time `at_mono_us`, carried on to `mono_us`,
+/// Unix ns: rising [`SLEW_PPM`](crate::SLEW_PPM) slower than the monotonic clock, so that it
+/// stays under a store's clock that runs up to that much slower (NTP slews at most 500 ppm).
+///
+/// ```
+/// use monoflake::handover::ceiling_ns_at;
+/// assert_eq!(ceiling_ns_at(10_000, 0, 2_000_000), 11_998_000_000);
+/// assert_eq!(ceiling_ns_at(10_000, 5, 3), 10_000_000_000);
+/// ```
+pub fn ceiling_ns_at(ms: u64, at_mono_us: u64, mono_us: u64) -> u64 {
+    let since_ns = mono_us.saturating_sub(at_mono_us).saturating_mul(1_000);
+    ms.saturating_mul(1_000_000)
+        .saturating_add(since_ns - since_ns / (1_000_000 / crate::SLEW_PPM))
 }
 
 /// For a store with a clock of its own: the floor of a claimant that found no record of the

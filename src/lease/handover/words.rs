@@ -213,7 +213,20 @@ pub enum Action {
         /// The write-back has not been written.
         unwritten: bool,
     },
-    /// Let the claim go and end. Nothing follows.
+    /// Cap how far the generator's clock follows the wall clock forward at what the store's
+    /// clock confirms ([`TimeSource::set_ceiling`](crate::TimeSource::set_ceiling), a
+    /// [`Ceiling`](crate::Ceiling) of `ms` at the monotonic time `at_mono_us`, moved on to
+    /// now by [`ceiling_ns_at`](super::ceiling_ns_at)). Answer: [`Event::Done`].
+    Ceiling {
+        /// The ceiling at `at_mono_us`, Unix ms.
+        ms: u64,
+        /// When, on the holder's monotonic clock, µs.
+        at_mono_us: u64,
+        /// How far past it a wall clock may still be right, ms ([`StoreReading::slack_ms`]).
+        slack_ms: u64,
+    },
+    /// Let the claim go and end, lifting the clock's ceiling (if a [`Action::Ceiling`] set
+    /// one). Nothing follows.
     End {
         /// How.
         let_go: LetGo,
@@ -242,8 +255,9 @@ pub enum Event {
         now_ms: u64,
     },
     /// An [`Action::Renew`]: the clocks read before it was sent, the store's answer (how long
-    /// the claim stays valid, µs; `None` as long as the process lives), and the generator's
-    /// last tick read after (0 before it is built).
+    /// the claim stays valid, µs; `None` as long as the process lives), the generator's last
+    /// tick read after (0 before it is built) and, from a store with a clock of its own that
+    /// confirmed the claim, that clock as the renewal read it.
     Renewed {
         /// The readings before the renewal.
         at: Now,
@@ -251,6 +265,8 @@ pub enum Event {
         result: Result<Option<u64>, Failure>,
         /// The highest tick issued (or moved into) so far.
         last_tick: u64,
+        /// The store's clock, when it has one and the renewal confirmed the claim.
+        store: Option<StoreReading>,
     },
     /// An [`Action::Extend`]'s answer.
     Extended(Result<(), Failure>),
@@ -267,6 +283,34 @@ pub enum Event {
     },
     /// An [`Action::WriteBack`]'s answer.
     WrittenBack(Result<(), Failure>),
+}
+
+/// A store's own clock as a renewal that confirmed the claim read it (PostgreSQL's
+/// `clock_timestamp()`, etcd's `Date`), noted by the store on the claim
+/// ([`Claim::note_store_clock`](crate::Claim::note_store_clock)) and passed in by the shell
+/// with the monotonic time after the renewal returned: the next renewal confirms the holder
+/// whatever its clock reads up to `ms + lead_ms` plus the time passed since (at the store's
+/// rate), and the holder keeps its clock under that ([`Action::Ceiling`]).
+///
+/// ```
+/// let r = monoflake::handover::StoreReading { ms: 1_700_000_000_000, lead_ms: 250, slack_ms: 0, after_mono_us: 9 };
+/// assert_eq!(r.lead_ms, 250);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StoreReading {
+    /// The store's clock as the renewal read it, Unix ms.
+    pub ms: u64,
+    /// How far ahead of it, plus the time passed since, a holder's clock is still confirmed
+    /// at a later check, ms (PostgreSQL: `max_clock_lead`; etcd: `max_clock_lead` too —
+    /// its `Date` is truncated to the second, `R`, and a later check confirms up to
+    /// `d' + R + max_clock_lead`, with `d' + R` above the member's clock then, at least
+    /// `ms` plus the time passed: `ms + lead_ms` plus that never exceeds what it confirms).
+    pub lead_ms: u64,
+    /// How far below its clock the store's reading may be, ms (etcd: the `Date`'s second; 0
+    /// for PostgreSQL): a wall clock within this past the ceiling may be right.
+    pub slack_ms: u64,
+    /// The holder's monotonic clock when the renewal returned, µs.
+    pub after_mono_us: u64,
 }
 
 /// What a claim read, as the store answered it ([`Claim`](crate::Claim)).

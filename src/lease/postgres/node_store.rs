@@ -77,17 +77,24 @@ impl NodeStore for PgStore {
         // (docs/design.md, "one inequality", the third case).
         let db_ms = u64::try_from(row.get::<_, i64>(1)).unwrap_or(0);
         let allowed = crate::lease::status::duration_ms(self.max_clock_lead);
-        if let Some(lead) = holder_ms.and_then(|h| handover::clock_lead_refused(h, db_ms, allowed))
+        if let Some((holder, lead)) = holder_ms
+            .and_then(|h| handover::clock_lead_refused(h, db_ms, allowed).map(|lead| (h, lead)))
         {
             return Err(Error::LeaseLost {
                 node: claim.node(),
                 reason: format!(
-                    "this clock is {lead} ms ahead of the database's clock_timestamp() ({}), \
-                     more than the {allowed} ms allowed (PgOptions::max_clock_lead)",
-                    self.describe_store()
+                    "this clock is {lead} ms ahead of the database's clock_timestamp() ({}): \
+                     this clock read {}, the database's {}; more than the {allowed} ms allowed \
+                     (PgOptions::max_clock_lead). Is this host's wall clock right?",
+                    self.describe_store(),
+                    crate::id::rfc3339(holder),
+                    crate::id::rfc3339(db_ms),
                 ),
             });
         }
+        // Confirmed: the holder keeps its clock under what the next check confirms
+        // (`handover::StoreReading`; docs/design.md, "A wall clock ahead of the store's").
+        claim.note_store_clock(db_ms, self.max_clock_lead, Duration::ZERO);
         Ok(Some(Duration::from_millis(valid)))
     }
 

@@ -47,6 +47,7 @@ fn holding(terms: &Terms<'_>, valid_us: Option<u64>) -> Holder {
             at,
             result: Ok(valid_us),
             last_tick: 0,
+            store: None,
         },
     );
     assert_eq!(
@@ -77,6 +78,7 @@ fn the_build_fences_its_generator_from_its_first_check_and_reservation() {
         at,
         result: Ok(None),
         last_tick: 0,
+        store: None,
     };
     // 40 ms ahead, within max_lead: started at the record's tick.
     assert_eq!(
@@ -115,6 +117,7 @@ fn the_fence_deadline_is_what_is_left_less_the_margin() {
             mono_us: 0,
         },
         None,
+        None,
     );
     let at = |ms, mono_us| Now { ms, mono_us };
     // 2,000 ms left of the bound: a margin of 2 + 4 ms.
@@ -129,7 +132,7 @@ fn the_fence_deadline_is_what_is_left_less_the_margin() {
     fresh.confirmed_clock_ms = 1_000_000;
     assert_eq!(fresh.fence_deadline_ms(&terms, at(1_010_000, 0)), 1_002_000);
     // A lease valid for 1 s from the check: its 1,000 ms left, a margin of 2 + 2 ms.
-    fresh.renewed(&terms, at(1_000_000, 0), Some(1_000_000));
+    fresh.renewed(&terms, at(1_000_000, 0), Some(1_000_000), None);
     assert_eq!(fresh.fence_deadline_ms(&terms, at(1_000_000, 0)), 1_000_996);
     // A lease valid for 10 minutes and a check every 10 minutes: a margin of 2 + 1,200.
     let long = Terms {
@@ -138,7 +141,7 @@ fn the_fence_deadline_is_what_is_left_less_the_margin() {
     };
     let mut h = holding(&long, Some(600_000_000));
     h.confirmed_clock_ms = 0;
-    h.renewed(&long, at(5_000_000, 0), Some(600_000_000));
+    h.renewed(&long, at(5_000_000, 0), Some(600_000_000), None);
     assert_eq!(h.fence_deadline_ms(&long, at(5_000_000, 0)), 5_598_798);
     // Lost: 0, whatever else holds.
     h.lease_deadline_us = 0;
@@ -181,6 +184,7 @@ fn a_loss_is_written_back_exactly_once() {
         at,
         result: Err(Failure::Lost),
         last_tick: 7,
+        store: None,
     };
     assert_eq!(h.step(&terms, lost), Action::Seal { releasing: false });
     let last = layout.tick_at(NOW + 50);
@@ -230,6 +234,7 @@ fn a_failed_write_back_is_retried_until_acknowledged() {
             at,
             result: Err(Failure::Lost),
             last_tick: 0,
+            store: None,
         },
     );
     let last = layout.tick_at(NOW);
@@ -309,7 +314,8 @@ fn a_failed_extension_leaves_the_limit_where_the_store_has_it() {
             Event::Renewed {
                 at,
                 result: Ok(None),
-                last_tick
+                last_tick,
+                store: None,
             }
         ),
         Action::Extend {
@@ -430,7 +436,8 @@ fn a_claimant_waits_renewing_rereads_and_refuses_beyond_the_tolerance() {
             Event::Renewed {
                 at,
                 result: Ok(None),
-                last_tick: 0
+                last_tick: 0,
+                store: None,
             }
         ),
         Action::End {
@@ -458,7 +465,8 @@ fn a_lease_past_its_validity_is_lost() {
             Event::Renewed {
                 at,
                 result: Err(Failure::Failed),
-                last_tick: 0
+                last_tick: 0,
+                store: None,
             }
         ),
         Action::Seal { releasing: false }
@@ -469,6 +477,119 @@ fn a_lease_past_its_validity_is_lost() {
         Action::Lost {
             why: Loss::Validity,
             unwritten: false
+        }
+    );
+}
+
+/// A store's clock as a renewal read it, 250 ms of lead, read to the ms.
+fn reading(ms: u64, after_mono_us: u64) -> Option<StoreReading> {
+    Some(StoreReading {
+        ms,
+        lead_ms: 250,
+        slack_ms: 0,
+        after_mono_us,
+    })
+}
+
+/// A renewal that read the store's clock raises the clock's ceiling before anything else: to
+/// the store's clock plus the lead less the margin, at the monotonic time after the renewal;
+/// the action it leads to follows once the shell says the ceiling is set (any other event
+/// asks for the ceiling again). At a later round a reading lower than the ceiling carried on
+/// (etcd's `Date`, truncated) leaves the carried one; a failed renewal sets none.
+#[test]
+fn a_renewal_that_read_the_stores_clock_raises_the_clocks_ceiling_first() {
+    let layout = layout();
+    let terms = terms(&layout);
+    let (mut h, _) = Holder::claim(&terms, recorded(NOW - 3), NOW);
+    let at = Now {
+        ms: NOW,
+        mono_us: 0,
+    };
+    let renewed = Event::Renewed {
+        at,
+        result: Ok(Some(1_000_000)),
+        last_tick: 0,
+        store: reading(NOW - 40, 2_000),
+    };
+    let ceiling = Action::Ceiling {
+        ms: NOW - 40 + 245,
+        at_mono_us: 2_000,
+        slack_ms: 0,
+    };
+    assert_eq!(h.step(&terms, renewed), ceiling);
+    assert_eq!(h.ceiling(), Some((NOW + 205, 2_000, 0)));
+    assert_eq!(h.step(&terms, Event::Round), ceiling);
+    assert_eq!(
+        h.step(&terms, Event::Done),
+        Action::Extend {
+            until_ms: NOW + 5_000
+        }
+    );
+    assert!(matches!(
+        h.step(&terms, Event::Extended(Ok(()))),
+        Action::Build { .. }
+    ));
+    h.step(&terms, Event::Done);
+    // A round 100 ms later whose reading is 300 ms low: the ceiling carried on wins (100 ms
+    // later, 0.1 ms lower for the rate, truncated to the ms).
+    assert_eq!(h.step(&terms, Event::Round), Action::Renew);
+    let at = Now {
+        ms: NOW + 100,
+        mono_us: 100_000,
+    };
+    let low = Event::Renewed {
+        at,
+        result: Ok(Some(1_000_000)),
+        last_tick: 0,
+        store: reading(NOW - 200, 102_000),
+    };
+    assert_eq!(
+        h.step(&terms, low),
+        Action::Ceiling {
+            ms: NOW + 205 + 99,
+            at_mono_us: 102_000,
+            slack_ms: 0
+        }
+    );
+    assert!(matches!(h.step(&terms, Event::Done), Action::Fence { .. }));
+    h.step(&terms, Event::Done);
+    // A renewal that fails (unreachable) sets nothing.
+    assert_eq!(h.step(&terms, Event::Round), Action::Renew);
+    let failed = Event::Renewed {
+        at: Now {
+            ms: NOW + 200,
+            mono_us: 200_000,
+        },
+        result: Err(Failure::Failed),
+        last_tick: 0,
+        store: None,
+    };
+    assert!(matches!(h.step(&terms, failed), Action::Fence { .. }));
+    assert_eq!(h.ceiling(), Some((NOW + 304, 102_000, 0)));
+}
+
+/// A build that ends at its first renewal (a clock past the layout's end) asks for no
+/// ceiling: it ends, and the shell lifts any ceiling at the end.
+#[test]
+fn a_build_that_ends_at_its_first_renewal_asks_for_no_ceiling() {
+    let layout = layout();
+    let terms = terms(&layout);
+    let late = layout.expires_at_ms() + 1;
+    let (mut h, _) = Holder::claim(&terms, recorded(late - 3), late);
+    let renewed = Event::Renewed {
+        at: Now {
+            ms: late,
+            mono_us: 0,
+        },
+        result: Ok(None),
+        last_tick: 0,
+        store: reading(late, 1_000),
+    };
+    assert_eq!(
+        h.step(&terms, renewed),
+        Action::End {
+            let_go: LetGo::Abandon,
+            outcome: Outcome::Exhausted
         }
     );
 }
