@@ -28,7 +28,7 @@ fn a_reservation_that_cannot_be_extended_stops_issuing() {
     // Past the reservation: the first refusals may only wake the keeper (WouldBlock); once
     // its write has failed, the refusal names the failure. Never an ID past the reservation.
     clock.advance_ms(100);
-    let err = refused_past(&leased);
+    let (err, on_the_way) = refused_past(&leased);
     match err {
         Error::ReservationUnavailable {
             node: 0, reason, ..
@@ -51,6 +51,12 @@ fn a_reservation_that_cannot_be_extended_stops_issuing() {
         .parse()
         .unwrap();
     assert!(inside.parts(&layout).unwrap().unix_ms() < until);
+    for id in on_the_way {
+        assert!(
+            id.parts(&layout).unwrap().unix_ms() < until,
+            "{id:?} past {until}"
+        );
+    }
     // The store recovers: issuing resumes once the keeper extends again.
     store.fail_extend.store(false, Ordering::SeqCst);
     let mut resumed = None;
@@ -82,7 +88,7 @@ fn a_lease_not_renewed_by_its_deadline_is_lost() {
     // claim, issuing stops as unconfirmed: a retryable refusal that names the store's error.
     clock.advance_ms(1);
     assert!(leased.try_next_id().unwrap() > before);
-    let mut err = refused_past(&leased);
+    let (mut err, _) = refused_past(&leased);
     if let Error::ReservationUnavailable { reason, .. } = &err {
         assert!(
             reason.contains("has not been confirmed for 200 ms"),
@@ -117,17 +123,44 @@ fn a_lease_not_renewed_by_its_deadline_is_lost() {
 }
 
 /// Calls `try_next_id` until it reports something other than an ID or `WouldBlock` (a
-/// liveness bound of two minutes only), moving nothing but real time.
-fn refused_past<C: monoflake::TimeSource + 'static>(leased: &monoflake::Leased<C>) -> Error {
-    let give_up = std::time::Instant::now() + Duration::from_secs(120);
-    loop {
+/// liveness bound of two minutes only), moving nothing but real time; then 1,000 calls more,
+/// none of which may issue. Returns the refusal and every ID issued before it, which the
+/// generator's own count must match: nothing is issued that the test did not see.
+fn refused_past<C: monoflake::TimeSource + 'static>(
+    leased: &monoflake::Leased<C>,
+) -> (Error, Vec<Id>) {
+    refused_then_nothing(leased, Duration::from_secs(120), Duration::from_millis(2))
+}
+
+/// [`refused_past`] with its liveness bound and pause between calls.
+fn refused_then_nothing<C: monoflake::TimeSource + 'static>(
+    leased: &monoflake::Leased<C>,
+    bound: Duration,
+    pause: Duration,
+) -> (Error, Vec<Id>) {
+    let issued_before = leased.stats().issued;
+    let give_up = std::time::Instant::now() + bound;
+    let mut ids = Vec::new();
+    let refused = loop {
         match leased.try_next_id() {
-            Ok(_) | Err(Error::WouldBlock { .. }) => {}
-            Err(e) => return e,
+            Ok(id) => ids.push(id),
+            Err(Error::WouldBlock { .. }) => {}
+            Err(e) => break e,
         }
         assert!(std::time::Instant::now() < give_up, "never refused");
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(pause);
+    };
+    for call in 0..1_000 {
+        if let Ok(id) = leased.try_next_id() {
+            panic!("{id:?} issued {call} calls after the refusal {refused:?}");
+        }
     }
+    assert_eq!(
+        leased.stats().issued - issued_before,
+        ids.len() as u64,
+        "the generator counts IDs the test never saw"
+    );
+    (refused, ids)
 }
 
 /// A forward step of the generator's clock far past the reservation (NTP fixing a wrong boot
@@ -1138,14 +1171,7 @@ fn a_claim_the_store_says_is_lost_is_refused_with_the_stores_reason() {
     leased.next_id().unwrap();
     store.fail_renew.store(2, Ordering::SeqCst);
     // Issue until refused for good (a liveness bound only): every refusal is the same.
-    let start = std::time::Instant::now();
-    let refused = loop {
-        match leased.try_next_id() {
-            Ok(_) | Err(Error::WouldBlock { .. }) => {}
-            Err(e) => break e,
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
-    };
+    let refused = refused_for_good(&leased);
     for e in [refused, leased.try_next_id().unwrap_err()] {
         match &e {
             Error::LeaseLost {
@@ -1160,14 +1186,7 @@ fn a_claim_the_store_says_is_lost_is_refused_with_the_stores_reason() {
 /// Issues from `leased` until it refuses for good; returns that refusal (the 60 s bound is a
 /// liveness bound only).
 fn refused_for_good<C: TimeSource + 'static>(leased: &monoflake::Leased<C>) -> Error {
-    let start = std::time::Instant::now();
-    loop {
-        match leased.try_next_id() {
-            Ok(_) | Err(Error::WouldBlock { .. }) => {}
-            Err(e) => return e,
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
-    }
+    refused_then_nothing(leased, Duration::from_secs(60), Duration::ZERO).0
 }
 
 /// A lost holder whose write-back cannot be written (issue 34, case 2: a directory it may no
