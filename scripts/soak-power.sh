@@ -32,15 +32,15 @@ root=$PWD
 
 MUTANTS=(
     # name                 mutation                                    the bug
-    "no_seal               cfg monoflake_mutant_no_seal"               # a lost lease does not stop the generator
+    "no_seal               patch lease/no_seal.patch"                  # a lost lease does not stop the generator
     "no_unrecorded_wait    cfg monoflake_mutant_no_unrecorded_wait"    # a claimant skips the wait of a node without a record
     "file_reread_none      cfg monoflake_mutant_file_reread_none"      # the file store's re-read finds nothing
     "fork_common           cfg monoflake_mutant_fork_common"           # the fork check on the common path disabled
-    "fence_no_deadline     cfg monoflake_mutant_fence_no_deadline"     # the fence ignores the keeper's deadline
+    "fence_no_deadline     patch handover/fence_no_deadline.patch"     # the fence ignores the keeper's deadline
     "giveback_unpublished  cfg monoflake_mutant_giveback_unpublished"  # PerThread: a slot's last state not published
     "exit_stale            cfg monoflake_mutant_exit_stale"            # PerThread: an exiting thread gives back stale numbers
-    "failed_write_adopted  patch failed_write_adopted.patch"           # a keeper adopts a reservation write that failed
-    "fence_limit_late      patch fence_limit_late.patch"               # the fence's limit one tick late
+    "failed_write_adopted  patch handover/failed_write_adopted.patch"  # a keeper adopts a reservation write that failed
+    "fence_limit_late      patch handover/fence_limit_late.patch"      # the fence's limit one tick late
 )
 
 usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
