@@ -68,7 +68,7 @@ GROUPS = {
 }
 
 TICK_FNS = ["tick_at", "last_tick_before", "first_tick_from", "deadline_tick"]
-FREE_TICK = re.compile(r"(?<![\w.:])(last_tick_before|first_tick_from|deadline_tick)\(")
+FREE_TICK = re.compile(r"(?<![\w.:])(?<!fn )(last_tick_before|first_tick_from|deadline_tick)\(")
 METHOD_TICK = re.compile(r"\.tick_at\(")
 WRITES = re.compile(r"\b(extend|restore|release|write\w*|write_anchor|persist\w*|rename\w*|"
                     r"sync_all|sync_data|fsync\w*|store_\w+|put|insert\w*|update\w*|execute)\s*\(")
@@ -227,7 +227,7 @@ def line_mutants(path, lineno, line, in_lease):
                 if other == "tick_at":
                     new = f"({layout}).tick_at({arg})"
                 else:
-                    new = f"crate::lease::status::{other}({layout}, {arg})"
+                    new = f"crate::lease::handover::{other}({layout}, {arg})"
                 add("tick", m.start(), end, new)
         for m in METHOD_TICK.finditer(code):
             start = receiver_start(code, m.start())
@@ -237,7 +237,7 @@ def line_mutants(path, lineno, line, in_lease):
             recv = code[start:m.start()]
             arg = code[m.end():end - 1]
             for other in TICK_FNS[1:]:
-                add("tick", start, end, f"crate::lease::status::{other}(&{recv}, {arg})")
+                add("tick", start, end, f"crate::lease::handover::{other}(&{recv}, {arg})")
     return out
 
 
