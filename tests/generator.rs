@@ -341,15 +341,25 @@ fn a_wait_counts_its_spins_and_sleeps_no_longer_than_max_wait() {
         (Duration::from_nanos(4 * 245), Duration::from_nanos(245))
     );
     assert_eq!(g.stats().wait_spins, 4, "{:?}", g.stats());
-    // 4 values a tick: the next slot opens in 250,001 ns; three naps of that, and a last one
-    // of the 249,997 ns left of the millisecond.
+    // 4 values a tick: the next slot opens in 250,001 ns; each nap ends 200 µs short of it
+    // (what a sleep may overshoot by; the rest would be spun), 50,001 ns: nineteen of them and
+    // a last one of the 49,981 ns left of the millisecond.
     let g = lead_limited(2, Duration::from_millis(1));
     assert_eq!(
         timed_out(&g),
         (Duration::from_millis(1), Duration::from_nanos(250_001))
     );
     let stats = g.stats();
-    assert_eq!((stats.wait_sleeps, stats.timed_out), (4, 1), "{stats:?}");
+    assert_eq!((stats.wait_sleeps, stats.timed_out), (20, 1), "{stats:?}");
+    // 16 values a tick: the next slot opens in 62,501 ns, which is spun for, and the spins
+    // add up to max_wait exactly.
+    let g = lead_limited(4, Duration::from_millis(1));
+    assert_eq!(
+        timed_out(&g),
+        (Duration::from_millis(1), Duration::from_nanos(62_501))
+    );
+    let stats = g.stats();
+    assert_eq!((stats.wait_sleeps, stats.timed_out), (0, 1), "{stats:?}");
 }
 
 #[test]
@@ -669,6 +679,36 @@ fn a_batch_that_can_never_fit_is_refused_at_once_and_the_generator_goes_on() {
     assert_eq!(g.stats().issued, 2);
     // A batch within the limit still fits once the clock allows it (here at once).
     assert_eq!(g.try_next_ids(409_000).unwrap().len(), 409_000);
+}
+
+/// The waiting call issues a batch of `max_batch()` on the real clock, on a fresh generator
+/// and after IDs: it fits only while the clock is in a tick's last slot (244 ns here), which a
+/// wait that sleeps to the slot's opening overshoots every time (each try then starts a tick
+/// later and needs that tick's last slot): it timed out after `max_wait`, whatever that was.
+#[test]
+fn the_largest_batch_is_issued_by_the_waiting_call_on_the_real_clock() {
+    let g = Generator::builder(Layout::twitter())
+        .node(1)
+        .max_lead(Duration::from_millis(100))
+        // A liveness bound only: a machine that never runs the thread for a tick's last slot.
+        .max_wait(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let max = g.max_batch();
+    let mut last = None;
+    for round in 0..3 {
+        let before = g.next_id().unwrap();
+        assert!(last < Some(before), "round {round}");
+        let ids: Vec<Id> = g
+            .next_ids(max)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"))
+            .collect();
+        assert_eq!(ids.len() as u64, max, "round {round}");
+        assert!(ids[0] > before, "round {round}");
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "round {round}");
+        last = ids.last().copied();
+    }
+    assert_eq!(g.stats().issued, 3 * (max + 1));
 }
 
 /// A clock frozen at a nanosecond.

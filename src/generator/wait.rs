@@ -16,6 +16,15 @@ const MIN_NAP: Duration = Duration::from_micros(50);
 /// A slot that opens sooner than this is waited for by spinning: a sleep would oversleep it
 /// by tens of microseconds.
 const SPIN_WAIT: Duration = Duration::from_micros(20);
+/// How much a sleep may overshoot on a loaded machine. A longer wait sleeps this much less
+/// than it needs and spins the rest: a batch of [`Generator::max_batch`] IDs fits only while
+/// the clock is in the last slot of a tick (244 ns at 4,096 IDs a millisecond), which a sleep
+/// to the slot's opening overshoots into the next tick, where the batch starts a tick later
+/// and needs that tick's last slot — every time, until `max_wait` is up.
+const OVERSLEEP: Duration = Duration::from_micros(200);
+/// About what a retry costs before it reads the clock (more in a debug build): a spin ends
+/// this much before the slot it waits for, and the retries that follow read the clock into it.
+const RETRY_COST: Duration = Duration::from_micros(1);
 
 impl<C: TimeSource> Generator<C> {
     /// Issues one ID, waiting when the generator is at its lead limit: a few spins, then
@@ -135,7 +144,9 @@ impl<C: TimeSource> Generator<C> {
                         blocked_on,
                     });
                 }
-                sync::spin_for(retry_after);
+                // Short of the slot by a retry's own cost, so that the retry's clock reading,
+                // not the spin's, lands in it (the largest batch's slot is open 244 ns).
+                sync::spin_for(retry_after.saturating_sub(RETRY_COST));
                 counts.spins += 1;
                 slept += retry_after;
             } else {
@@ -153,10 +164,18 @@ impl<C: TimeSource> Generator<C> {
                             blocked_on,
                         });
                     }
-                    let nap = retry_after.min(self.max_wait - slept).max(MIN_NAP);
-                    sync::sleep(nap);
-                    counts.sleeps += 1;
-                    slept += nap;
+                    let left = self.max_wait - slept;
+                    if retry_after <= OVERSLEEP + MIN_NAP {
+                        let spin = retry_after.min(left);
+                        sync::spin_for(spin.saturating_sub(RETRY_COST));
+                        counts.spins += 1;
+                        slept += spin;
+                    } else {
+                        let nap = (retry_after - OVERSLEEP).min(left);
+                        sync::sleep(nap);
+                        counts.sleeps += 1;
+                        slept += nap;
+                    }
                 }
                 step = step.saturating_add(1);
             }
