@@ -112,7 +112,7 @@ fn health_readiness_and_metrics() {
         "monoflake_would_block_total 0\n",
         "monoflake_request_waits_total 0\n",
         "monoflake_clock_max_skew_seconds ",
-        "monoflake_clock_held_back_seconds 0\n",
+        "monoflake_clock_held_back_seconds 0.0\n",
         "monoflake_connections_open ",
         "# EOF",
     ] {
