@@ -593,3 +593,68 @@ fn a_build_that_ends_at_its_first_renewal_asks_for_no_ceiling() {
         }
     );
 }
+
+/// With ticks longer than a millisecond, a successor starts in the first tick that begins at
+/// or after the record's end, never in the tick around it (which began before it: IDs the
+/// holder before may have issued). Each offset of the record inside a 40 ms tick.
+#[test]
+fn a_successor_starts_in_the_first_tick_at_or_after_the_record() {
+    let layout = Layout::builder()
+        .epoch_ms(Layout::twitter().epoch_ms())
+        .tick_ms(40)
+        .build()
+        .unwrap();
+    let terms = terms(&layout);
+    let start = layout.unix_ms_of_tick(layout.tick_at(NOW) + 1);
+    for offset in 0..40 {
+        let record = start + offset;
+        let (mut h, _) = Holder::claim(&terms, recorded(record), start);
+        let at = Now {
+            ms: start,
+            mono_us: 0,
+        };
+        let renewed = Event::Renewed {
+            at,
+            result: Ok(None),
+            last_tick: 0,
+            store: None,
+        };
+        assert!(matches!(h.step(&terms, renewed), Action::Extend { .. }));
+        let Action::Build {
+            resume_after: Some(resume_after),
+            ..
+        } = h.step(&terms, Event::Extended(Ok(())))
+        else {
+            panic!("offset {offset}: no build after a resume point");
+        };
+        let first_ms = layout.unix_ms_of_tick(resume_after + 1);
+        let expected = if offset == 0 { start } else { start + 40 };
+        assert_eq!(first_ms, expected, "offset {offset}: record {record}");
+    }
+}
+
+/// A renewal sent at the very microsecond the lease's validity ends renews nothing, however
+/// the store answers: the node may already be someone else's. The holder seals.
+#[test]
+fn a_renewal_sent_at_the_deadline_renews_nothing() {
+    let layout = layout();
+    let terms = terms(&layout);
+    let mut h = holding(&terms, Some(300_000));
+    h.step(&terms, Event::Round);
+    let at = Now {
+        ms: NOW + 300,
+        mono_us: 300_000,
+    };
+    assert_eq!(
+        h.step(
+            &terms,
+            Event::Renewed {
+                at,
+                result: Ok(Some(300_000)),
+                last_tick: 0,
+                store: None,
+            }
+        ),
+        Action::Seal { releasing: false }
+    );
+}
