@@ -658,3 +658,33 @@ fn a_renewal_sent_at_the_deadline_renews_nothing() {
         Action::Seal { releasing: false }
     );
 }
+
+/// A round that needs no extension publishes the fence's words exactly: the last tick before
+/// the reservation, and the first tick past the one the deadline falls in (the bound of two
+/// checks from this round's check, less a margin of 2 ms).
+#[test]
+fn a_round_publishes_the_fence_words_exactly() {
+    let layout = layout();
+    let terms = terms(&layout);
+    let mut h = holding(&terms, None);
+    h.step(&terms, Event::Round);
+    let at = Now {
+        ms: NOW + 100,
+        mono_us: 100_000,
+    };
+    assert_eq!(
+        h.step(
+            &terms,
+            Event::Renewed {
+                at,
+                result: Ok(None),
+                last_tick: layout.tick_at(NOW + 100),
+                store: None,
+            }
+        ),
+        Action::Fence {
+            limit: layout.tick_at(NOW + 5_000) - 1,
+            deadline: layout.tick_at(NOW + 298) + 1,
+        }
+    );
+}
