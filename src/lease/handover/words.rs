@@ -235,7 +235,7 @@ pub enum Action {
     },
 }
 
-/// What happened, fed back to [`Holder::step`].
+/// What happened, fed back to [`Holder::step`](super::Holder::step).
 ///
 /// ```
 /// use monoflake::handover::{Event, Failure};

@@ -75,7 +75,7 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(2);
 ///   raises the node's reservation to the end of the last tick it issued, whoever holds the
 ///   row now — an upsert that changes nothing else, making a free row (and, when the store
 ///   may create it, the table) if gone; a claimant that found no row reads its row again
-///   after its wait, before it issues ([`NodeStore::reservation`]).
+///   after its wait, before it issues ([`NodeStore::reservation`](crate::NodeStore::reservation)).
 /// * A node with a negative reservation (possible only if the table's checks were dropped)
 ///   is unusable: refused by number ([`Error::DamagedReservation`]), skipped by any node.
 /// * Every request is bounded (two seconds, or the TTL when shorter, also as the session's
@@ -93,7 +93,7 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(2);
 ///   current schema; refused when another schema holds a table of the same name), and every
 ///   statement names `"schema"."table"`; the store's session runs with an empty `search_path`.
 /// * The connection string is never shown: not in [`fmt::Debug`], not in errors, not in
-///   [`NodeStore::describe`] (which names host, port, database, schema and table).
+///   [`NodeStore::describe`](crate::NodeStore::describe) (which names host, port, database, schema and table).
 ///
 /// # Example
 ///
