@@ -9,7 +9,7 @@
 Groups (default: generator):
     generator   src/generator/**.rs, tested by the generator's quick set (as
                 scripts/cargo-mutants.sh's: --lib and the generator's test binaries)
-    lease       src/lease/**.rs, tested by the lease's quick set (--lib, lease, store_conformance,
+    lease       src/lease/**.rs, tested by the lease's quick set (--lib, lease, fence_boundary, store_conformance,
                 epochs, trust, per_core_lease, per_thread; needs MONOFLAKE_TEST_ETCD and
                 MONOFLAKE_TEST_PG for the stores' conformance tests)
     pg          pg/src/shared.rs (the PostgreSQL extension's shared word), checked by
@@ -56,8 +56,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 GEN_TESTS = ("--lib --test generator --test per_core --test per_core_lease --test per_thread "
              "--test fork --test inputs --test features --test layouts --test alloc")
-LEASE_TESTS = ("--lib --test lease --test store_conformance --test epochs --test trust "
-               "--test per_core_lease --test per_thread")
+LEASE_TESTS = ("--lib --test lease --test fence_boundary --test store_conformance --test epochs "
+               "--test trust --test per_core_lease --test per_thread")
 GROUPS = {
     "generator": {"files": ["src/generator/**/*.rs"], "tests": GEN_TESTS, "features": ""},
     "lease": {"files": ["src/lease/**/*.rs"], "tests": LEASE_TESTS,

@@ -64,3 +64,42 @@ pub const fn deadline_tick(layout: &Layout, deadline_ms: u64) -> u64 {
 pub const fn end_of_tick(layout: &Layout, last_tick: u64) -> u64 {
     layout.unix_ms_of_tick(last_tick.saturating_add(1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// For ticks of 1 ms to 1 s and every deadline and reservation in a few ticks around an
+    /// epoch-aligned start: the last tick the deadline word lets through starts at or before
+    /// the deadline and the first it refuses after it; the fence's limit is the last tick
+    /// that starts before the reservation, and a successor's first tick the first that
+    /// starts at or after it.
+    #[test]
+    fn each_word_is_the_exact_tick_of_its_time() {
+        for tick_ms in [1, 2, 10, 40, 1_000] {
+            let layout = Layout::builder()
+                .epoch_ms(Layout::twitter().epoch_ms())
+                .tick_ms(tick_ms)
+                .build()
+                .unwrap();
+            let start = layout.unix_ms_of_tick(1_000);
+            for ms in start..start + 3 * tick_ms {
+                let deadline = deadline_tick(&layout, ms);
+                assert!(layout.unix_ms_of_tick(deadline - 1) <= ms, "{tick_ms} ms: {ms}");
+                assert!(layout.unix_ms_of_tick(deadline) > ms, "{tick_ms} ms: {ms}");
+                let limit = last_tick_before(&layout, ms);
+                assert!(layout.unix_ms_of_tick(limit) < ms, "{tick_ms} ms: {ms}");
+                assert!(layout.unix_ms_of_tick(limit + 1) >= ms, "{tick_ms} ms: {ms}");
+                let first = first_tick_from(&layout, ms);
+                assert_eq!(first, limit + 1, "{tick_ms} ms: {ms}");
+                assert!(layout.unix_ms_of_tick(first) >= ms, "{tick_ms} ms: {ms}");
+                assert!(layout.unix_ms_of_tick(first - 1) < ms, "{tick_ms} ms: {ms}");
+                assert_eq!(
+                    end_of_tick(&layout, limit),
+                    layout.unix_ms_of_tick(first),
+                    "{tick_ms} ms: {ms}"
+                );
+            }
+        }
+    }
+}
