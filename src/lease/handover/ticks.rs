@@ -85,11 +85,17 @@ mod tests {
             let start = layout.unix_ms_of_tick(1_000);
             for ms in start..start + 3 * tick_ms {
                 let deadline = deadline_tick(&layout, ms);
-                assert!(layout.unix_ms_of_tick(deadline - 1) <= ms, "{tick_ms} ms: {ms}");
+                assert!(
+                    layout.unix_ms_of_tick(deadline - 1) <= ms,
+                    "{tick_ms} ms: {ms}"
+                );
                 assert!(layout.unix_ms_of_tick(deadline) > ms, "{tick_ms} ms: {ms}");
                 let limit = last_tick_before(&layout, ms);
                 assert!(layout.unix_ms_of_tick(limit) < ms, "{tick_ms} ms: {ms}");
-                assert!(layout.unix_ms_of_tick(limit + 1) >= ms, "{tick_ms} ms: {ms}");
+                assert!(
+                    layout.unix_ms_of_tick(limit + 1) >= ms,
+                    "{tick_ms} ms: {ms}"
+                );
                 let first = first_tick_from(&layout, ms);
                 assert_eq!(first, limit + 1, "{tick_ms} ms: {ms}");
                 assert!(layout.unix_ms_of_tick(first) >= ms, "{tick_ms} ms: {ms}");
