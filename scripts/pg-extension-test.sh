@@ -15,7 +15,12 @@
 #      refuses (55000, the reservation far ahead of the clock) until
 #      monoflake.trust_reservation is turned on (reload), then issues above every ID before;
 #      a restart 10 s back refuses until the clock is within monoflake.tolerance_ms, then
-#      issues above every ID before;
+#      issues above every ID before; a start one hour back leaves the reservation's tick on
+#      disk where it was;
+#   3b. reservation writes that fail (a directory in the temporary file's place): a start
+#      refuses every call (55000), a first call whose identity record fails refuses (58030),
+#      a call past the reservation whose extension fails refuses (58030, within 20 s); once
+#      the writes work, IDs above every one before, and after a restart;
 #   4. the SQL errors: next_ids out of range (22023), not preloaded (55000); neither
 #      monoflake.node nor monoflake.claim_url: refused (55000, "no claim database", the
 #      reason and the fix); a claim database that is this server: refused (55000, its system
@@ -234,12 +239,21 @@ check "a restart issues above every ID before" "$([ "$after" -gt "$before" ]; ec
 before=$after
 # (libfaketime preloaded directly: the `faketime` wrapper waits for the server to exit.)
 FAKETIME_SO=${FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}
-stop; start env LD_PRELOAD="$FAKETIME_SO" FAKETIME=-1h
+stop
+# The reservation's tick on disk (its third line), read while no server runs.
+reserved_tick() { sed -n 3p "$data/monoflake.reservation"; }
+r0=$(reserved_tick)
+start env LD_PRELOAD="$FAKETIME_SO" FAKETIME=-1h
 now=$(sql -c 'SELECT now()')
 state=$(sqlstate 'SELECT monoflake.next_id()')
 error=$(sqlerror 'SELECT monoflake.next_id()')
 batch=$(sqlstate 'SELECT count(*) FROM monoflake.next_ids(10)')
+r1=$(reserved_tick)
 echo "$error"
+# A start writes its reservation ahead of the clock, but never below what is on disk: a
+# second start with the clock still back would otherwise issue below the IDs before.
+check "a start one hour back leaves the reservation on disk where it was, or higher" \
+    "$([ -n "$r0" ] && [ -n "$r1" ] && [ "$r1" -ge "$r0" ]; echo $?)" "tick $r0 before, $r1 after"
 check "a restart one hour back (faketime) refuses: the reservation is ahead of the clock" \
     "$([ "$state" = 55000 ] && [ "$batch" = 55000 ] &&
         [[ "$error" == *"ahead of the server's clock"*"more than monoflake.tolerance_ms (5600 ms)"*"monoflake.trust_reservation"* ]]; echo $?)" \
@@ -268,6 +282,53 @@ check "10 s back: refused, then issues above every ID before once the clock catc
         [ -n "$again" ] && [ "$again" -gt "$after" ]; echo $?)" \
     "first SQLSTATE $first, $refused refusals over ${waited}s, then $after > $before, then $again"
 stop; start
+
+# 3b. Reservation writes that fail (a directory where the temporary file goes: each write
+# fails at its create): no ID the file on disk does not cover, and the failure said.
+tmpdir="$data/monoflake.reservation.tmp"
+before=$(sql -c 'SELECT monoflake.next_id()')
+stop; as_pg mkdir "$tmpdir"; start
+r=$(refusal "$PORT" 'SELECT monoflake.next_id()' | head -1)
+check "a start whose reservation write fails issues nothing" \
+    "$([[ "$r" == "ERROR:  55000: monoflake did not start: cannot write monoflake.reservation (create): "* ]]; echo $?)" \
+    "${r:0:110}"
+stop; as_pg rmdir "$tmpdir"; start; as_pg mkdir "$tmpdir"
+r=$(refusal "$PORT" 'SELECT monoflake.next_id()' | head -1)
+check "a first call whose identity record fails to write issues nothing" \
+    "$([[ "$r" == "ERROR:  58030: monoflake: cannot write monoflake.reservation (create): "* ]]; echo $?)" \
+    "${r:0:110}"
+# Past the window the start reserved (5 s; 7 s waited), a call needs the reservation extended first: it
+# fails (bounded: a call that hangs is killed and counted a failure).
+as_pg rmdir "$tmpdir"
+sql -c 'SELECT monoflake.next_id()' >/dev/null
+as_pg mkdir "$tmpdir"
+sleep 7
+refusal "$PORT" "SELECT monoflake.next_id() /* past the window */" >"$dir/past" &
+rp=$!
+for _ in $(seq 1 200); do kill -0 "$rp" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$rp" 2>/dev/null; then
+    r="no answer within 20 s"
+    victim=$(sql -c "SELECT pid FROM pg_stat_activity WHERE query LIKE '%past the window%' AND pid <> pg_backend_pid()")
+    ready=$(grep -c 'database system is ready to accept connections' "$dir/log" || true)
+    [ -z "$victim" ] || kill -9 $victim
+    for _ in $(seq 1 300); do
+        [ "$(grep -c 'database system is ready to accept connections' "$dir/log" || true)" -gt "$ready" ] && break
+        sleep 0.1
+    done
+else
+    r=$(head -1 "$dir/past")
+fi
+wait "$rp" 2>/dev/null || true
+check "a call past the reservation, whose extension fails, is refused" \
+    "$([[ "$r" == "ERROR:  58030: monoflake: cannot write monoflake.reservation (create): "* ]]; echo $?)" \
+    "${r:0:110}"
+as_pg rmdir "$tmpdir"
+after=$(sql -c 'SELECT monoflake.next_id()')
+stop; start
+again=$(sql -c 'SELECT monoflake.next_id()')
+check "the writes back: issues above every ID before, and after a restart" \
+    "$([ -n "$after" ] && [ "$after" -gt "$before" ] && [ -n "$again" ] && [ "$again" -gt "$after" ]; echo $?)" \
+    "$before < $after < $again"
 
 # 4. The errors.
 state=$(sqlstate 'SELECT monoflake.next_ids(0)')
