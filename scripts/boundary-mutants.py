@@ -401,7 +401,14 @@ def run(args, groups):
                 else:
                     outcome = "caught"
                     if not names:
-                        first = text.strip().splitlines()[-1][:160] if text.strip() else ""
+                        # A script's checks (the pg group's): its first "FAILED: …" line and
+                        # how many there were; else the log's last line.
+                        checks = re.findall(r"^FAILED: .*$", text, re.M)
+                        if checks:
+                            more = f" (+{len(checks) - 1} more)" if len(checks) > 1 else ""
+                            first = checks[0][:200] + more
+                        else:
+                            first = text.strip().splitlines()[-1][:160] if text.strip() else ""
         finally:
             os.remove(path)
             with open(path, "w") as f:
@@ -411,7 +418,8 @@ def run(args, groups):
         with open(results, "a") as f:
             f.write(f"{m.id}\t{outcome}\t{secs:.0f}\t{' '.join(names)}\t{first}\n")
         print(f"[{n}/{len(mutants)}] {outcome:8} {secs:4.0f} s  {m.id}"
-              + (f"  <- {names[0]}: {first}" if outcome == "caught" and names else ""),
+              + (f"  <- {names[0]}: {first}" if outcome == "caught" and names
+                 else f"  <- {first}" if outcome == "caught" else ""),
               flush=True)
     write_table(results, os.path.join(out, "table.md"))
     print("boundary-mutants: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
