@@ -260,6 +260,40 @@ fn resuming_after_the_last_tick_is_exhausted_at_once() {
     assert_eq!(g.stats().issued, 1 << 20);
 }
 
+/// Resuming after the tick before the last leaves the last tick to issue: the first ID is its
+/// first value, and the generator is exhausted only once the tick is used up.
+#[test]
+fn resuming_after_the_tick_before_the_last_issues_the_last_tick() {
+    let small = Layout::builder()
+        .epoch_ms(1_000)
+        .time_bits(44)
+        .sequence_bits(2)
+        .allow_sign_bit(true)
+        .build()
+        .unwrap();
+    for layout in [Layout::twitter(), small] {
+        let last = layout.max_tick();
+        let g = Generator::builder(layout.clone())
+            .clock(ManualClock::new(T0))
+            .max_lead(Duration::ZERO)
+            .resume_after(last - 1)
+            .build()
+            .unwrap();
+        assert_eq!(g.last_tick(), last - 1, "{layout:?}");
+        let id = g.try_next_id().unwrap();
+        let parts = id.parts(&layout).unwrap();
+        assert_eq!((parts.tick(), parts.sequence()), (last, 0), "{layout:?}");
+        if layout.max_sequence() == 3 {
+            let rest: Vec<u64> = (0..3)
+                .map(|_| g.try_next_id().unwrap().parts(&layout).unwrap().sequence())
+                .collect();
+            assert_eq!(rest, [1, 2, 3]);
+            assert!(matches!(g.try_next_id(), Err(Error::Exhausted { .. })));
+            assert_eq!(g.stats().issued, 4);
+        }
+    }
+}
+
 /// A batch that does not fit before the time field's end is refused, and leaves the values
 /// that are left to calls that fit: the generator is not pinned at the end until the clock
 /// itself is past it.
