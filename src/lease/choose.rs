@@ -333,7 +333,7 @@ mod tests {
                 (None, Some(evidence)) => {
                     Ok(Claim::new(node as u64, Some(evidence), ()).evidence_only())
                 }
-                (record, _) => Ok(Claim::new(node as u64, record, ())),
+                (record, _) => Ok(Claim::new(node as u64, record, ()).with_unusable(self.unusable)),
             }
         }
 
@@ -486,6 +486,40 @@ mod tests {
         }
         assert_eq!(*store.claims.lock().unwrap(), 1 + RACE_RETRIES as usize);
         assert_eq!(store.held(), vec![0, 1], "only the test's own holds");
+    }
+
+    #[test]
+    fn a_search_that_ends_held_keeps_the_reasons_of_the_count_it_reports() {
+        // Node 0 a day ahead (passed over: beyond the tolerance, untrusted), node 1 held: the
+        // claim of node 0 counts two unusable nodes, and so does the search's last answer,
+        // which names them: the error reports the count with its reasons.
+        let mut store = Nodes::new(&[Some(NOW + 86_400_000), None]);
+        store.unusable = 2;
+        store.nodes.lock().unwrap()[1].0 = true;
+        match choose(&store, &layout(), NodeRequest::Any, &|| NOW, &LIMITS) {
+            Err(Error::AllNodesHeld {
+                count: 8,
+                ahead: 1,
+                unusable: 2,
+                unusable_reasons,
+            }) => assert_eq!(unusable_reasons, ["reason 0", "reason 1"]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(store.held(), vec![1], "only the test's own hold");
+    }
+
+    #[test]
+    fn a_chosen_node_reports_the_furthest_reservation_it_passed_over() {
+        // Nodes 0 and 1 beyond the tolerance (a day and 6 s ahead), node 2 never used: node 2,
+        // whose IDs may sort below what was issued on node 0, a day ahead.
+        let store = Nodes::new(&[Some(NOW + 86_400_000), Some(NOW + 6_000), None]);
+        let chosen = choose(&store, &layout(), NodeRequest::Any, &|| NOW, &LIMITS).unwrap();
+        assert_eq!(chosen.claim.node(), 2);
+        assert_eq!(
+            (chosen.skipped_ahead, chosen.sorts_below_ms),
+            (2, 86_400_000)
+        );
+        assert_eq!(store.held(), vec![2]);
     }
 
     #[test]
