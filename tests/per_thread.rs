@@ -392,6 +392,44 @@ fn a_call_from_a_thread_local_destructor_issues() {
     assert!(g.local().is_ok());
 }
 
+/// The largest batch is not refused as too large: a batch of exactly the limit a refusal
+/// names fits once the lead's last tick has opened whole (here at the clock tick's last
+/// nanosecond), from the clock's tick to the lead's last, in this thread's slot.
+#[test]
+fn the_largest_batch_fits_at_the_end_of_a_tick() {
+    struct AtNs(u64);
+    impl monoflake::TimeSource for AtNs {
+        fn now_ms(&self) -> u64 {
+            self.0 / 1_000_000
+        }
+
+        fn now_ns(&self) -> u64 {
+            self.0
+        }
+    }
+    let layout = two_bits();
+    let g = Generator::builder(layout.clone())
+        .clock(AtNs(T0 * 1_000_000 + 999_999))
+        .max_lead(Duration::from_millis(3))
+        .build_per_thread(2)
+        .unwrap();
+    let limit = match g.try_next_ids(u64::MAX) {
+        Err(Error::BatchTooLarge { limit, .. }) => limit,
+        other => panic!("{other:?}"),
+    };
+    // Four ticks (the clock's and the lead's three), two values each in one slot.
+    assert_eq!(limit, 8);
+    let ids: Vec<Id> = g.try_next_ids(limit).unwrap().collect();
+    assert_eq!(ids.len(), 8);
+    assert_distinct(&ids);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let (first, last) = (decoded(ids[0], &layout), decoded(ids[7], &layout));
+    assert_eq!(
+        (first.0, first.2, last.0, last.1, last.2),
+        (0, 0, 3, first.1, 1)
+    );
+}
+
 /// A per-thread generator on a layout whose time field ran out fails loudly, and keeps failing.
 #[test]
 fn an_exhausted_layout_fails_loudly() {
