@@ -1671,6 +1671,42 @@ fn a_file_store_names_its_directory_and_refuses_claims_it_did_not_make() {
     }
 }
 
+/// An extension is written to the node's record and to the host's anchor, or it fails: a
+/// holder whose anchor cannot be written is not told its reservation moved (its records
+/// deleted under it, a successor on this host would have the anchor alone, below what the
+/// holder issued), and the same holds for a lost holder's write-back.
+#[test]
+fn a_reservation_whose_anchor_cannot_be_written_fails() {
+    let base = common::TempDir::new("anchor-fails");
+    let state = base.path().join("state");
+    let store = FileStore::open(&state).unwrap();
+    let layout = Layout::twitter();
+    let claim = store.claim(&layout, NodeRequest::Exact(2)).unwrap();
+    store.extend(&claim, 1_800_000_000_000).unwrap();
+    // The tests' host scope keeps this host's anchors beside the state directory: the one
+    // the extension wrote is made a directory, which the next anchor's rename cannot replace.
+    let anchors = base.path().join(".state.host-anchors");
+    let written: Vec<_> = std::fs::read_dir(&anchors)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    std::fs::remove_file(&written[0]).unwrap();
+    std::fs::create_dir(&written[0]).unwrap();
+    match store.extend(&claim, 1_800_000_001_000) {
+        Err(Error::StateDir { action, .. }) => {
+            assert_eq!(action, "write the host's anchor of the node in");
+        }
+        other => panic!("the extension: {other:?}"),
+    }
+    match store.restore(&claim, 1_800_000_001_000) {
+        Err(Error::StateDir { action, .. }) => {
+            assert_eq!(action, "write the host's anchor of the node in");
+        }
+        other => panic!("the write-back: {other:?}"),
+    }
+}
+
 /// The re-read a claimant makes after its wait (`NodeStore::reservation`) reads the node's own
 /// record, in the claim's layout's milliseconds, not only the host's anchor: with the anchor
 /// gone (`/var/tmp` cleaned, or a host without one), the record alone gives the exact value.
