@@ -26,6 +26,44 @@ fn on_file(dir: &Path) -> u64 {
     }
 }
 
+/// A write-back whose restored record cannot be written fails, naming the file: the holder
+/// is not told its write-back is done (it would let go of the node's host-wide claim, and a
+/// successor on this host would start unaware of what it issued).
+#[test]
+fn a_write_back_whose_record_cannot_be_written_fails() {
+    let dir = temp_dir("restore-fails");
+    let store = FileStore::open(&dir).unwrap();
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(0))
+        .unwrap();
+    store.extend(&claim, 2_000).unwrap();
+    // The restored record's temporary file is taken away before its rename.
+    let layout_dir = dir.join("twitter");
+    failpoint::set(move |stage| {
+        if stage == Stage::BeforeRename {
+            for entry in std::fs::read_dir(&layout_dir).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if name.starts_with(".node-0.restored.") {
+                    std::fs::remove_file(&path).unwrap();
+                }
+            }
+        }
+    });
+    let written = store.restore(&claim, 3_000);
+    failpoint::clear();
+    match written {
+        Err(Error::StateDir { action, path, .. }) => {
+            assert_eq!(action, "replace");
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.starts_with("node-0.restored."), "{name}");
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(claim);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A reservation is read up to 4,096 bytes (empty lines after its text are allowed) and
 /// refused as damaged past that, naming its length: never half-read.
 #[test]
