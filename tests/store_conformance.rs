@@ -47,10 +47,13 @@ fn claims_are_exclusive(store: &dyn NodeStore) {
     let freed = claims.remove(1);
     let freed_node = freed.node();
     store.release(freed, 0).unwrap();
-    assert_eq!(
-        store.claim(&layout, NodeRequest::Any).unwrap().node(),
-        freed_node
-    );
+    let again = store.claim(&layout, NodeRequest::Any).unwrap();
+    assert_eq!(again.node(), freed_node);
+    // And the highest node, released, is found again by a claim of any node.
+    let top = claims.iter().position(|c| c.node() == 3).unwrap();
+    store.release(claims.remove(top), 0).unwrap();
+    assert_eq!(store.claim(&layout, NodeRequest::Any).unwrap().node(), 3);
+    drop(again);
 }
 
 fn reservation_survives_release_and_is_read_at_claim(store: &dyn NodeStore) {
