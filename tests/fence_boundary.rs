@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use monoflake::handover::first_tick_from;
 use monoflake::{
-    Error, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore, OutsideState, StateStep,
+    BlockedOn, Error, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore, OutsideState,
+    StateStep,
 };
 use proptest::prelude::*;
 
@@ -221,6 +222,70 @@ impl OutsideState for Word {
     }
     fn seal(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A `StateLease`'s `check` (what a host asks before it issues) answers at the fence's
+/// deadline exactly: `Ok` to the last ms of the tick before the deadline tick, refused (wait
+/// for the keeper) from the deadline tick's first ms — on 1 ms ticks and on long ones, where the tick of a ms, the
+/// first tick from it and the last tick before it differ.
+#[test]
+fn a_state_lease_check_refuses_from_its_deadline_tick_exactly() {
+    for tick_ms in [1, 40] {
+        let case = Case {
+            tick_ms,
+            epoch_off: 13,
+            window_ms: 250.max(2 * tick_ms + 10),
+            start_off: 101,
+        };
+        let dir = common::TempDir::new("fence-boundary-check");
+        let layout = layout(case);
+        let start = T0 + case.start_off;
+        let store = store(dir.path(), &layout, start);
+        let clock = Arc::new(ManualClock::new(start));
+        let lease = Generator::builder(layout.clone())
+            .clock(Arc::clone(&clock))
+            .reservation_window(Duration::from_millis(case.window_ms))
+            .build_state_lease(
+                store.clone(),
+                NodeRequest::Exact(0),
+                Arc::new(Word(AtomicU64::new(0))),
+            )
+            .unwrap();
+        two_rounds(&|| lease.stats().lease_renewals);
+        // The keeper held in a renewal: the fence stays as its last round published it.
+        store.hold_renew.store(true, Ordering::SeqCst);
+        let give_up = std::time::Instant::now() + Duration::from_secs(60);
+        while store.held_since.lock().unwrap().is_none() {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "the keeper never renewed"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let (_, deadline) = lease.fence();
+        let deadline_ms = layout.unix_ms_of_tick(deadline);
+        assert!(deadline_ms > start, "{case:?}: deadline {deadline_ms}");
+        clock.set_ms(deadline_ms - 1);
+        let before = lease.check();
+        clock.set_ms(deadline_ms);
+        let at = lease.check();
+        store.hold_renew.store(false, Ordering::SeqCst);
+        assert!(
+            before.is_ok(),
+            "{case:?}: refused at {} ms, the last before the deadline tick {deadline}: {before:?}",
+            deadline_ms - 1
+        );
+        assert!(
+            matches!(
+                at,
+                Err(Error::WouldBlock {
+                    blocked_on: BlockedOn::LeaseKeeper,
+                    ..
+                })
+            ),
+            "{case:?}: at the deadline tick's first ms {deadline_ms}: {at:?}"
+        );
     }
 }
 
