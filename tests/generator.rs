@@ -386,14 +386,24 @@ fn a_wait_counts_its_spins_and_sleeps_no_longer_than_max_wait() {
     let stats = g.stats();
     assert_eq!((stats.wait_sleeps, stats.timed_out), (20, 1), "{stats:?}");
     // 16 values a tick: the next slot opens in 62,501 ns, which is spun for, and the spins
-    // add up to max_wait exactly.
+    // add up to max_wait exactly: after the back-off's six spins and ten yields, sixteen
+    // spins of the slot's time (the last cut to the 62,485 ns left), each counted.
     let g = lead_limited(4, Duration::from_millis(1));
     assert_eq!(
         timed_out(&g),
         (Duration::from_millis(1), Duration::from_nanos(62_501))
     );
     let stats = g.stats();
-    assert_eq!((stats.wait_sleeps, stats.timed_out), (0, 1), "{stats:?}");
+    assert_eq!(
+        (
+            stats.wait_spins,
+            stats.wait_yields,
+            stats.wait_sleeps,
+            stats.timed_out
+        ),
+        (6 + 16, 10, 0, 1),
+        "{stats:?}"
+    );
 }
 
 #[test]
