@@ -29,6 +29,34 @@ fn failover_modes_read_what_they_write() {
     }
 }
 
+/// A table name's parts are PostgreSQL identifiers of at most 63 bytes (its `NAMEDATALEN - 1`;
+/// a longer one would be cut, naming another table): 63 is taken, 64 refused, in either part.
+#[test]
+fn a_table_names_parts_are_at_most_63_bytes() {
+    let (longest, too_long) = ("a".repeat(63), "a".repeat(64));
+    for name in [
+        longest.clone(),
+        format!("ids.{longest}"),
+        format!("{longest}.nodes"),
+    ] {
+        assert!(PgOptions::new().table(&name).is_ok(), "{name}");
+    }
+    for name in [
+        too_long.clone(),
+        format!("ids.{too_long}"),
+        format!("{too_long}.nodes"),
+    ] {
+        match PgOptions::new().table(&name) {
+            Err(crate::Error::InvalidConfig {
+                setting: "table",
+                value,
+                ..
+            }) => assert_eq!(value, format!("{name:?}")),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
 /// Each setter sets what its accessor (or field) shows, and nothing else.
 #[test]
 fn options_keep_what_they_are_given() {
