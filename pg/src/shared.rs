@@ -541,14 +541,34 @@ fn reserve(n: u64) -> Result<(&'static StateStep, u64, u64), Failure> {
                     )
                     .hint("retry later, or ask for fewer IDs at once"));
                 }
-                let nap = retry_after.clamp(Duration::from_micros(1), Duration::from_millis(1));
-                std::thread::sleep(nap);
-                waited += nap;
+                waited += wait_for_slot(retry_after);
                 pgrx::check_for_interrupts!();
             }
             Err(e) => return Err(Failure::from_error(&e)),
         }
     }
+}
+
+/// What a sleep may overshoot by (the timer's slack and the wake-up): a nap ends this much
+/// short of the slot it waits for, and the rest is spun.
+const OVERSLEEP: Duration = Duration::from_micros(200);
+
+/// Waits, up to a millisecond, for a slot that opens in `retry_after`; returns the time
+/// waited. The largest batch fits only while the clock is in its tick's last slot (39 µs on
+/// sonyflake's 10 ms ticks of 256 values), which a sleep to the slot's opening overshoots
+/// nearly every time — each retry then needs the next tick's last slot, until
+/// `monoflake.max_wait_ms` — so a nap ends [`OVERSLEEP`] short and the rest is spun, as the
+/// library's own wait does.
+fn wait_for_slot(retry_after: Duration) -> Duration {
+    let wait = retry_after.clamp(Duration::from_micros(1), Duration::from_millis(1));
+    let until = std::time::Instant::now() + wait;
+    if wait > OVERSLEEP {
+        std::thread::sleep(wait - OVERSLEEP);
+    }
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
+    wait
 }
 
 /// The claimed node's fence shuts out `tick` (the store has not acknowledged it yet, or the
