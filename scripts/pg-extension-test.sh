@@ -14,14 +14,15 @@
 #   3. a restart issues above every ID before; a restart under `faketime` one hour back
 #      refuses (55000, the reservation far ahead of the clock) until
 #      monoflake.trust_reservation is turned on (reload), then issues above every ID before;
-#      a restart 10 s back refuses until the clock is within monoflake.tolerance_ms, then
+#      a restart 20 s back refuses until the clock is within monoflake.tolerance_ms, then
 #      issues above every ID before; a start one hour back leaves the reservation's tick on
 #      disk where it was;
 #   3b. reservation writes that fail (a directory in the temporary file's place): a start
 #      refuses every call (55000), a first call whose identity record fails refuses (58030),
 #      a call past the reservation whose extension fails refuses (58030, within 20 s); once
 #      the writes work, IDs above every one before, and after a restart;
-#   4. the SQL errors: next_ids out of range (22023), not preloaded (55000); neither
+#   4. the SQL errors: next_ids out of range (22023), also at a layout's own bound (sonyflake:
+#      2,816, which next_ids issues); not preloaded (55000); neither
 #      monoflake.node nor monoflake.claim_url: refused (55000, "no claim database", the
 #      reason and the fix); a claim database that is this server: refused (55000, its system
 #      identifier); no claim database reachable: refused (55000, "no node claimed yet");
@@ -105,14 +106,25 @@ cleanup() {
     rm -rf "$dir"
 }
 trap cleanup EXIT
-# start [prefix command...]: starts the server (as postgres), waits until it answers.
+# started DATA LOG PORT: fails the run loudly, with the server's log, when the server of DATA
+# is not running (it did not start: its log says why).
+started() {
+    [ -f "$1/postmaster.pid" ] && as_pg "$BIN/pg_isready" -q -h 127.0.0.1 -p "$3" && return 0
+    echo "FAILED: the server of $1 did not start on port $3; its log ends:"
+    tail -n 20 "$2" | sed 's/^/    /'
+    ss -tanp 2>/dev/null | grep ":$3 " | sed 's/^/    port: /' || true
+    exit 1
+}
+# start [prefix command...]: starts the server (as postgres), waits until it answers (up to
+# 120 s: a start fsyncs, and behind a disk busy with builds an fsync can take tens of seconds).
 # (pg_ctl -W, then pg_isready: pg_ctl's own wait is fooled by a faked clock.)
 start() {
     as_pg "$@" "$BIN/pg_ctl" -D "$data" -l "$dir/log" -o "$pg_opts" -W start >/dev/null
-    for _ in $(seq 1 600); do
+    for _ in $(seq 1 1200); do
         as_pg "$BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" && break
         sleep 0.1
     done
+    started "$data" "$dir/log" "$PORT"
     pid=$(head -1 "$data/postmaster.pid")
 }
 sql() { as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -qAtX "$@"; }
@@ -167,10 +179,23 @@ crash() {
     done
 }
 # conf LINE: appends a setting to postgresql.conf (the last one wins) and reloads.
+# (Waits until a new session shows the value — the postmaster has reloaded, which a loaded
+# machine can take more than a second to do — and a second more for running backends.)
 conf() {
     echo "$1" >>"$data/postgresql.conf"
     sql -c 'SELECT pg_reload_conf()' >/dev/null
+    reloaded "$PORT" "$1"
     sleep 1
+}
+# reloaded PORT "NAME = VALUE": waits (up to 30 s) until a new session at PORT shows VALUE.
+reloaded() {
+    local name=${2%% = *} value=${2#* = }
+    for _ in $(seq 1 300); do
+        [ "$(as_pg "$BIN/psql" -h 127.0.0.1 -p "$1" -U postgres -d postgres -qAtX -c "SHOW $name" 2>/dev/null)" = "$value" ] && return 0
+        sleep 0.1
+    done
+    echo "FAILED: $name = $value never showed at port $1 after a reload"
+    exit 1
 }
 
 passed=0
@@ -264,20 +289,20 @@ check "one hour back, with monoflake.trust_reservation on (reload): issues above
     "$([ -n "$after" ] && [ "$after" -gt "$before" ]; echo $?)" "$after > $before"
 before=$(sql -c 'SELECT monoflake.next_id()')
 conf 'monoflake.trust_reservation = off'
-# 10 s back: refused while the reservation (about 15 s ahead) is beyond the tolerance, then
-# issued from it on, without a restart.
-stop; start env LD_PRELOAD="$FAKETIME_SO" FAKETIME=-10
+# 20 s back: refused while the reservation (22.5–25 s ahead of the faked clock, less the
+# restart's own seconds) is beyond the tolerance, then issued from it on, without a restart.
+stop; start env LD_PRELOAD="$FAKETIME_SO" FAKETIME=-20
 first=$(sqlstate 'SELECT monoflake.next_id()')
 t0=$(date +%s.%N)
 after=""
 refused=0
-for _ in $(seq 1 80); do
+for _ in $(seq 1 120); do
     after=$(sql -c 'SELECT monoflake.next_id()' 2>/dev/null) && break
     after=""; refused=$((refused + 1)); sleep 0.5
 done
 waited=$(echo "$(date +%s.%N) - $t0" | bc)
 again=$(sql -c 'SELECT max(x) FROM monoflake.next_ids(1000) x' 2>/dev/null || true)
-check "10 s back: refused, then issues above every ID before once the clock catches up" \
+check "20 s back: refused, then issues above every ID before once the clock catches up" \
     "$([ "$first" = 55000 ] && [ "$refused" -gt 0 ] && [ -n "$after" ] && [ "$after" -gt "$before" ] &&
         [ -n "$again" ] && [ "$again" -gt "$after" ]; echo $?)" \
     "first SQLSTATE $first, $refused refusals over ${waited}s, then $after > $before, then $again"
@@ -337,6 +362,21 @@ state=$(sqlstate 'SELECT count(*) FROM monoflake.next_ids(100000000)')
 check "next_ids past the bound is refused" "$([ "$state" = 22023 ]; echo $?)" "SQLSTATE $state"
 n=$(sql -c 'SELECT count(DISTINCT x) FROM monoflake.next_ids(100000) x')
 check "next_ids(100000) gives 100000 distinct IDs" "$([ "$n" = 100000 ]; echo $?)" "$n"
+# The bound is less where the layout cannot issue 100,000 within its lead: sonyflake's 10 ms
+# ticks of 256 values issue 11 ticks (the clock's and the lead's 10), 2,816 IDs, at most.
+# (Its own reservation file: the first layout's is put aside, and back after.)
+stop
+as_pg mv "$data/monoflake.reservation" "$dir/reservation.first"
+pg_opts="-c monoflake.layout=sonyflake"; start
+n=$(sql -c 'SELECT count(DISTINCT x) FROM monoflake.next_ids(2816) x' 2>&1 || true)
+r=$(refusal "$PORT" 'SELECT count(*) FROM monoflake.next_ids(2817)' | head -1)
+check "sonyflake: next_ids(2816), the layout's largest batch, gives 2816 distinct IDs; 2817 is refused" \
+    "$([ "$n" = 2816 ] && [[ "$r" == "ERROR:  22023: monoflake.next_ids: n = 2817 is out of range 1..=2816" ]]; echo $?)" \
+    "${n:0:120}; ${r:0:90}"
+stop
+as_pg rm -f "$data/monoflake.reservation"
+as_pg mv "$dir/reservation.first" "$data/monoflake.reservation"
+pg_opts=""; start
 # Neither monoflake.node nor monoflake.claim_url (the default): refused, with the reason and
 # the fix. A server never claims its node from itself: a copy would take the claims along.
 stop; pg_opts="-c monoflake.node=-1"; start
@@ -432,10 +472,11 @@ declare -A sport=([a]=$((PORT + 1)) [b]=$((PORT + 2)) [copy]=$((PORT + 3)) [stan
     [cstandby]=$((PORT + 5)) [ccopy]=$((PORT + 6)) [main]=$PORT)
 srv_start() { # srv_start NAME: starts the server NAME (as postgres), waits until it answers
     as_pg "$BIN/pg_ctl" -D "$dir/$1" -l "$dir/$1.log" -W start >/dev/null
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 1200); do
         as_pg "$BIN/pg_isready" -q -h 127.0.0.1 -p "${sport[$1]}" && break
         sleep 0.1
     done
+    started "$dir/$1" "$dir/$1.log" "${sport[$1]}"
     spid[$1]=$(head -1 "$dir/$1/postmaster.pid")
 }
 srv_stop() { # srv_stop NAME: a fast shutdown (SIGINT to its postmaster), waited for
@@ -633,6 +674,7 @@ rows() { claims -c "SELECT count(*) FROM copies WHERE server = '$1'"; }
 conf_at() { # conf_at NAME LINE: a setting for server NAME, reloaded
     echo "$2" >>"$dir/$1/postgresql.conf"
     sql_at "${sport[$1]}" -c 'SELECT pg_reload_conf()' >/dev/null
+    reloaded "${sport[$1]}" "$2"
     sleep 1
 }
 
