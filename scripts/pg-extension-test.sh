@@ -6,7 +6,8 @@
 # against $PG_CONFIG, default /usr/bin/pg_config: run as root, it writes into PostgreSQL's lib
 # and share directories; the feature adds monoflake.test_clock_offset_ms, the clock check 5
 # moves), builds the CLI, then starts a throwaway cluster as the `postgres` user on
-# 127.0.0.1:55437 (data directory under /tmp, stopped by its pid, removed at the end) and
+# 127.0.0.1:25437, below the ephemeral ports (data directory under /tmp, stopped by its pid,
+# removed at the end) and
 # checks:
 #   1. CONNS connections (8) × PER_CONN (100,000) `next_id()` through a BIGINT PRIMARY KEY
 #      DEFAULT: no conflict, increasing per connection;
@@ -62,7 +63,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
 BIN=$("$PG_CONFIG" --bindir)
-PORT=${PORT:-55437}
+# Below the kernel's ephemeral ports (32768–60999 by default): a client connection's local
+# port there, anyone's, made a server's bind fail with "Address already in use".
+PORT=${PORT:-25437}
 CONNS=${CONNS:-8}
 PER_CONN=${PER_CONN:-100000}
 CLAIM_PER_CONN=${CLAIM_PER_CONN:-50000}
