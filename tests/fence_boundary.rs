@@ -17,7 +17,7 @@ use std::time::Duration;
 use monoflake::handover::first_tick_from;
 use monoflake::{
     BlockedOn, Error, Generator, Id, Layout, ManualClock, NodeRequest, NodeStore, OutsideState,
-    StateStep,
+    StateLease, StateStep,
 };
 use proptest::prelude::*;
 
@@ -225,33 +225,53 @@ impl OutsideState for Word {
     }
 }
 
+/// A `StateLease` on node 0 of a case of `tick_ms` ticks (its store released the node at the
+/// clock's start), with its directory, case, layout, store and clock.
+#[allow(clippy::type_complexity)]
+fn state_lease(
+    tick_ms: u64,
+    tag: &str,
+) -> (
+    common::TempDir,
+    Case,
+    Layout,
+    Arc<common::Flaky>,
+    Arc<ManualClock>,
+    StateLease<Arc<ManualClock>>,
+) {
+    let case = Case {
+        tick_ms,
+        epoch_off: 13,
+        window_ms: 250.max(2 * tick_ms + 10),
+        start_off: 101,
+    };
+    let dir = common::TempDir::new(tag);
+    let layout = layout(case);
+    let start = T0 + case.start_off;
+    let store = store(dir.path(), &layout, start);
+    let clock = Arc::new(ManualClock::new(start));
+    let lease = Generator::builder(layout.clone())
+        .clock(Arc::clone(&clock))
+        .reservation_window(Duration::from_millis(case.window_ms))
+        .build_state_lease(
+            store.clone(),
+            NodeRequest::Exact(0),
+            Arc::new(Word(AtomicU64::new(0))),
+        )
+        .unwrap();
+    (dir, case, layout, store, clock, lease)
+}
+
 /// A `StateLease`'s `check` (what a host asks before it issues) answers at the fence's
 /// deadline exactly: `Ok` to the last ms of the tick before the deadline tick, refused (wait
-/// for the keeper) from the deadline tick's first ms — on 1 ms ticks and on long ones, where the tick of a ms, the
-/// first tick from it and the last tick before it differ.
+/// for the keeper) from the deadline tick's first ms — on 1 ms ticks and on long ones, where
+/// the tick of a ms, the first tick from it and the last tick before it differ.
 #[test]
 fn a_state_lease_check_refuses_from_its_deadline_tick_exactly() {
     for tick_ms in [1, 40] {
-        let case = Case {
-            tick_ms,
-            epoch_off: 13,
-            window_ms: 250.max(2 * tick_ms + 10),
-            start_off: 101,
-        };
-        let dir = common::TempDir::new("fence-boundary-check");
-        let layout = layout(case);
+        let (_dir, case, layout, store, clock, lease) =
+            state_lease(tick_ms, "fence-boundary-check");
         let start = T0 + case.start_off;
-        let store = store(dir.path(), &layout, start);
-        let clock = Arc::new(ManualClock::new(start));
-        let lease = Generator::builder(layout.clone())
-            .clock(Arc::clone(&clock))
-            .reservation_window(Duration::from_millis(case.window_ms))
-            .build_state_lease(
-                store.clone(),
-                NodeRequest::Exact(0),
-                Arc::new(Word(AtomicU64::new(0))),
-            )
-            .unwrap();
         two_rounds(&|| lease.stats().lease_renewals);
         // The keeper held in a renewal: the fence stays as its last round published it.
         store.hold_renew.store(true, Ordering::SeqCst);
@@ -294,26 +314,8 @@ fn a_state_lease_check_refuses_from_its_deadline_tick_exactly() {
 #[test]
 fn a_state_lease_publishes_the_last_tick_before_its_reservation() {
     for tick_ms in [1, 7, 40, 1_000] {
-        let case = Case {
-            tick_ms,
-            epoch_off: 13,
-            window_ms: 250.max(2 * tick_ms + 10),
-            start_off: 101,
-        };
-        let dir = common::TempDir::new("fence-boundary-state");
-        let layout = layout(case);
-        let start = T0 + case.start_off;
-        let store = store(dir.path(), &layout, start);
-        let clock = Arc::new(ManualClock::new(start));
-        let lease = Generator::builder(layout.clone())
-            .clock(Arc::clone(&clock))
-            .reservation_window(Duration::from_millis(case.window_ms))
-            .build_state_lease(
-                store.clone(),
-                NodeRequest::Exact(0),
-                Arc::new(Word(AtomicU64::new(0))),
-            )
-            .unwrap();
+        let (_dir, case, layout, store, clock, lease) =
+            state_lease(tick_ms, "fence-boundary-state");
         store.fail_extend.store(true, Ordering::SeqCst);
         two_rounds(&|| lease.stats().lease_renewals);
         let until = *store.extended.lock().unwrap().last().unwrap();
