@@ -278,6 +278,40 @@ pub fn plan(
     planned
 }
 
+/// What a fault must have to itself while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Busy {
+    /// etcd's members: a holder the store cannot confirm stops issuing on its own (its
+    /// fence's deadline), and a take-over of a holder that is not issuing tests nothing (a
+    /// 60 s soak at seed 11 lost its only etcd `ahead-takeover` to an overlapping
+    /// `etcd-leader` this way).
+    Etcd,
+    /// The file store's disk: a full disk is undone by a fault that deletes or replaces the
+    /// state directory on it (the records' blocks come free), and the holder under test then
+    /// loses its lease to that fault and claims another node instead of running out of
+    /// reservation (at seed 117450690795921 a `pause-takeover` 2 s into a `disk-full` did this:
+    /// the holder rebuilt on node 1 and issued until it was killed, no outage, no hand-over
+    /// of its node, and the run failed its disk-full effect check).
+    Disk,
+}
+
+/// Which of [`Busy`] a fault of `kind` aimed at a slot on `store` waits for, if any.
+fn turn(kind: FaultKind, store: &StoreArgs) -> Option<Busy> {
+    match kind {
+        FaultKind::EtcdMember | FaultKind::EtcdLeader | FaultKind::EtcdQuorum => Some(Busy::Etcd),
+        FaultKind::PauseTakeover | FaultKind::AheadTakeover => match store {
+            StoreArgs::Etcd(_) => Some(Busy::Etcd),
+            // Its records go with the state directory (`Disk::delete`).
+            StoreArgs::File(_) | StoreArgs::DefaultFile => Some(Busy::Disk),
+            StoreArgs::Pg(_) => None,
+        },
+        FaultKind::DiskFull | FaultKind::StateDirDelete | FaultKind::StateDirReplace => {
+            Some(Busy::Disk)
+        }
+        _ => None,
+    }
+}
+
 /// A fault as it happened.
 #[derive(Debug, Clone)]
 pub struct Record {
@@ -313,7 +347,7 @@ pub struct Nemesis {
     skipped: Mutex<Vec<String>>,
     log: Mutex<std::fs::File>,
     paused: Mutex<HashSet<usize>>,
-    /// One etcd member fault at a time, one disk fault at a time.
+    /// One fault at a time on etcd's members, one on the file store's disk ([`turn`]).
     etcd_busy: tokio::sync::Mutex<()>,
     disk_busy: tokio::sync::Mutex<()>,
     successors: std::sync::atomic::AtomicU64,
@@ -381,8 +415,14 @@ impl Nemesis {
             .collect()
     }
 
-    /// Applies one planned fault (returns when it is over), with its proof.
+    /// Applies one planned fault (returns when it is over), with its proof. A fault that must
+    /// not overlap another ([`turn`]) waits for it, and starts when its turn comes.
     pub async fn apply(self: &Arc<Self>, p: Planned) {
+        let _turn = match turn(p.kind, &self.slots[p.slot].store) {
+            Some(Busy::Etcd) => Some(self.etcd_busy.lock().await),
+            Some(Busy::Disk) => Some(self.disk_busy.lock().await),
+            None => None,
+        };
         let mut start = now_ms();
         let slot = &self.slots[p.slot];
         let begin = |at: i64, detail: &str| {
@@ -456,7 +496,6 @@ impl Nemesis {
                 }
             }
             FaultKind::EtcdMember | FaultKind::EtcdLeader | FaultKind::EtcdQuorum => {
-                let _busy = self.etcd_busy.lock().await;
                 let members = if p.kind == FaultKind::EtcdLeader {
                     match self.world.etcd.leader().await {
                         Some(l) => vec![l],
@@ -685,7 +724,6 @@ impl Nemesis {
         p: &Planned,
         slot: &Slot,
     ) -> Result<(i64, String, Result<String, String>), String> {
-        let _busy = self.disk_busy.lock().await;
         // The holder, issuing: its node, and how far its IDs run ahead of the real time.
         let give_up = tokio::time::Instant::now() + VICTIM_WITHIN;
         let (live, node, lead) = loop {
@@ -754,6 +792,9 @@ impl Nemesis {
             .lead(p.slot)
             .map(|(at, ahead)| at + ahead);
         let after = live.counters();
+        // A holder that lost its lease and claimed again issues on another node: its newest
+        // ID then says nothing about this node's reservation.
+        let moved_to = live.node().filter(|&n| n != node);
         signal(live.pid, Signal::SIGKILL);
         let ended = exit_of(slot, live.pid).await;
         let _ = self.world.disk.unfill(&path);
@@ -798,10 +839,11 @@ impl Nemesis {
         self.paused.lock().expect("paused").remove(&p.slot);
         let detail = format!(
             "{} pid {} node {node}: disk full ({bytes} bytes) for {full_ms} ms; its reservation \
-             on disk ends at {until:?} ms, its newest ID at {newest:?} ms; reservation writes \
-             {} -> {}, failed {} -> {}; killed ({}); {outcome}",
+             on disk ends at {until:?} ms, its newest ID at {newest:?} ms{}; reservation \
+             writes {} -> {}, failed {} -> {}; killed ({}); {outcome}",
             slot.name,
             live.pid,
+            moved_to.map_or_else(String::new, |n| format!(" (on node {n})")),
             before.reservation_writes,
             after.reservation_writes,
             before.reservation_failures,
@@ -815,13 +857,17 @@ impl Nemesis {
             (Some(t), Some(u)) => format!("{:+} ms", t - u),
             _ => "unknown".to_owned(),
         };
+        let newest_from_end = match moved_to {
+            Some(n) => format!("unknown: it had moved to node {n}"),
+            None => from_end(newest),
+        };
         let effect = if after.reservation_failures > before.reservation_failures {
             Ok(format!(
                 "{}'s reservation writes failed {} times while the disk was full (its newest \
                  ID {} from its reservation's end, the successor's first {})",
                 slot.name,
                 after.reservation_failures - before.reservation_failures,
-                from_end(newest),
+                newest_from_end,
                 from_end(successor_first)
             ))
         } else {
@@ -845,15 +891,6 @@ impl Nemesis {
             return Err("no take-over on the PostgreSQL store here".into());
         }
         let etcd = slot.store.is_etcd();
-        // No etcd member fault meanwhile: a holder the store cannot confirm stops issuing on
-        // its own (its fence's deadline), and a take-over of a holder that is not issuing
-        // tests nothing (a 60 s soak at seed 11 lost its only etcd `ahead-takeover` to an
-        // overlapping `etcd-leader` this way).
-        let _busy = if etcd {
-            Some(self.etcd_busy.lock().await)
-        } else {
-            None
-        };
         let live = slot.live().ok_or("not running")?;
         let node = live.node().ok_or("no node seen yet")?;
         if !self.paused.lock().expect("paused").insert(p.slot) {
@@ -1054,6 +1091,33 @@ mod tests {
             assert_eq!(slots()[f.slot].kind, Kind::Holder, "{f:?}");
             assert_eq!(slots()[f.slot].store, StoreKind::File, "{f:?}");
         }
+    }
+
+    #[test]
+    fn faults_on_the_state_directory_wait_for_a_full_disk_and_it_for_them() {
+        let file = StoreArgs::File("state".into());
+        let etcd = StoreArgs::Etcd("/p/".into());
+        let pg = StoreArgs::Pg("nodes".into());
+        for kind in FaultKind::ALL {
+            let on_file = turn(kind, &file);
+            let expected = match kind {
+                FaultKind::DiskFull
+                | FaultKind::StateDirDelete
+                | FaultKind::StateDirReplace
+                | FaultKind::PauseTakeover
+                | FaultKind::AheadTakeover => Some(Busy::Disk),
+                FaultKind::EtcdMember | FaultKind::EtcdLeader | FaultKind::EtcdQuorum => {
+                    Some(Busy::Etcd)
+                }
+                _ => None,
+            };
+            assert_eq!(on_file, expected, "{kind:?} on the file store");
+            assert_eq!(turn(kind, &StoreArgs::DefaultFile), expected, "{kind:?}");
+        }
+        assert_eq!(turn(FaultKind::PauseTakeover, &etcd), Some(Busy::Etcd));
+        assert_eq!(turn(FaultKind::AheadTakeover, &etcd), Some(Busy::Etcd));
+        assert_eq!(turn(FaultKind::PauseTakeover, &pg), None);
+        assert_eq!(turn(FaultKind::Kill9, &etcd), None);
     }
 
     #[test]
