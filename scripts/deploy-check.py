@@ -50,6 +50,8 @@ import urllib.parse
 
 import yaml
 
+from free_port import free_port
+
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 VARIABLE = re.compile(r"\bMONOFLAKE_[A-Z0-9_]+")
 DRAIN_TIMEOUT_S = 5
@@ -323,10 +325,6 @@ def image(path):
             "healthcheck": health, "binary": copied[-1] if copied else None}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(scheme, port, path, timeout=2):

@@ -31,7 +31,8 @@ stop() {
 }
 trap stop EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# Below the ephemeral ports: see scripts/free_port.py.
+free_port() { python3 scripts/free_port.py "$@"; }
 wait_ready() { # port
     for _ in $(seq 150); do
         PGCONNECT_TIMEOUT=2 psql "postgres://monoflake:secret@127.0.0.1:$1/postgres" -X -q -c 'SELECT 1' \

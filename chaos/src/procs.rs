@@ -117,10 +117,28 @@ impl Pids {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
+/// A free TCP port on 127.0.0.1 for a server to take: bound, released, from 20000–31999.
+///
+/// Below the kernel's ephemeral range (32768–60999 by default) on purpose: a port from a bind
+/// to port 0 comes from that range, and between its release and the server's bind any
+/// outgoing connection on the host may take it as its local port (a CI run's server failed
+/// with "Address already in use" so). Below it only an explicit bind takes a port. The first
+/// port tried depends on the pid and a counter, so the calls of one run, or of runs side by
+/// side, try different ports.
 pub fn free_port() -> std::io::Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let mut last = None;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = (LOW + std::process::id().wrapping_mul(7_919).wrapping_add(n) % SPAN) as u16;
+        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(port),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no port tried")))
 }
 
 /// Waits for `pid` to be gone (after a signal), for at most `bound`.

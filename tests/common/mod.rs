@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -82,12 +82,23 @@ pub fn hammer<G: monoflake::IdGenerator + Sync>(
     all
 }
 
+/// A free TCP port on 127.0.0.1 for a server to take: bound, released, from 20000–31999.
+///
+/// Below the kernel's ephemeral range (32768–60999 by default): a port from a bind to port 0
+/// comes from that range, and between its release and the server's bind any outgoing
+/// connection on the host may take it as its local port. Below it only an explicit bind takes
+/// a port. The pid and a counter pick the first port tried, so tests side by side differ.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    (0..SPAN)
+        .map(|_| {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            (LOW + std::process::id().wrapping_mul(7_919).wrapping_add(n) % SPAN) as u16
+        })
+        .find(|&port| TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free port in 20000-31999 on 127.0.0.1")
 }
 
 #[cfg(feature = "etcd")]
