@@ -234,3 +234,119 @@ fn a_lock_file_replaced_just_before_the_rename_fails_the_write() {
     drop(holder);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs the test `name` again in a process of its own, where [`writes_cut_short`] may set a
+/// limit that is the whole process's, and asserts that it passed there. Returns `true` in that
+/// process (go on with the test), `false` here (the test is done).
+///
+/// SIGXFSZ is ignored in the child (`trap ''`, kept across `exec`), so a write past the
+/// file-size limit fails with `EFBIG` instead of killing it.
+fn in_a_process_of_its_own(name: &str) -> bool {
+    const CHILD: &str = "MONOFLAKE_TEST_OWN_PROCESS";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; exec "$0" "$@""#)
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            &format!("lease::file::tests::{name}"),
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.contains("1 passed"),
+        "{name} in a process of its own: {}\n{said}",
+        out.status
+    );
+    false
+}
+
+/// Runs `f` with every write to a file cut off at 16 bytes (`RLIMIT_FSIZE`: `EFBIG`, as a full
+/// disk's `ENOSPC`, and for root too), then lifts the limit. Only in a process of its own.
+fn writes_cut_short<T>(f: impl FnOnce() -> T) -> T {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let was = getrlimit(Resource::Fsize);
+    setrlimit(
+        Resource::Fsize,
+        Rlimit {
+            current: Some(16),
+            maximum: was.maximum,
+        },
+    )
+    .unwrap();
+    let out = f();
+    setrlimit(Resource::Fsize, was).unwrap();
+    out
+}
+
+/// A reservation whose write is cut short fails naming the write, and nothing is renamed into
+/// place: the record keeps the reservation it had (a short record renamed into place would
+/// refuse the node at every later read), and no temporary file is left.
+#[test]
+fn a_record_whose_write_is_cut_short_is_not_put_in_place() {
+    if !in_a_process_of_its_own("a_record_whose_write_is_cut_short_is_not_put_in_place") {
+        return;
+    }
+    let dir = temp_dir("cut-short");
+    let store = FileStore::open(&dir).unwrap();
+    let claim = store
+        .claim(&Layout::twitter(), NodeRequest::Exact(0))
+        .unwrap();
+    store.extend(&claim, 2_000).unwrap();
+    let before = on_file(&dir);
+    match writes_cut_short(|| store.extend(&claim, 3_000)) {
+        Err(Error::StateDir { action, path, .. }) => {
+            assert_eq!(action, "write");
+            assert_eq!(path, dir.join("twitter").join("node-0.reservation"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(on_file(&dir), before);
+    let left: Vec<String> = std::fs::read_dir(dir.join("twitter"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    drop(claim);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A version-1 reservation whose rewrite is cut short is not reported migrated: the migration
+/// fails naming the write, and the record stays version 1 (refused at a claim until migrated).
+#[test]
+fn a_migration_whose_rewrite_is_cut_short_fails() {
+    if !in_a_process_of_its_own("a_migration_whose_rewrite_is_cut_short_fails") {
+        return;
+    }
+    let dir = temp_dir("migrate-cut-short");
+    let store = FileStore::open(&dir).unwrap();
+    std::fs::create_dir_all(dir.join("twitter")).unwrap();
+    let path = dir.join("twitter").join("node-4.reservation");
+    let v1 = "monoflake-reservation v1\nuntil_ms=5000\n";
+    std::fs::write(&path, v1).unwrap();
+    match writes_cut_short(|| store.migrate_v1()) {
+        Err(Error::StateDir {
+            action,
+            path: named,
+            ..
+        }) => {
+            assert_eq!(action, "write");
+            assert_eq!(named, path);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), v1);
+    assert_eq!(store.migrate_v1().unwrap(), vec![path]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
